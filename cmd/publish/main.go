@@ -1,14 +1,42 @@
+// Command publish publishes Kubernetes Operators from a Git repo of
+// PackageManifests to a registry and a GitOps catalog repo. See README.md.
+//
+// Exit codes: 0 ok, 1 invalid input (fix the package repo, the overlay or
+// the flags), 2 usage or infrastructure error (registry, Git, network).
 package main
 
 import (
-	_ "github.com/go-git/go-git/v5"
-	_ "github.com/google/go-containerregistry/pkg/v1/remote"
-	_ "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	_ "github.com/operator-framework/api/pkg/validation"
-	_ "github.com/spf13/cobra"
-	_ "sigs.k8s.io/kustomize/api/krusty"
-	_ "sigs.k8s.io/yaml"
-	_ "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/operator-publish/publish/internal/pipeline"
 )
 
-func main() {}
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := newRootCmd()
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "error:", err)
+	var ie *pipeline.InputError
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		return 2
+	case errors.As(err, &ie):
+		return 1
+	default:
+		return 2
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// usageError is a wrong command line (exit code 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "publish",
+		Short:         "Publish Kubernetes Operators from a package repo to a registry and a GitOps catalog repo",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
+	})
+	root.AddCommand(newRunCmd(), newRenderCmd(), newVersionCmd())
+	return root
+}
+
+// envName is the environment variable that sets a flag: PUBLISH_ and the
+// flag name in upper case with '-' as '_' (--dst-password:
+// PUBLISH_DST_PASSWORD).
+func envName(flag string) string {
+	return "PUBLISH_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv sets every flag of fs that was not given on the command line from
+// its environment variable, if set: flag > environment > default.
+func applyEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok && v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = &usageError{fmt.Errorf("environment %s: %w", envName(f.Name), e)}
+			}
+		}
+	})
+	return err
+}
+
+// withEnvHelp appends the environment variable to each flag's usage.
+func withEnvHelp(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		f.Usage += " [$" + envName(f.Name) + "]"
+	})
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/render"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// commonFlags are the flags run and render share.
+type commonFlags struct {
+	source, packagesDir, cluster string
+	dstRegistry                  string
+	plainHTTP                    bool
+	namespace, library           string
+	pullSecrets                  []string
+}
+
+func (c *commonFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.source, "source", ".", "package repo checkout")
+	fs.StringVar(&c.packagesDir, "packages-dir", "packages", "directory of PackageManifests, relative to --source")
+	fs.StringVar(&c.cluster, "cluster", "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster>")
+	fs.StringVar(&c.dstRegistry, "dst-registry", "", "destination registry HOST[:PORT][/PREFIX]")
+	fs.BoolVar(&c.plainHTTP, "plain-http", false, "use plain HTTP for the source and destination registries")
+	fs.BoolVar(&c.plainHTTP, "plain", false, "alias of --plain-http (violet)")
+	fs.StringVar(&c.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
+	fs.StringVar(&c.library, "library", "platform", "value of the cpaas.io/library label")
+	fs.StringSliceVar(&c.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
+}
+
+func (c *commonFlags) renderConfig() render.Config {
+	return render.Config{Namespace: c.namespace, Library: c.library, ImagePullSecrets: c.pullSecrets}
+}
+
+func newRunCmd() *cobra.Command {
+	var (
+		c                                                    commonFlags
+		o                                                    pipeline.Options
+		catalogURL, catalogBranch, catalogUser, catalogPass string
+		caFile                                               string
+	)
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Publish the package repo: mirror bundles and related images, render and push the catalog",
+		Long: `run scans the PackageManifests of the package repo, reads every bundle image,
+mirrors every related image and then every bundle to --dst-registry (digests
+preserved, images already there skipped), renders Artifact and ArtifactVersion
+objects through the cluster overlay of the catalog repo, and commits and pushes
+the catalog when a byte changed. Versions and artifacts gone from the source
+are delisted (present: false), never deleted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			if catalogURL == "" {
+				return &usageError{fmt.Errorf("--catalog URL|PATH is required (the catalog Git repo)")}
+			}
+			if c.dstRegistry == "" {
+				return &usageError{fmt.Errorf("--dst-registry HOST[:PORT][/PREFIX] is required")}
+			}
+			o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
+			o.Render = c.renderConfig()
+			o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, caFile
+			o.Catalog.URL, o.Catalog.Branch = catalogURL, catalogBranch
+			o.Catalog.Username, o.Catalog.Password = catalogUser, catalogPass
+			if caFile != "" && strings.HasPrefix(catalogURL, "https://") {
+				pem, err := os.ReadFile(caFile)
+				if err != nil {
+					return &usageError{fmt.Errorf("--ca-file: %w", err)}
+				}
+				o.Catalog.CABundle = pem
+			}
+			o.Log = cmd.ErrOrStderr()
+			res, err := pipeline.Run(cmd.Context(), o)
+			if res != nil {
+				printResult(cmd, res)
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	c.register(fs)
+	fs.StringVar(&catalogURL, "catalog", "", "catalog Git repo: URL or local path")
+	fs.StringVar(&catalogBranch, "catalog-branch", "main", "catalog branch to publish to")
+	fs.StringVar(&catalogUser, "catalog-username", "", "user name for an HTTPS catalog repo")
+	fs.StringVar(&catalogPass, "catalog-password", "", "password or token for an HTTPS catalog repo")
+	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
+	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
+	fs.StringVar(&o.Mirror.Dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
+	fs.StringVar(&o.Mirror.Dst.Password, "dst-password", "", "destination registry password or token")
+	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
+	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "images copied at once")
+	withEnvHelp(fs)
+	return cmd
+}
+
+func printResult(cmd *cobra.Command, res *pipeline.Result) {
+	w := cmd.OutOrStdout()
+	ch := res.Changes
+	for _, s := range []struct {
+		title string
+		items []string
+	}{{"listed", ch.Listed}, {"upgraded", ch.Upgraded}, {"relisted", ch.Relisted}, {"delisted", ch.Delisted}} {
+		for _, it := range s.items {
+			fmt.Fprintf(w, "%-9s %s\n", s.title, it)
+		}
+	}
+	if res.Commit != "" {
+		fmt.Fprintf(w, "commit    %s\n", res.Commit)
+	} else if res.Mirror != nil {
+		fmt.Fprintln(w, "no change: nothing committed")
+	}
+}

@@ -1,0 +1,317 @@
+// Package bundle reads an OLM registry+v1 bundle image (manifests/ and
+// metadata/ in its layers, https://olm.operatorframework.io/docs/tasks/creating-operator-bundle/)
+// and exposes the facts of its ClusterServiceVersion that publishing needs.
+package bundle
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/operator-framework/api/pkg/manifests"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CSV annotations read by the Alauda OperatorHub page (DESIGN.md §6).
+const (
+	AnnotationProviderType = "provider-type"
+	AnnotationProvider     = "provider"
+	AnnotationProviderURL  = "provider-url"
+)
+
+// Limits on what Fetch extracts from a bundle image: bundles are a few
+// hundred KiB of YAML; anything far larger is not a bundle.
+const (
+	maxFileBytes  = 32 << 20
+	maxTotalBytes = 128 << 20
+)
+
+// Bundle is what publishing needs to know about one bundle.
+type Bundle struct {
+	// Ref is the reference the bundle was read from; Digest the manifest
+	// digest at the source ("" when loaded from a directory).
+	Ref    string
+	Digest string
+
+	// CSV is the ClusterServiceVersion, as loaded by operator-framework/api.
+	CSV *v1alpha1.ClusterServiceVersion
+	// Loaded is the full bundle (CSV, CRDs, other objects) as loaded by
+	// operator-framework/api's manifests.GetBundleFromDir.
+	Loaded *manifests.Bundle
+
+	CSVName        string // metadata.name of the CSV, e.g. etcdoperator.v0.9.4
+	Version        string // CSV spec.version, "" when absent
+	DisplayName    string // CSV spec.displayName
+	Description    string // CSV metadata.annotations.description (the short one)
+	ProviderType   string // CSV annotation provider-type
+	Provider       string // CSV annotation provider
+	ProviderURL    string // CSV annotation provider-url
+	Package        string // metadata/annotations.yaml package
+	Channels       []string
+	DefaultChannel string
+	// Images is every image the CSV deploys: deployment containers and
+	// initContainers, RELATED_IMAGE_* env values and spec.relatedImages;
+	// sorted, unique.
+	Images []string
+}
+
+// NotFoundError says that a bundle image does not exist at the source.
+// It is an input error: spec.artifact names a wrong reference.
+type NotFoundError struct{ Ref string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("bundle image %s not found: check spec.artifact and that the image was pushed", e.Ref)
+}
+
+// InvalidError says that an image is not a usable bundle (no CSV, several
+// CSVs, unparseable manifests). It is an input error.
+type InvalidError struct {
+	Ref string
+	Err error
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("bundle image %s is not a valid registry+v1 bundle: %v", e.Ref, e.Err)
+}
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// Fetch pulls the bundle image ref (a single-platform image; for an image
+// index the linux/amd64 child or else the first child is read) with the given
+// remote options, extracts manifests/ and metadata/ and loads the bundle.
+//
+// Errors: *NotFoundError when the registry answers 404/MANIFEST_UNKNOWN;
+// *InvalidError when the image holds no loadable bundle; registry transport
+// errors (unreachable, 401/403) are returned wrapped, naming the reference.
+func Fetch(ctx context.Context, ref string, opts ...remote.Option) (*Bundle, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, &InvalidError{Ref: ref, Err: err}
+	}
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	desc, err := remote.Get(r, opts...)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, &NotFoundError{Ref: ref}
+		}
+		return nil, fmt.Errorf("fetching bundle image %s: %w", ref, err)
+	}
+	var img v1.Image
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, fmt.Errorf("fetching bundle image %s: %w", ref, err)
+		}
+		img, err = pickImage(idx)
+		if err != nil {
+			return nil, &InvalidError{Ref: ref, Err: err}
+		}
+	} else {
+		img, err = desc.Image()
+		if err != nil {
+			return nil, fmt.Errorf("fetching bundle image %s: %w", ref, err)
+		}
+	}
+	b, err := FromImage(img)
+	if err != nil {
+		var inv *InvalidError
+		if errors.As(err, &inv) {
+			inv.Ref = ref
+			return nil, inv
+		}
+		return nil, fmt.Errorf("reading bundle image %s: %w", ref, err)
+	}
+	b.Ref = ref
+	b.Digest = desc.Digest.String()
+	return b, nil
+}
+
+func pickImage(idx v1.ImageIndex) (v1.Image, error) {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(im.Manifests) == 0 {
+		return nil, errors.New("image index has no manifests")
+	}
+	pick := im.Manifests[0]
+	for _, m := range im.Manifests {
+		if m.Platform != nil && m.Platform.OS == "linux" && m.Platform.Architecture == "amd64" {
+			pick = m
+			break
+		}
+	}
+	return idx.Image(pick.Digest)
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		if te.StatusCode == http.StatusNotFound {
+			return true
+		}
+		for _, d := range te.Errors {
+			if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FromImage extracts manifests/ and metadata/ of img (the flattened
+// filesystem of its layers) into a temporary directory and loads it with
+// Load. Entries outside manifests/ and metadata/ are ignored; links, path
+// traversal and oversized files are rejected with an *InvalidError.
+func FromImage(img v1.Image) (*Bundle, error) {
+	dir, err := os.MkdirTemp("", "publish-bundle-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	if err := extract(rc, dir); err != nil {
+		return nil, err
+	}
+	return Load(dir)
+}
+
+func extract(r io.Reader, dir string) error {
+	tr := tar.NewReader(r)
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading image layers: %w", err)
+		}
+		clean := path.Clean(strings.TrimPrefix(h.Name, "/"))
+		top, _, _ := strings.Cut(clean, "/")
+		if top != "manifests" && top != "metadata" {
+			continue
+		}
+		if clean == ".." || strings.HasPrefix(clean, "../") {
+			return &InvalidError{Err: fmt.Errorf("layer entry %q escapes the bundle", h.Name)}
+		}
+		target := filepath.Join(dir, filepath.FromSlash(clean))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if h.Size > maxFileBytes {
+				return &InvalidError{Err: fmt.Errorf("layer entry %s is %d bytes, more than a bundle file can be (%d)", h.Name, h.Size, maxFileBytes)}
+			}
+			total += h.Size
+			if total > maxTotalBytes {
+				return &InvalidError{Err: fmt.Errorf("manifests/ and metadata/ exceed %d bytes", maxTotalBytes)}
+			}
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(f, io.LimitReader(tr, maxFileBytes))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		default:
+			return &InvalidError{Err: fmt.Errorf("layer entry %s is a link or special file; a bundle holds regular files only", h.Name)}
+		}
+	}
+}
+
+// Load reads a bundle directory (manifests/ and metadata/) with
+// operator-framework/api and extracts the CSV facts. Errors are
+// *InvalidError: no CSV, several CSVs, unparseable objects.
+func Load(dir string) (*Bundle, error) {
+	if _, err := os.Stat(filepath.Join(dir, "manifests")); err != nil {
+		return nil, &InvalidError{Err: errors.New("no manifests/ directory")}
+	}
+	lb, err := manifests.GetBundleFromDir(dir)
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, dir, "the bundle")
+		return nil, &InvalidError{Err: errors.New(msg)}
+	}
+	if lb == nil || lb.CSV == nil {
+		return nil, &InvalidError{Err: errors.New("no ClusterServiceVersion in manifests/")}
+	}
+	csv := lb.CSV
+	b := &Bundle{
+		CSV:            csv,
+		Loaded:         lb,
+		CSVName:        csv.Name,
+		DisplayName:    csv.Spec.DisplayName,
+		Description:    csv.Annotations["description"],
+		ProviderType:   csv.Annotations[AnnotationProviderType],
+		Provider:       csv.Annotations[AnnotationProvider],
+		ProviderURL:    csv.Annotations[AnnotationProviderURL],
+		Package:        lb.Package,
+		DefaultChannel: lb.DefaultChannel,
+		Images:         Images(csv),
+	}
+	if csv.Spec.Version.Version.String() != "0.0.0" {
+		b.Version = csv.Spec.Version.String()
+	}
+	for _, c := range lb.Channels {
+		if c = strings.TrimSpace(c); c != "" {
+			b.Channels = append(b.Channels, c)
+		}
+	}
+	return b, nil
+}
+
+// Images returns every image csv deploys: the containers and initContainers
+// of each install-strategy deployment, the values of their RELATED_IMAGE_*
+// environment variables, and spec.relatedImages; sorted, without duplicates
+// or empty values.
+func Images(csv *v1alpha1.ClusterServiceVersion) []string {
+	set := map[string]bool{}
+	addContainers := func(cs []corev1.Container) {
+		for _, c := range cs {
+			set[strings.TrimSpace(c.Image)] = true
+			for _, e := range c.Env {
+				if strings.HasPrefix(e.Name, "RELATED_IMAGE_") {
+					set[strings.TrimSpace(e.Value)] = true
+				}
+			}
+		}
+	}
+	for _, d := range csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+		addContainers(d.Spec.Template.Spec.InitContainers)
+		addContainers(d.Spec.Template.Spec.Containers)
+	}
+	for _, ri := range csv.Spec.RelatedImages {
+		set[strings.TrimSpace(ri.Image)] = true
+	}
+	delete(set, "")
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,278 @@
+// Package gitops keeps the catalog repo: clone (go-git), seed from the
+// template, state file, commit, push.
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
+)
+
+func init() {
+	// go-git's file transport runs git-upload-pack/git-receive-pack. Without
+	// a git binary, serve local repos with go-git's in-process server.
+	if _, err := exec.LookPath("git"); err != nil {
+		client.InstallProtocol("file", server.DefaultServer)
+	}
+}
+
+// Options says which catalog repo to use and how.
+type Options struct {
+	// URL is the catalog repo: an http(s):// or ssh URL, or a local path.
+	URL string
+	// Branch is the branch to publish to (default main).
+	Branch string
+	// Username and Password (or token) for HTTP(S) basic auth.
+	Username, Password string
+	// CABundle is extra PEM CA certificates for HTTPS.
+	CABundle []byte
+	// AuthorName and AuthorEmail sign the commits (default: operator-publish bot).
+	AuthorName, AuthorEmail string
+	// Timeout bounds each network operation (default 5 minutes).
+	Timeout time.Duration
+}
+
+// Repo is a working clone of the catalog repo in a temporary directory.
+type Repo struct {
+	// Dir is the root of the working tree.
+	Dir string
+	// Empty reports that the branch had no commits when cloned.
+	Empty bool
+
+	opts Options
+	repo *git.Repository
+}
+
+// UnreachableError says the catalog repo could not be cloned or pushed:
+// wrong URL, network, credentials. It is an infrastructure error.
+type UnreachableError struct {
+	URL string
+	Op  string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	hint := "check --catalog, the network and --catalog-username/--catalog-password"
+	if errors.Is(e.Err, transport.ErrAuthenticationRequired) || errors.Is(e.Err, transport.ErrAuthorizationFailed) {
+		hint = "the catalog repo refused the credentials: check --catalog-username/--catalog-password (PUBLISH_CATALOG_USERNAME/PUBLISH_CATALOG_PASSWORD) and that the account may push"
+	} else if errors.Is(e.Err, transport.ErrRepositoryNotFound) {
+		hint = "no repository at that URL: create it (it may be empty) or fix --catalog"
+	}
+	return fmt.Sprintf("catalog repo %s: %s failed: %v (%s)", redact(e.URL), e.Op, e.Err, hint)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// redact removes a password from a URL's user info.
+func redact(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		if at := strings.Index(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
+			user, _, _ := strings.Cut(rest[:at], ":")
+			return u[:i+3] + user + ":***@" + rest[at+1:]
+		}
+	}
+	return u
+}
+
+func (o *Options) defaults() {
+	if o.Branch == "" {
+		o.Branch = "main"
+	}
+	if o.AuthorName == "" {
+		o.AuthorName = "operator-publish"
+	}
+	if o.AuthorEmail == "" {
+		o.AuthorEmail = "operator-publish@users.noreply.github.com"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+}
+
+func (o *Options) auth() transport.AuthMethod {
+	if o.Username != "" || o.Password != "" {
+		user := o.Username
+		if user == "" {
+			user = "x-access-token" // a token alone: GitHub, GitLab and Gitea accept any user name
+		}
+		return &githttp.BasicAuth{Username: user, Password: o.Password}
+	}
+	return nil
+}
+
+// endpoint returns the URL go-git should use: absolute for local paths.
+func (o *Options) endpoint() (string, error) {
+	u := o.URL
+	if u == "" {
+		return "", errors.New("no catalog repo: set --catalog URL|PATH")
+	}
+	if strings.Contains(u, "://") || strings.HasPrefix(u, "git@") {
+		return u, nil
+	}
+	abs, err := filepath.Abs(u)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", &UnreachableError{URL: u, Op: "open", Err: fmt.Errorf("no such directory")}
+	}
+	return abs, nil
+}
+
+// Clone clones the branch of the catalog repo into a new temporary
+// directory. An empty repo, or one without that branch, gives an empty
+// working tree on a new branch (Empty true). Errors: *UnreachableError.
+func Clone(ctx context.Context, o Options) (*Repo, error) {
+	o.defaults()
+	url, err := o.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "publish-catalog-")
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{Dir: dir, opts: o}
+	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	repo, err := git.PlainCloneContext(cctx, dir, false, &git.CloneOptions{
+		URL:           url,
+		Auth:          o.auth(),
+		ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
+		SingleBranch:  true,
+		CABundle:      o.CABundle,
+	})
+	switch {
+	case err == nil:
+	case errors.Is(err, transport.ErrEmptyRemoteRepository) || isNoBranch(err):
+		os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		repo, err = git.PlainInitWithOptions(dir, &git.PlainInitOptions{
+			InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(o.Branch)},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{url}}); err != nil {
+			return nil, err
+		}
+		r.Empty = true
+	default:
+		os.RemoveAll(dir)
+		return nil, &UnreachableError{URL: o.URL, Op: "clone", Err: err}
+	}
+	r.repo = repo
+	return r, nil
+}
+
+func isNoBranch(err error) bool {
+	var nm git.NoMatchingRefSpecError
+	return errors.As(err, &nm) || errors.Is(err, plumbing.ErrReferenceNotFound) ||
+		strings.Contains(err.Error(), "couldn't find remote ref")
+}
+
+// Close removes the working clone.
+func (r *Repo) Close() error { return os.RemoveAll(r.Dir) }
+
+// Seed writes every file of tmpl (rooted at root inside tmpl) that does not
+// exist yet in the working tree. User files are never overwritten.
+func (r *Repo) Seed(tmpl fs.FS, root string) error {
+	return fs.WalkDir(tmpl, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+		target := filepath.Join(r.Dir, filepath.FromSlash(rel))
+		if _, err := os.Stat(target); err == nil {
+			return nil
+		}
+		data, err := fs.ReadFile(tmpl, p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// Commit stages every change of the working tree (additions, edits,
+// deletions) and commits it with msg. It returns the new commit hash, or ""
+// when nothing changed (no commit is made).
+func (r *Repo) Commit(msg string, when time.Time) (string, error) {
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		return "", fmt.Errorf("staging catalog changes: %w", err)
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return "", err
+	}
+	if st.IsClean() {
+		return "", nil
+	}
+	sig := &object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: when}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		return "", fmt.Errorf("committing catalog: %w", err)
+	}
+	return h.String(), nil
+}
+
+// Push pushes the branch to origin. Errors: *UnreachableError, wrapping
+// go-git's error (a rejected non-fast-forward update included).
+func (r *Repo) Push(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
+	err := r.repo.PushContext(cctx, &git.PushOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
+		Auth:       r.opts.auth(),
+		CABundle:   r.opts.CABundle,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return &UnreachableError{URL: r.opts.URL, Op: "push to " + r.opts.Branch, Err: err}
+	}
+	return nil
+}
+
+// ChangedFiles lists the paths (slash-separated) that differ between the
+// working tree and HEAD, sorted; used for reports.
+func (r *Repo) ChangedFiles() ([]string, error) {
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	st, err := wt.Status()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for p := range st {
+		out = append(out, path.Clean(p))
+	}
+	return out, nil
+}

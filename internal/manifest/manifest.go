@@ -1,0 +1,300 @@
+// Package manifest reads PackageManifest files: the violet-compatible
+// description of one version of one operator (DESIGN.md §1).
+//
+//	apiVersion: app.alauda.cn/v1beta1
+//	kind: PackageManifest
+//	metadata:
+//	  name: <artifact>.v<version>
+//	spec:
+//	  type: bundle
+//	  artifact: <bundle image reference>
+//	  version: v<semver>
+//	  arch: [linux/amd64]
+//	  info: {displayName, icon, keywords, links: [{name, url}], description}
+//	  relatedImages: [<image reference>, ...]
+//
+// Parsing is strict: an unknown field, a value of the wrong type or a missing
+// required field is an error that names the file and the line.
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"github.com/google/go-containerregistry/pkg/name"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// APIVersion and Kind identify a PackageManifest document.
+const (
+	APIVersion = "app.alauda.cn/v1beta1"
+	Kind       = "PackageManifest"
+)
+
+// PackageManifest is one version of one operator, as written in a package
+// repo. Field names follow violet's PackageManifest.
+type PackageManifest struct {
+	APIVersion string   `yaml:"apiVersion"`
+	Kind       string   `yaml:"kind"`
+	Metadata   Metadata `yaml:"metadata"`
+	Spec       Spec     `yaml:"spec"`
+
+	// Path is the file the manifest was read from (set by Parse/Load).
+	Path string `yaml:"-"`
+	// Artifact is the artifact (OLM package) name derived from metadata.name.
+	Artifact string `yaml:"-"`
+	// Version is spec.version without a leading "v", a valid semver.
+	Version semver.Version `yaml:"-"`
+	// Lines maps a dotted field path ("spec.artifact", "spec.relatedImages.2")
+	// to its 1-based line in Path, for error messages and lint findings.
+	Lines map[string]int `yaml:"-"`
+}
+
+// Metadata is the object metadata of a PackageManifest.
+type Metadata struct {
+	Name        string            `yaml:"name"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+}
+
+// Spec is the PackageManifest spec.
+type Spec struct {
+	// Type is "bundle" (an OLM bundle image); "chart" is not supported yet.
+	Type string `yaml:"type"`
+	// Artifact is the bundle image reference in the source registry.
+	Artifact string `yaml:"artifact"`
+	// Version is the operator version, semver, with or without a leading "v".
+	Version string `yaml:"version"`
+	// Arch lists the platforms (os/arch[/variant]) the operator supports.
+	Arch []string `yaml:"arch,omitempty"`
+	// Info is what the OperatorHub page shows.
+	Info Info `yaml:"info"`
+	// RelatedImages lists every image the operator needs.
+	RelatedImages []string `yaml:"relatedImages,omitempty"`
+}
+
+// Info is the display information of a PackageManifest.
+type Info struct {
+	DisplayName string   `yaml:"displayName"`
+	Icon        string   `yaml:"icon,omitempty"`
+	Keywords    []string `yaml:"keywords,omitempty"`
+	Links       []Link   `yaml:"links,omitempty"`
+	Description string   `yaml:"description,omitempty"`
+}
+
+// Link is a named URL shown on the OperatorHub page.
+type Link struct {
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
+}
+
+// Error is a problem in one manifest file, at a 1-based line (0: unknown).
+// It is an input error: the user must fix the file.
+type Error struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// Tag returns the tag the bundle carries at the destination: the tag of
+// spec.artifact, or "v<version>" when spec.artifact is pinned by digest only.
+// ArtifactVersion.spec.tag is this value.
+func (m *PackageManifest) Tag() string {
+	if t := tagOf(m.Spec.Artifact); t != "" {
+		return t
+	}
+	return "v" + m.Version.String()
+}
+
+var tagRE = regexp.MustCompile(`:([\w][\w.-]{0,127})(@sha256:[a-f0-9]{64})?$`)
+
+func tagOf(ref string) string {
+	// Strip the host so a port is not taken for a tag.
+	i := strings.Index(ref, "/")
+	if i < 0 {
+		return ""
+	}
+	m := tagRE.FindStringSubmatch(ref[i:])
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// Parse decodes one PackageManifest from data (the content of path) strictly
+// and checks the fields the pipeline depends on. It returns an *Error naming
+// path and line for: not exactly one YAML document, an unknown field, a value
+// of the wrong type, a wrong apiVersion/kind, a missing required field
+// (metadata.name, spec.type, spec.artifact, spec.version), a version that is
+// not semver, an unsupported spec.type, a bundle reference that does not
+// parse, and a metadata.name that is not "<artifact>.v<version>".
+func Parse(path string, data []byte) (*PackageManifest, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		return nil, yamlError(path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &Error{Path: path, Line: extra.Line, Msg: "more than one YAML document: a manifest.yaml holds exactly one PackageManifest"}
+	}
+	m := &PackageManifest{Path: path, Lines: map[string]int{}}
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(m); err != nil {
+		return nil, yamlError(path, err)
+	}
+	if len(root.Content) > 0 {
+		recordLines(root.Content[0], "", m.Lines)
+	}
+	line := func(p string) int {
+		for p != "" {
+			if l, ok := m.Lines[p]; ok {
+				return l
+			}
+			i := strings.LastIndex(p, ".")
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+		}
+		return 1
+	}
+	fail := func(field, format string, args ...any) error {
+		return &Error{Path: path, Line: line(field), Msg: fmt.Sprintf(format, args...)}
+	}
+	if m.APIVersion != APIVersion || m.Kind != Kind {
+		return nil, fail("apiVersion", "apiVersion/kind is %q/%q, want %s/%s", m.APIVersion, m.Kind, APIVersion, Kind)
+	}
+	for _, f := range []struct{ field, value string }{
+		{"metadata.name", m.Metadata.Name},
+		{"spec.type", m.Spec.Type},
+		{"spec.artifact", m.Spec.Artifact},
+		{"spec.version", m.Spec.Version},
+	} {
+		if strings.TrimSpace(f.value) == "" {
+			return nil, fail(f.field, "%s field cannot be empty", f.field)
+		}
+	}
+	switch m.Spec.Type {
+	case "bundle":
+	case "chart":
+		return nil, fail("spec.type", "spec.type chart is not supported yet: only bundle (an OLM bundle image) can be published")
+	default:
+		return nil, fail("spec.type", "spec.type %q is not valid: use bundle", m.Spec.Type)
+	}
+	v, err := semver.Parse(strings.TrimPrefix(m.Spec.Version, "v"))
+	if err != nil {
+		return nil, fail("spec.version", "spec.version %q is not a semantic version (e.g. v1.2.3): %v", m.Spec.Version, err)
+	}
+	m.Version = v
+	if _, err := name.ParseReference(m.Spec.Artifact, name.StrictValidation); err != nil {
+		return nil, fail("spec.artifact", "spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", m.Spec.Artifact, err)
+	}
+	suffix := ".v" + v.String()
+	if !strings.HasSuffix(m.Metadata.Name, suffix) || len(m.Metadata.Name) == len(suffix) {
+		return nil, fail("metadata.name", "metadata.name %q must be <artifact>%s (the artifact name, then .v and spec.version)", m.Metadata.Name, suffix)
+	}
+	m.Artifact = strings.TrimSuffix(m.Metadata.Name, suffix)
+	if errs := validArtifactName(m.Artifact); errs != "" {
+		return nil, fail("metadata.name", "artifact name %q: %s", m.Artifact, errs)
+	}
+	for i, img := range m.Spec.RelatedImages {
+		if _, err := name.ParseReference(img, name.StrictValidation); err != nil {
+			return nil, fail(fmt.Sprintf("spec.relatedImages.%d", i), "spec.relatedImages[%d] %q is not a valid image reference with a tag or digest: %v", i, img, err)
+		}
+	}
+	return m, nil
+}
+
+var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// validArtifactName checks that the artifact can name Kubernetes objects
+// (a DNS-1123 subdomain, at most 253 characters).
+func validArtifactName(s string) string {
+	if len(s) > 253 || !dns1123.MatchString(s) {
+		return "must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (it names the Artifact object)"
+	}
+	return ""
+}
+
+// recordLines walks a YAML mapping and records the line of every key path.
+func recordLines(n *yaml.Node, prefix string, lines map[string]int) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			lines[p] = k.Line
+			recordLines(v, p, lines)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s.%d", prefix, i)
+			lines[p] = c.Line
+			recordLines(c, p, lines)
+		}
+	}
+}
+
+var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlError turns a yaml.v3 error into an *Error with the first line it
+// names; type errors list every problem.
+func yamlError(path string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		var msgs []string
+		first := 0
+		for _, e := range te.Errors {
+			if m := lineRE.FindStringSubmatch(e); m != nil {
+				if first == 0 {
+					fmt.Sscanf(m[1], "%d", &first)
+				}
+				msgs = append(msgs, fixTypeMsg(m[2]))
+			} else {
+				msgs = append(msgs, e)
+			}
+		}
+		return &Error{Path: path, Line: first, Msg: strings.Join(msgs, "; ")}
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := lineRE.FindStringSubmatch(msg); m != nil {
+		var l int
+		fmt.Sscanf(m[1], "%d", &l)
+		return &Error{Path: path, Line: l, Msg: "not valid YAML: " + m[2]}
+	}
+	if errors.Is(err, errEOF) || strings.Contains(msg, "EOF") {
+		return &Error{Path: path, Msg: "empty file: a manifest.yaml holds one PackageManifest"}
+	}
+	return &Error{Path: path, Msg: "not valid YAML: " + msg}
+}
+
+var errEOF = errors.New("EOF")
+
+// fixTypeMsg rewrites yaml.v3's Go-flavoured messages into manifest terms.
+func fixTypeMsg(s string) string {
+	if strings.HasPrefix(s, "field ") {
+		s = "unknown " + s
+	}
+	if i := strings.Index(s, " not found in type "); i >= 0 {
+		s = s[:i] + " (check the spelling; see the PackageManifest fields in the README)"
+	}
+	s = strings.ReplaceAll(s, "manifest.", "")
+	return s
+}

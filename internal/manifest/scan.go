@@ -1,0 +1,101 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// FileName is the name of a PackageManifest file in a package repo.
+const FileName = "manifest.yaml"
+
+// Scan finds every file named manifest.yaml below root whose kind is
+// PackageManifest (other kinds are skipped) and parses it with Parse.
+// Paths in the result and in errors are relative to base (usually the package
+// repo root) so that they match what a user sees in the repo; base "" keeps
+// them as found.
+//
+// It reads every file even when some fail: the result holds the manifests
+// that parsed, sorted by artifact then version, and the error joins one
+// *Error per bad file. A missing root is an error naming the directory.
+func Scan(base, root string) ([]*PackageManifest, error) {
+	st, err := os.Stat(root)
+	if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("packages directory %s not found: pass --packages-dir relative to --source (default: packages)", root)
+	}
+	var out []*PackageManifest
+	var errs []error
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Name() != FileName {
+			return nil
+		}
+		rel := p
+		if base != "" {
+			if r, err := filepath.Rel(base, p); err == nil {
+				rel = filepath.ToSlash(r)
+			}
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, &Error{Path: rel, Msg: err.Error()})
+			return nil
+		}
+		if !isPackageManifest(data) {
+			return nil
+		}
+		m, err := Parse(rel, data)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		out = append(out, m)
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	Sort(out)
+	return out, errors.Join(errs...)
+}
+
+// Sort orders manifests by artifact, then semver, then path.
+func Sort(ms []*PackageManifest) {
+	sort.SliceStable(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
+		if a.Artifact != b.Artifact {
+			return a.Artifact < b.Artifact
+		}
+		if c := a.Version.Compare(b.Version); c != 0 {
+			return c < 0
+		}
+		return a.Path < b.Path
+	})
+}
+
+// isPackageManifest reports whether data looks like a PackageManifest: its
+// kind is PackageManifest, or it does not parse as a YAML mapping with a kind
+// at all (then Parse reports why). Other kinds are not ours and are skipped.
+func isPackageManifest(data []byte) bool {
+	var peek struct {
+		Kind string `yaml:"kind"`
+	}
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&peek); err != nil {
+		return true
+	}
+	return peek.Kind == "" || peek.Kind == Kind
+}

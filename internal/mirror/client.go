@@ -1,0 +1,170 @@
+// Package mirror copies images from source registries to the destination
+// registry with go-containerregistry: manifests as raw bytes so digests stay
+// equal, image indexes whole, related images before bundles.
+package mirror
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Credentials is a registry user name and password (or token). The zero
+// value means: use the docker config keychain (~/.docker/config.json,
+// $DOCKER_CONFIG, credential helpers).
+type Credentials struct {
+	Username string
+	Password string
+}
+
+func (c Credentials) set() bool { return c.Username != "" || c.Password != "" }
+
+// Options configures registry access for both ends of a mirror.
+type Options struct {
+	// DstRegistry is HOST[:PORT][/PREFIX]: the destination registry and an
+	// optional repository prefix (a Harbor project, say).
+	DstRegistry string
+	// PlainHTTP talks HTTP instead of HTTPS to every registry (violet --plain).
+	PlainHTTP bool
+	// Src is sent to every registry other than the destination host; Dst to
+	// the destination host. Unset: the docker config keychain.
+	Src, Dst Credentials
+	// CAFile is a PEM file of extra CA certificates to trust (besides the
+	// system pool) for both ends.
+	CAFile string
+	// Concurrency bounds how many images are copied at once (default 4).
+	Concurrency int
+}
+
+// Client holds the transport and credentials for one run.
+type Client struct {
+	opts      Options
+	dstHost   string
+	dstPrefix string
+	transport http.RoundTripper
+	keychain  authn.Keychain
+}
+
+// New validates o and returns a Client. Errors: a malformed DstRegistry, an
+// unreadable or empty CAFile.
+func New(o Options) (*Client, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	c := &Client{opts: o}
+	if o.DstRegistry != "" {
+		d := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.DstRegistry, "https://"), "http://"), "/")
+		host, prefix, _ := strings.Cut(d, "/")
+		if _, err := name.NewRegistry(host, name.StrictValidation); err != nil || host == "" {
+			return nil, fmt.Errorf("--dst-registry %q: want HOST[:PORT][/PREFIX], e.g. registry.example.com:5000/operators", o.DstRegistry)
+		}
+		if prefix != "" {
+			if _, err := name.NewRepository(host+"/"+prefix, name.StrictValidation); err != nil {
+				return nil, fmt.Errorf("--dst-registry %q: prefix %q is not a valid repository path (lowercase letters, digits, '.', '_', '-', '/')", o.DstRegistry, prefix)
+			}
+		}
+		c.dstHost, c.dstPrefix = host, prefix
+	}
+	tr := remote.DefaultTransport.(*http.Transport).Clone()
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", o.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	c.transport = tr
+	c.keychain = &keychain{dstHost: c.dstHost, src: o.Src, dst: o.Dst}
+	return c, nil
+}
+
+// DstHost returns the destination registry host[:port] (Artifact.spec.registry).
+func (c *Client) DstHost() string { return c.dstHost }
+
+// ParseReference parses an image reference with this client's naming
+// options (plain HTTP when asked).
+func (c *Client) ParseReference(ref string) (name.Reference, error) {
+	var nopts []name.Option
+	if c.opts.PlainHTTP {
+		nopts = append(nopts, name.Insecure)
+	}
+	return name.ParseReference(ref, nopts...)
+}
+
+// Destination maps a source reference to the destination: the host is
+// replaced by the destination host and the destination prefix is put before
+// the repository path; the tag or digest is kept. docker.io short names get
+// their full path (busybox -> library/busybox).
+func (c *Client) Destination(src name.Reference) (name.Reference, error) {
+	if c.dstHost == "" {
+		return nil, fmt.Errorf("no destination registry: set --dst-registry")
+	}
+	repo := src.Context().RepositoryStr()
+	if c.dstPrefix != "" {
+		repo = c.dstPrefix + "/" + repo
+	}
+	return c.ParseReference(c.dstHost + "/" + repo + refSuffix(src))
+}
+
+// DestinationRepository returns the repository path (no host, no tag) that
+// src maps to at the destination: Artifact.spec.repository for a bundle.
+func (c *Client) DestinationRepository(src name.Reference) string {
+	repo := src.Context().RepositoryStr()
+	if c.dstPrefix != "" {
+		repo = c.dstPrefix + "/" + repo
+	}
+	return repo
+}
+
+func refSuffix(r name.Reference) string {
+	switch r := r.(type) {
+	case name.Digest:
+		return "@" + r.DigestStr()
+	case name.Tag:
+		return ":" + r.TagStr()
+	}
+	return ""
+}
+
+// SrcOptions returns the remote options for reading from source registries.
+func (c *Client) SrcOptions() []remote.Option {
+	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithUserAgent("operator-publish")}
+}
+
+// DstOptions returns the remote options for the destination registry.
+func (c *Client) DstOptions() []remote.Option {
+	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithUserAgent("operator-publish"), remote.WithJobs(4)}
+}
+
+// keychain sends the destination credentials to the destination host, the
+// source credentials to every other registry, and falls back to the docker
+// config keychain when a side has none.
+type keychain struct {
+	dstHost  string
+	src, dst Credentials
+}
+
+func (k *keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	creds := k.src
+	if r.RegistryStr() == k.dstHost {
+		creds = k.dst
+	}
+	if creds.set() {
+		return authn.FromConfig(authn.AuthConfig{Username: creds.Username, Password: creds.Password}), nil
+	}
+	return authn.DefaultKeychain.Resolve(r)
+}

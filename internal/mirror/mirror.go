@@ -1,0 +1,210 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
+)
+
+// Result is the outcome of mirroring one image.
+type Result struct {
+	Source      string // reference as given
+	Destination string // reference at the destination
+	Digest      string // manifest digest, equal at both ends
+	Skipped     bool   // the destination already had this digest
+}
+
+// Report lists the results of a mirror run, in the order of the input.
+type Report struct {
+	Images []Result
+}
+
+// Copied and Skipped count the images that were copied and skipped.
+func (r *Report) Copied() (n int) {
+	for _, i := range r.Images {
+		if !i.Skipped {
+			n++
+		}
+	}
+	return n
+}
+
+// ImageError is the failure of one image; Input reports whether retrying
+// cannot help (the source image does not exist: fix the reference).
+type ImageError struct {
+	Ref   string
+	Input bool
+	Err   error
+}
+
+func (e *ImageError) Error() string { return fmt.Sprintf("%s: %v", e.Ref, e.Err) }
+func (e *ImageError) Unwrap() error { return e.Err }
+
+// Mirror copies every image of related, then every image of bundles, to the
+// destination (see Destination), so that a bundle is never visible before
+// the images it names. Images in a group are copied concurrently; an image
+// whose digest is already at the destination reference is skipped after one
+// HEAD request. Manifests are copied as raw bytes (digests preserved) and
+// image indexes whole with all their children.
+//
+// When any related image fails, no bundle is copied. The error joins one
+// *ImageError per failed image; the report holds the results that succeeded.
+func (c *Client) Mirror(ctx context.Context, related, bundles []string) (*Report, error) {
+	rep := &Report{}
+	rr, err := c.copyAll(ctx, related)
+	rep.Images = append(rep.Images, rr...)
+	if err != nil {
+		return rep, err
+	}
+	br, err := c.copyAll(ctx, bundles)
+	rep.Images = append(rep.Images, br...)
+	return rep, err
+}
+
+func (c *Client) copyAll(ctx context.Context, refs []string) ([]Result, error) {
+	refs = unique(refs)
+	results := make([]*Result, len(refs))
+	var mu sync.Mutex
+	var errs []error
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.opts.Concurrency)
+	for i, ref := range refs {
+		g.Go(func() error {
+			r, err := c.Copy(gctx, ref)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return nil
+			}
+			results[i] = r
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var out []Result
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return out, errors.Join(errs...)
+}
+
+func unique(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Copy mirrors one image or image index to its destination reference.
+// Errors are *ImageError.
+func (c *Client) Copy(ctx context.Context, ref string) (*Result, error) {
+	fail := func(input bool, err error) (*Result, error) {
+		return nil, &ImageError{Ref: ref, Input: input, Err: err}
+	}
+	src, err := c.ParseReference(ref)
+	if err != nil {
+		return fail(true, err)
+	}
+	dst, err := c.Destination(src)
+	if err != nil {
+		return fail(true, err)
+	}
+	srcOpts := append(c.SrcOptions(), remote.WithContext(ctx))
+	dstOpts := append(c.DstOptions(), remote.WithContext(ctx))
+	desc, err := remote.Get(src, srcOpts...)
+	if err != nil {
+		return fail(isNotFound(err), Describe("reading from source", src.Context().RegistryStr(), err))
+	}
+	res := &Result{Source: ref, Destination: dst.String(), Digest: desc.Digest.String()}
+	if head, err := remote.Head(dst, dstOpts...); err == nil && head.Digest == desc.Digest {
+		res.Skipped = true
+		return res, nil
+	} else if err != nil && !isNotFound(err) {
+		return fail(false, Describe("checking destination", dst.Context().RegistryStr(), err))
+	}
+	switch {
+	case desc.MediaType.IsIndex():
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return fail(false, err)
+		}
+		err = remote.WriteIndex(dst, idx, dstOpts...)
+		if err != nil {
+			return fail(false, Describe("writing to destination", dst.Context().RegistryStr(), err))
+		}
+	case desc.MediaType.IsImage():
+		img, err := desc.Image()
+		if err != nil {
+			return fail(false, err)
+		}
+		if err := remote.Write(dst, img, dstOpts...); err != nil {
+			return fail(false, Describe("writing to destination", dst.Context().RegistryStr(), err))
+		}
+	default:
+		return fail(true, fmt.Errorf("media type %s is neither an image nor an image index", desc.MediaType))
+	}
+	return res, nil
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		if te.StatusCode == http.StatusNotFound {
+			return true
+		}
+		for _, d := range te.Errors {
+			if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Describe wraps a registry error from go-containerregistry with what was
+// being done (what), the registry host, and what the user should do: check
+// credentials (401), rights (403), reachability, TLS (--ca-file) or
+// --plain-http.
+func Describe(what, host string, err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.StatusCode {
+		case http.StatusUnauthorized:
+			return fmt.Errorf("%s: %s refused the credentials (401): check --src-username/--dst-username and their passwords or the docker config: %w", what, host, err)
+		case http.StatusForbidden:
+			return fmt.Errorf("%s: %s denied access (403): the account needs pull (source) or push (destination) rights: %w", what, host, err)
+		case http.StatusNotFound:
+			return fmt.Errorf("%s: not found at %s: %w", what, host, err)
+		}
+	}
+	var ne net.Error
+	var oe *net.OpError
+	if errors.As(err, &oe) || errors.As(err, &ne) {
+		return fmt.Errorf("%s: cannot reach registry %s (check the host, port, network and --plain-http): %w", what, host, err)
+	}
+	if strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls:") {
+		return fmt.Errorf("%s: TLS with %s failed (pass its CA with --ca-file, or --plain-http for an HTTP registry): %w", what, host, err)
+	}
+	if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return fmt.Errorf("%s: %s speaks plain HTTP: pass --plain-http: %w", what, host, err)
+	}
+	return fmt.Errorf("%s: %s: %w", what, host, err)
+}

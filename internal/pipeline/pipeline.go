@@ -1,0 +1,453 @@
+// Package pipeline wires the stages of `publish run` and `publish render`
+// (DESIGN.md §3): scan, check, fetch bundles, mirror, render, commit, push.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/operator-publish/publish"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/render"
+	"golang.org/x/sync/errgroup"
+)
+
+// InputError is a problem the user must fix in the package repo, the
+// catalog's overlays or the flags (exit code 1). Everything else that fails
+// is an infrastructure error (exit code 2).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InputError{Err: err}
+}
+
+// Options configures a run. Paths are local paths.
+type Options struct {
+	Source      string // package repo checkout (default ".")
+	PackagesDir string // relative to Source (default "packages")
+	Cluster     string // overlay name (default "global")
+	Render      render.Config
+	Mirror      mirror.Options
+	Catalog     gitops.Options
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+// Result is what a run did.
+type Result struct {
+	SourceCommit string
+	Manifests    int
+	Mirror       *mirror.Report
+	Changes      render.Changes
+	Commit       string // catalog commit, "" when nothing changed
+	Files        []string
+}
+
+func (o *Options) defaults() {
+	if o.Source == "" {
+		o.Source = "."
+	}
+	if o.PackagesDir == "" {
+		o.PackagesDir = "packages"
+	}
+	if o.Cluster == "" {
+		o.Cluster = "global"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+func (o *Options) logf(format string, args ...any) {
+	fmt.Fprintf(o.Log, format+"\n", args...)
+}
+
+// Scan reads and checks the package repo: every PackageManifest parses, and
+// the repo-wide rules hold (one version once per artifact, one tag once,
+// one bundle repository per artifact). Errors are *InputError.
+func Scan(source, packagesDir string) ([]*manifest.PackageManifest, error) {
+	root := filepath.Join(source, packagesDir)
+	ms, err := manifest.Scan(source, root)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	return ms, inputErr(CheckRepo(ms))
+}
+
+// CheckRepo applies the repo-wide rules to ms (sorted by manifest.Sort):
+// the same version twice for one artifact (the platform would leave the
+// second ArtifactVersion Pending with reason AlreadyAdd), the same tag twice,
+// and more than one bundle repository for one artifact.
+func CheckRepo(ms []*manifest.PackageManifest) error {
+	var errs []error
+	type key struct{ a, v string }
+	versions := map[key]*manifest.PackageManifest{}
+	tags := map[key]*manifest.PackageManifest{}
+	repos := map[string]*manifest.PackageManifest{}
+	for _, m := range ms {
+		k := key{m.Artifact, m.Version.String()}
+		if first, ok := versions[k]; ok {
+			errs = append(errs, &manifest.Error{Path: m.Path, Line: m.Lines["spec.version"], Msg: fmt.Sprintf("version %s of %s is also declared in %s: the platform would leave the second ArtifactVersion Pending (AlreadyAdd); remove one", k.v, k.a, first.Path)})
+			continue
+		}
+		versions[k] = m
+		t := key{m.Artifact, m.Tag()}
+		if first, ok := tags[t]; ok {
+			errs = append(errs, &manifest.Error{Path: m.Path, Line: m.Lines["spec.artifact"], Msg: fmt.Sprintf("bundle tag %s of %s is also used by %s: each version needs its own bundle tag", t.v, t.a, first.Path)})
+		}
+		tags[t] = m
+		repo := repository(m.Spec.Artifact)
+		if first, ok := repos[m.Artifact]; ok && repository(first.Spec.Artifact) != repo {
+			errs = append(errs, &manifest.Error{Path: m.Path, Line: m.Lines["spec.artifact"], Msg: fmt.Sprintf("bundle repository %s differs from %s used by %s: an Artifact has one repository; push every version of %s to one repository", repo, repository(first.Spec.Artifact), first.Path, m.Artifact)})
+		} else if !ok {
+			repos[m.Artifact] = m
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// repository strips tag and digest from an image reference.
+func repository(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
+
+// SourceCommit returns the HEAD commit of the Git repo containing dir and its
+// origin URL ("" for both when dir is not in a Git repo).
+func SourceCommit(dir string) (commit, origin string) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return "", ""
+	}
+	if h, err := repo.Head(); err == nil {
+		commit = h.Hash().String()
+	}
+	if r, err := repo.Remote("origin"); err == nil && len(r.Config().URLs) > 0 {
+		origin = redactURL(r.Config().URLs[0])
+	}
+	return commit, origin
+}
+
+func redactURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if at := strings.Index(u[i+3:], "@"); at >= 0 {
+			return u[:i+3] + u[i+3+at+1:]
+		}
+	}
+	return u
+}
+
+// Run is `publish run`: the whole pipeline. Nothing is committed unless
+// every image was mirrored and the catalog rendered; no bundle is mirrored
+// unless every related image was.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o.defaults()
+	res := &Result{}
+	ms, err := Scan(o.Source, o.PackagesDir)
+	if err != nil {
+		return nil, err
+	}
+	res.Manifests = len(ms)
+	o.logf("scan: %d package manifests in %s", len(ms), filepath.Join(o.Source, o.PackagesDir))
+	res.SourceCommit, _ = SourceCommit(o.Source)
+
+	mc, err := mirror.New(o.Mirror)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	if mc.DstHost() == "" {
+		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
+	}
+
+	repo, err := gitops.Clone(ctx, o.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	state, err := gitops.ReadState(repo.Dir)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+
+	bundles, err := fetchBundles(ctx, mc, ms)
+	if err != nil {
+		return nil, err
+	}
+	o.logf("bundles: %d read", len(bundles))
+
+	var related, bundleRefs []string
+	for i, m := range ms {
+		related = append(related, m.Spec.RelatedImages...)
+		related = append(related, bundles[i].Images...)
+		bundleRefs = append(bundleRefs, m.Spec.Artifact)
+	}
+	rep, err := mc.Mirror(ctx, related, bundleRefs)
+	res.Mirror = rep
+	if err != nil {
+		return res, mirrorErr(err)
+	}
+	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
+
+	current, err := Artifacts(mc, ms, bundles, rep)
+	if err != nil {
+		return res, inputErr(err)
+	}
+	return res, publishCatalog(ctx, o, repo, state, current, res)
+}
+
+func mirrorErr(err error) error {
+	var ie *mirror.ImageError
+	if errors.As(err, &ie) && ie.Input {
+		return &InputError{Err: fmt.Errorf("mirror failed:\n%w", err)}
+	}
+	return fmt.Errorf("mirror failed, nothing committed:\n%w", err)
+}
+
+// fetchBundles reads the bundle of every manifest, concurrently. Errors name
+// the manifest file; a missing or invalid bundle is an *InputError.
+func fetchBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest) ([]*bundle.Bundle, error) {
+	out := make([]*bundle.Bundle, len(ms))
+	var mu sync.Mutex
+	var inputs, infra []error
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, m := range ms {
+		g.Go(func() error {
+			b, err := bundle.Fetch(gctx, m.Spec.Artifact, mc.SrcOptions()...)
+			if err != nil {
+				var nf *bundle.NotFoundError
+				var inv *bundle.InvalidError
+				mu.Lock()
+				defer mu.Unlock()
+				loc := fmt.Sprintf("%s:%d", m.Path, m.Lines["spec.artifact"])
+				if errors.As(err, &nf) || errors.As(err, &inv) {
+					inputs = append(inputs, fmt.Errorf("%s: %w", loc, err))
+				} else {
+					host := strings.SplitN(m.Spec.Artifact, "/", 2)[0]
+					infra = append(infra, fmt.Errorf("%s: %w", loc, mirror.Describe("reading bundle "+m.Spec.Artifact, host, errors.Unwrap(err))))
+				}
+				return nil
+			}
+			out[i] = b
+			return nil
+		})
+	}
+	_ = g.Wait()
+	sortErrs(infra)
+	sortErrs(inputs)
+	if len(infra) > 0 {
+		return nil, errors.Join(append(infra, inputs...)...)
+	}
+	if len(inputs) > 0 {
+		return nil, inputErr(errors.Join(inputs...))
+	}
+	return out, nil
+}
+
+func sortErrs(errs []error) {
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+}
+
+// Artifacts builds the published artifacts from the manifests (sorted by
+// manifest.Sort), their bundles (same order; nil entries allowed when
+// bundles were not read) and the mirror report (nil when nothing was
+// mirrored). Display name and description come from the newest version's
+// manifest info, else from its CSV.
+func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bundle.Bundle, rep *mirror.Report) ([]render.Artifact, error) {
+	digests := map[string]mirror.Result{}
+	if rep != nil {
+		for _, r := range rep.Images {
+			digests[r.Source] = r
+		}
+	}
+	byName := map[string]*render.Artifact{}
+	var order []string
+	for i, m := range ms {
+		ref, err := mc.ParseReference(m.Spec.Artifact)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", m.Path, m.Lines["spec.artifact"], err)
+		}
+		a, ok := byName[m.Artifact]
+		if !ok {
+			a = &render.Artifact{Name: m.Artifact, Registry: mc.DstHost(), Repository: mc.DestinationRepository(ref)}
+			byName[m.Artifact] = a
+			order = append(order, m.Artifact)
+		}
+		// ms is sorted by version: the last one wins.
+		var b *bundle.Bundle
+		if i < len(bundles) {
+			b = bundles[i]
+		}
+		a.DisplayName = m.Spec.Info.DisplayName
+		a.Description = m.Spec.Info.Description
+		if b != nil {
+			if a.DisplayName == "" {
+				a.DisplayName = b.DisplayName
+			}
+			if a.Description == "" {
+				a.Description = b.Description
+			}
+		}
+		v := render.Version{Version: m.Version.String(), Tag: m.Tag(), Present: true}
+		if r, ok := digests[m.Spec.Artifact]; ok {
+			v.BundleDigest = r.Digest
+		}
+		imgs := append([]string(nil), m.Spec.RelatedImages...)
+		if b != nil {
+			imgs = append(imgs, b.Images...)
+		}
+		seen := map[string]bool{}
+		for _, img := range imgs {
+			if r, ok := digests[img]; ok && !seen[img] {
+				seen[img] = true
+				v.Images = append(v.Images, render.Image{Source: r.Source, Destination: r.Destination, Digest: r.Digest})
+			}
+		}
+		sort.Slice(v.Images, func(i, j int) bool { return v.Images[i].Source < v.Images[j].Source })
+		a.Versions = append(a.Versions, v)
+	}
+	out := make([]render.Artifact, 0, len(order))
+	for _, n := range order {
+		out = append(out, *byName[n])
+	}
+	render.Sort(out)
+	return out, nil
+}
+
+// publishCatalog renders into the clone, commits when a byte changed, and
+// pushes.
+func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
+	next := render.Merge(state.Artifacts, current)
+	res.Changes = render.Diff(state.Artifacts, next)
+	if repo.Empty || len(state.Artifacts) == 0 {
+		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+			return err
+		}
+	}
+	if err := RenderInto(repo.Dir, o.Cluster, o.Render, next); err != nil {
+		return err
+	}
+	files, err := repo.ChangedFiles()
+	if err != nil {
+		return err
+	}
+	commit, origin := SourceCommit(o.Source)
+	if len(files) == 0 && sameArtifacts(state.Artifacts, next) {
+		o.logf("catalog: nothing changed, no commit")
+		return nil
+	}
+	newState := &gitops.State{Source: gitops.Source{Repo: origin, Commit: commit}, Artifacts: next}
+	data, err := newState.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := render.Write(repo.Dir, nil, render.Files{gitops.StatePath: data}); err != nil {
+		return err
+	}
+	if res.Files, err = repo.ChangedFiles(); err != nil {
+		return err
+	}
+	sort.Strings(res.Files)
+	hash, err := repo.Commit(CommitMessage(res.Changes, commit, origin), time.Now())
+	if err != nil {
+		return err
+	}
+	if hash == "" {
+		return nil
+	}
+	if err := repo.Push(ctx); err != nil {
+		return err
+	}
+	res.Commit = hash
+	o.logf("catalog: committed %s and pushed to %s (%d files)", hash[:12], o.Catalog.Branch, len(res.Files))
+	return nil
+}
+
+func sameArtifacts(a, b []render.Artifact) bool {
+	x, _ := (&gitops.State{Artifacts: a}).Marshal()
+	y, _ := (&gitops.State{Artifacts: b}).Marshal()
+	return string(x) == string(y)
+}
+
+// RenderInto writes publish/generated and rendered/<cluster> for arts (the
+// merged list, tombstones included) into the catalog working tree at root.
+// Errors from the overlay are *InputError.
+func RenderInto(root, cluster string, cfg render.Config, arts []render.Artifact) error {
+	gen, err := render.Generated(cfg, arts)
+	if err != nil {
+		return inputErr(err)
+	}
+	if err := render.Write(root, []string{render.GeneratedDir}, gen); err != nil {
+		return err
+	}
+	out, err := render.Build(root, cluster)
+	if err != nil {
+		return inputErr(err)
+	}
+	return render.Write(root, []string{render.RenderedDir + "/" + cluster}, out)
+}
+
+// CommitMessage is the catalog commit message: a subject counting the
+// changes, one section per kind of change, and Source-Commit /
+// Source-Repo trailers.
+func CommitMessage(ch render.Changes, sourceCommit, sourceRepo string) string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		verb string
+	}{{len(ch.Listed), "list"}, {len(ch.Upgraded), "upgrade"}, {len(ch.Relisted), "relist"}, {len(ch.Delisted), "delist"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", p.verb, p.n))
+		}
+	}
+	subject := "publish: update catalog (no listing changes)"
+	if len(parts) > 0 {
+		subject = "publish: " + strings.Join(parts, ", ")
+	}
+	var b strings.Builder
+	b.WriteString(subject + "\n")
+	for _, s := range []struct {
+		title string
+		items []string
+	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}} {
+		if len(s.items) == 0 {
+			continue
+		}
+		b.WriteString("\n" + s.title + ":\n")
+		for _, it := range s.items {
+			b.WriteString("- " + it + "\n")
+		}
+	}
+	if sourceCommit != "" || sourceRepo != "" {
+		b.WriteString("\n")
+		if sourceCommit != "" {
+			b.WriteString("Source-Commit: " + sourceCommit + "\n")
+		}
+		if sourceRepo != "" {
+			b.WriteString("Source-Repo: " + sourceRepo + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,103 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/operator-publish/publish"
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/render"
+)
+
+// RenderOptions configures `publish render`: the render stage alone, into a
+// local checkout of the catalog repo, with no registry access and no commit.
+type RenderOptions struct {
+	Source      string
+	PackagesDir string
+	CatalogDir  string // local catalog working tree, written in place
+	Cluster     string
+	Render      render.Config
+	// DstRegistry maps bundle repositories for artifacts that are not yet in
+	// publish/state.yaml; known artifacts keep their recorded registry.
+	DstRegistry string
+	PlainHTTP   bool
+}
+
+// Render writes publish/generated and rendered/<cluster> into CatalogDir
+// from the source tree and CatalogDir's publish/state.yaml. Digests recorded
+// in the state are kept; publish/state.yaml itself is not rewritten (only
+// `publish run`, which mirrors, records what was published).
+func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
+	ro := Options{Source: o.Source, PackagesDir: o.PackagesDir, Cluster: o.Cluster}
+	ro.defaults()
+	if st, err := os.Stat(o.CatalogDir); err != nil || !st.IsDir() {
+		return render.Changes{}, inputErr(fmt.Errorf("--catalog-dir %q: not a directory (a local checkout of the catalog repo)", o.CatalogDir))
+	}
+	ms, err := Scan(ro.Source, ro.PackagesDir)
+	if err != nil {
+		return render.Changes{}, err
+	}
+	state, err := gitops.ReadState(o.CatalogDir)
+	if err != nil {
+		return render.Changes{}, inputErr(err)
+	}
+	mc, err := mirror.New(mirror.Options{DstRegistry: o.DstRegistry, PlainHTTP: o.PlainHTTP})
+	if err != nil {
+		return render.Changes{}, inputErr(err)
+	}
+	prev := map[string]render.Artifact{}
+	for _, a := range state.Artifacts {
+		prev[a.Name] = a
+	}
+	if mc.DstHost() == "" {
+		for _, m := range ms {
+			if _, ok := prev[m.Artifact]; !ok {
+				return render.Changes{}, inputErr(fmt.Errorf("%s: artifact %s is not in publish/state.yaml yet: pass --dst-registry so its repository can be mapped", m.Path, m.Artifact))
+			}
+		}
+	}
+	mapper := mc
+	if mc.DstHost() == "" {
+		// Every artifact is known: registry and repository come from the state below.
+		mapper, _ = mirror.New(mirror.Options{DstRegistry: "unmapped.invalid"})
+	}
+	current, err := Artifacts(mapper, ms, nil, nil)
+	if err != nil {
+		return render.Changes{}, inputErr(err)
+	}
+	for i := range current {
+		p, ok := prev[current[i].Name]
+		if !ok {
+			continue
+		}
+		if mc.DstHost() == "" {
+			current[i].Registry, current[i].Repository = p.Registry, p.Repository
+		}
+		if current[i].DisplayName == "" {
+			current[i].DisplayName = p.DisplayName
+		}
+		if current[i].Description == "" {
+			current[i].Description = p.Description
+		}
+		old := map[string]render.Version{}
+		for _, v := range p.Versions {
+			old[v.Tag] = v
+		}
+		for j, v := range current[i].Versions {
+			if ov, ok := old[v.Tag]; ok {
+				current[i].Versions[j].BundleDigest, current[i].Versions[j].Images = ov.BundleDigest, ov.Images
+			}
+		}
+	}
+	next := render.Merge(state.Artifacts, current)
+	if len(state.Artifacts) == 0 {
+		r := &gitops.Repo{Dir: o.CatalogDir}
+		if err := r.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+			return render.Changes{}, err
+		}
+	}
+	return render.Diff(state.Artifacts, next), RenderInto(o.CatalogDir, ro.Cluster, o.Render, next)
+}
+

@@ -1,0 +1,236 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// Catalog repo layout (DESIGN.md §2).
+const (
+	GeneratedDir = "publish/generated"
+	RenderedDir  = "rendered"
+	ClustersDir  = "kustomize/clusters"
+)
+
+// Files maps slash-separated paths relative to the catalog root to content.
+type Files map[string][]byte
+
+// Generated returns the kustomize base under publish/generated: one file per
+// object (<artifact>/<kind>_<name>.yaml) and a kustomization.yaml listing
+// them in order.
+func Generated(cfg Config, arts []Artifact) (Files, error) {
+	files := Files{}
+	var resources []string
+	for _, obj := range Objects(cfg, arts) {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		md := obj["metadata"].(Object)
+		art := artifactOf(obj)
+		rel := path.Join(art, fileName(obj["kind"].(string), md["name"].(string)))
+		if _, dup := files[path.Join(GeneratedDir, rel)]; dup {
+			return nil, fmt.Errorf("two objects would be written to %s: two versions of %s have the same tag", rel, art)
+		}
+		files[path.Join(GeneratedDir, rel)] = data
+		resources = append(resources, rel)
+	}
+	k := Object{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  resources,
+	}
+	if len(resources) == 0 {
+		k["resources"] = []string{}
+	}
+	data, err := yaml.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	files[path.Join(GeneratedDir, "kustomization.yaml")] = append([]byte("# Written by publish: do not edit. Customise in kustomize/clusters/<cluster>/.\n"), data...)
+	return files, nil
+}
+
+// artifactOf returns the artifact an object belongs to: the
+// cpaas.io/artifact-version label of an ArtifactVersion, the selector of an
+// Artifact (both survive overlays that rename objects), else "".
+func artifactOf(obj Object) string {
+	md, _ := obj["metadata"].(Object)
+	if labels, ok := md["labels"].(Object); ok {
+		if s, ok := labels[LabelArtifactVersion].(string); ok && obj["kind"] == "ArtifactVersion" {
+			return s
+		}
+	}
+	if spec, ok := obj["spec"].(Object); ok && obj["kind"] == "Artifact" {
+		if sel, ok := spec["artifactVersionSelector"].(Object); ok {
+			if ml, ok := sel["matchLabels"].(Object); ok {
+				if s, ok := ml[LabelArtifactVersion].(string); ok {
+					return s
+				}
+			}
+		}
+		if n, ok := md["name"].(string); ok {
+			return n
+		}
+	}
+	return ""
+}
+
+// OverlayError says that a cluster overlay is missing or does not build. It
+// is an input error: the user owns kustomize/clusters/.
+type OverlayError struct {
+	Cluster string
+	Err     error
+}
+
+func (e *OverlayError) Error() string {
+	return fmt.Sprintf("cluster overlay %s/%s: %v", ClustersDir, e.Cluster, e.Err)
+}
+func (e *OverlayError) Unwrap() error { return e.Err }
+
+// Build runs kustomize (krusty, in process) on kustomize/clusters/<cluster>
+// of the catalog checkout at root and returns the rendered files:
+// rendered/<cluster>/<artifact>/<kind>_<name>.yaml, one object per file;
+// objects that belong to no artifact (added by the overlay) go to
+// rendered/<cluster>/_cluster/. The overlay normally has
+// ../../../publish/generated among its resources.
+//
+// Errors are *OverlayError: a missing overlay, a kustomize failure, two
+// objects with the same file name.
+func Build(root, cluster string) (Files, error) {
+	if cluster == "" || strings.ContainsAny(cluster, `/\`) || cluster == "." || cluster == ".." {
+		return nil, &OverlayError{Cluster: cluster, Err: errors.New("cluster name must be a plain directory name")}
+	}
+	dir := filepath.Join(root, ClustersDir, cluster)
+	if _, err := os.Stat(dir); err != nil {
+		return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("not found in the catalog repo: create it (copy %s/global) or pass another --cluster", ClustersDir)}
+	}
+	opts := krusty.MakeDefaultOptions()
+	k := krusty.MakeKustomizer(opts)
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("kustomize build: %w", err)}
+	}
+	files := Files{}
+	for _, res := range rm.Resources() {
+		p, err := renderedPath(cluster, res)
+		if err != nil {
+			return nil, &OverlayError{Cluster: cluster, Err: err}
+		}
+		if _, dup := files[p]; dup {
+			return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("two objects render to %s", p)}
+		}
+		data, err := res.AsYAML()
+		if err != nil {
+			return nil, &OverlayError{Cluster: cluster, Err: err}
+		}
+		files[p] = data
+	}
+	return files, nil
+}
+
+func renderedPath(cluster string, res *resource.Resource) (string, error) {
+	m, err := res.Map()
+	if err != nil {
+		return "", err
+	}
+	obj := toObject(m)
+	group := artifactOf(obj)
+	if group == "" {
+		group = "_cluster"
+	}
+	name := res.GetName()
+	if ns := res.GetNamespace(); ns != "" && group == "_cluster" {
+		name = ns + "." + name
+	}
+	if name == "" || strings.ContainsAny(name, `/\`) || strings.ContainsAny(group, `/\`) {
+		return "", fmt.Errorf("object %s %q cannot name a file", res.GetKind(), name)
+	}
+	return path.Join(RenderedDir, cluster, group, fileName(res.GetKind(), name)), nil
+}
+
+func toObject(m map[string]any) Object {
+	out := Object{}
+	for k, v := range m {
+		if mm, ok := v.(map[string]any); ok {
+			out[k] = toObject(mm)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Write replaces the files under each of dirs (relative to root) by files:
+// every file under dirs not in files is removed, every file in files is
+// written. Files outside dirs are written without removing anything.
+func Write(root string, dirs []string, files Files) error {
+	for _, d := range dirs {
+		base := filepath.Join(root, filepath.FromSlash(d))
+		err := filepath.WalkDir(base, func(p string, e fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if e.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			if _, keep := files[filepath.ToSlash(rel)]; !keep {
+				return os.Remove(p)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		removeEmptyDirs(base)
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, files[p]) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, files[p], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func removeEmptyDirs(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			removeEmptyDirs(filepath.Join(dir, e.Name()))
+		}
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
+		os.Remove(dir)
+	}
+}
