@@ -38,10 +38,10 @@ func (c *commonFlags) renderConfig() render.Config {
 
 func newRunCmd() *cobra.Command {
 	var (
-		c                                                    commonFlags
-		o                                                    pipeline.Options
+		c                                                   commonFlags
+		o                                                   pipeline.Options
 		catalogURL, catalogBranch, catalogUser, catalogPass string
-		caFile                                               string
+		caFile                                              string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",

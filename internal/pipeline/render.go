@@ -100,4 +100,3 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	}
 	return render.Diff(state.Artifacts, next), RenderInto(o.CatalogDir, ro.Cluster, o.Render, next)
 }
-

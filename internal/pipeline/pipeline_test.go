@@ -1,0 +1,240 @@
+package pipeline
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/mirror"
+	"sigs.k8s.io/yaml"
+)
+
+// fixture is a package repo with the tiny operator in two versions, its
+// images in an in-process source registry, an in-process destination
+// registry and an empty bare catalog repo.
+type fixture struct {
+	src, dst, source, catalog string
+	repo                      *git.Repository
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	srcSrv := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	dstSrv := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	t.Cleanup(srcSrv.Close)
+	t.Cleanup(dstSrv.Close)
+	f := &fixture{
+		src:     strings.TrimPrefix(srcSrv.URL, "http://"),
+		dst:     strings.TrimPrefix(dstSrv.URL, "http://"),
+		source:  t.TempDir(),
+		catalog: t.TempDir(),
+	}
+	for _, v := range []string{"1.0.0", "1.1.0"} {
+		for _, img := range []string{"manager", "worker"} {
+			pushRandom(t, f.src+"/tiny/"+img+":v"+v)
+		}
+		dir := t.TempDir()
+		copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
+			s = strings.ReplaceAll(s, "REGISTRY", f.src)
+			return strings.ReplaceAll(s, "1.0.0", v)
+		})
+		img, err := bundle.Build(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := name.ParseReference(f.src + "/tiny/bundle:v" + v)
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+		f.writeManifest(t, "tiny", v)
+	}
+	var err error
+	if f.repo, err = git.PlainInit(f.source, false); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "add tiny")
+	if _, err := git.PlainInit(f.catalog, true); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) writeManifest(t *testing.T, art, v string) {
+	m := map[string]any{
+		"apiVersion": "app.alauda.cn/v1beta1",
+		"kind":       "PackageManifest",
+		"metadata":   map[string]any{"name": art + ".v" + v},
+		"spec": map[string]any{
+			"type":          "bundle",
+			"artifact":      f.src + "/" + art + "/bundle:v" + v,
+			"version":       "v" + v,
+			"arch":          []string{"linux/amd64"},
+			"info":          map[string]any{"displayName": "Tiny"},
+			"relatedImages": []string{f.src + "/" + art + "/manager:v" + v},
+		},
+	}
+	data, _ := yaml.Marshal(m)
+	p := filepath.Join(f.source, "packages", art, v, "manifest.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) commit(t *testing.T, msg string) {
+	wt, _ := f.repo.Worktree()
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+	if _, err := wt.Commit(msg, &git.CommitOptions{Author: sig, AllowEmptyCommits: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) run(t *testing.T) *Result {
+	t.Helper()
+	res, err := Run(context.Background(), Options{
+		Source:  f.source,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: catalogOpts(f.catalog),
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res
+}
+
+// catalogFile reads a file at the tip of the catalog's main branch.
+func (f *fixture) catalogFile(t *testing.T, p string) string {
+	t.Helper()
+	repo, err := git.PlainOpen(f.catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Reference("refs/heads/main", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := repo.CommitObject(ref.Hash())
+	file, err := c.File(p)
+	if err != nil {
+		return ""
+	}
+	s, _ := file.Contents()
+	return s
+}
+
+func TestRunListUpgradeDelist(t *testing.T) {
+	f := newFixture(t)
+	res := f.run(t)
+	if res.Commit == "" || len(res.Changes.Listed) != 1 {
+		t.Fatalf("first run: commit %q changes %+v", res.Commit, res.Changes)
+	}
+	art := f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml")
+	for _, want := range []string{"present: true", "registry: " + f.dst, "repository: mirror/tiny/bundle", "cpaas.io/artifact-version: tiny", "displayName: Tiny", "description: A tiny operator for tests."} {
+		if !strings.Contains(art, want) {
+			t.Errorf("Artifact lacks %q:\n%s", want, art)
+		}
+	}
+	av := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.1.0.yaml")
+	if !strings.Contains(av, "tag: v1.1.0") || !strings.Contains(av, "present: true") {
+		t.Errorf("ArtifactVersion:\n%s", av)
+	}
+	// Every image is at the destination with the source digest.
+	for _, img := range []string{"tiny/bundle:v1.0.0", "tiny/manager:v1.1.0", "tiny/worker:v1.1.0"} {
+		s, err := remote.Head(mustRef(t, f.src+"/"+img))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := remote.Head(mustRef(t, f.dst+"/mirror/"+img))
+		if err != nil {
+			t.Fatalf("%s not mirrored: %v", img, err)
+		}
+		if s.Digest != d.Digest {
+			t.Errorf("%s: digest %s at destination, %s at source", img, d.Digest, s.Digest)
+		}
+	}
+
+	if res := f.run(t); res.Commit != "" {
+		t.Fatalf("second run committed %s", res.Commit)
+	}
+
+	os.RemoveAll(filepath.Join(f.source, "packages/tiny/1.0.0"))
+	f.commit(t, "delist tiny 1.0.0")
+	res = f.run(t)
+	if len(res.Changes.Delisted) != 1 || res.Changes.Delisted[0] != "tiny 1.0.0" {
+		t.Fatalf("delist version: %+v", res.Changes)
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"), "present: false") {
+		t.Error("tiny 1.0.0 not tombstoned")
+	}
+
+	os.RemoveAll(filepath.Join(f.source, "packages/tiny"))
+	f.commit(t, "delist tiny")
+	res = f.run(t)
+	if len(res.Changes.Delisted) != 1 || res.Changes.Delisted[0] != "tiny (artifact)" {
+		t.Fatalf("delist artifact: %+v", res.Changes)
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml"), "present: false") {
+		t.Error("tiny not tombstoned")
+	}
+
+	// Re-adding lists it again.
+	f.writeManifest(t, "tiny", "1.1.0")
+	f.commit(t, "relist tiny")
+	res = f.run(t)
+	if len(res.Changes.Relisted) != 1 {
+		t.Fatalf("relist: %+v", res.Changes)
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml"), "present: true") {
+		t.Error("tiny not relisted")
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func pushRandom(t *testing.T, ref string) {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustRef(t, ref), img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyTree(t *testing.T, from, to string, edit func(string) string) {
+	err := filepath.Walk(from, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		os.MkdirAll(filepath.Join(to, filepath.Dir(rel)), 0o755)
+		return os.WriteFile(filepath.Join(to, rel), []byte(edit(string(data))), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
