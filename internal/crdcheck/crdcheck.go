@@ -1,0 +1,146 @@
+// Package crdcheck validates objects against CustomResourceDefinitions in
+// process, with the API server's own code (k8s.io/apiextensions-apiserver):
+// the OpenAPI v3 schema of the served version, and pruning, so that a field
+// the API server would silently drop is reported as an error too.
+package crdcheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+type version struct {
+	validator  validation.SchemaValidator
+	structural *structuralschema.Structural
+	namespaced bool
+}
+
+// Validator checks objects of the kinds its CRDs define.
+type Validator struct {
+	kinds map[schema.GroupVersionKind]version
+}
+
+// Load reads every CRD (apiextensions.k8s.io/v1) in the YAML files of dir.
+// Errors name the file.
+func Load(dir string) (*Validator, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	v := &Validator{kinds: map[schema.GroupVersionKind]version{}}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := dec.Decode(&crd); err == io.EOF {
+				break
+			} else if err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if crd.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			if err := v.add(&crd); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+		}
+	}
+	return v, nil
+}
+
+func (v *Validator) add(crd *apiextensionsv1.CustomResourceDefinition) error {
+	for _, ver := range crd.Spec.Versions {
+		if !ver.Served || ver.Schema == nil || ver.Schema.OpenAPIV3Schema == nil {
+			continue
+		}
+		var internal apiextensions.JSONSchemaProps
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(ver.Schema.OpenAPIV3Schema, &internal, nil); err != nil {
+			return err
+		}
+		sv, _, err := validation.NewSchemaValidator(&internal)
+		if err != nil {
+			return err
+		}
+		st, err := structuralschema.NewStructural(&internal)
+		if err != nil {
+			return err
+		}
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: ver.Name, Kind: crd.Spec.Names.Kind}
+		v.kinds[gvk] = version{validator: sv, structural: st, namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped}
+	}
+	return nil
+}
+
+// Validate checks one object (YAML or JSON). It returns nil when the object
+// is valid for its CRD, else an error listing every field problem: schema
+// violations, fields the API server would prune, a missing name, a missing
+// namespace on a namespaced kind. An object of a kind no CRD defines is an
+// error too.
+func (v *Validator) Validate(data []byte) error {
+	var obj map[string]any
+	if err := yaml.Unmarshal(data, &obj); err != nil {
+		return err
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return err
+	}
+	ver, ok := v.kinds[gv.WithKind(kind)]
+	if !ok {
+		return fmt.Errorf("no CRD defines %s %s", apiVersion, kind)
+	}
+	var msgs []string
+	for _, e := range validation.ValidateCustomResource(field.NewPath(""), obj, ver.validator) {
+		msgs = append(msgs, e.Error())
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	if n, _ := md["name"].(string); n == "" {
+		msgs = append(msgs, "metadata.name: required")
+	}
+	if ns, _ := md["namespace"].(string); ver.namespaced && ns == "" {
+		msgs = append(msgs, "metadata.namespace: required for a namespaced kind")
+	}
+	copyObj, err := roundTrip(obj)
+	if err != nil {
+		return err
+	}
+	for _, p := range pruning.PruneWithOptions(copyObj, ver.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
+		msgs = append(msgs, p+": unknown field (the API server would drop it)")
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	sort.Strings(msgs)
+	return errors.New(kind + " " + fmt.Sprint(md["name"]) + ": " + strings.Join(msgs, "; "))
+}
+
+func roundTrip(obj map[string]any) (map[string]any, error) {
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, yaml.Unmarshal(data, &out)
+}
