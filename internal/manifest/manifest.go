@@ -117,19 +117,16 @@ func (m *PackageManifest) Tag() string {
 	return "v" + m.Version.String()
 }
 
-var tagRE = regexp.MustCompile(`:([\w][\w.-]{0,127})(@sha256:[a-f0-9]{64})?$`)
-
+// tagOf returns the tag of an image reference ("" when it has none):
+// "host:5000/a/b:v1@sha256:..." gives "v1".
 func tagOf(ref string) string {
-	// Strip the host so a port is not taken for a tag.
-	i := strings.Index(ref, "/")
-	if i < 0 {
-		return ""
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
 	}
-	m := tagRE.FindStringSubmatch(ref[i:])
-	if m == nil {
-		return ""
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref[i+1:]
 	}
-	return m[1]
+	return ""
 }
 
 // Parse decodes one PackageManifest from data (the content of path) strictly
