@@ -46,7 +46,9 @@ type ImageError struct {
 	Err   error
 }
 
-func (e *ImageError) Error() string { return fmt.Sprintf("%s: %v", e.Ref, e.Err) }
+func (e *ImageError) Error() string {
+	return strings.TrimSpace(fmt.Sprintf("%s: %v", e.Ref, e.Err))
+}
 func (e *ImageError) Unwrap() error { return e.Err }
 
 // Mirror copies every image of related, then every image of bundles, to the
@@ -188,20 +190,24 @@ func Describe(what, host string, err error) error {
 	if errors.As(err, &te) {
 		switch te.StatusCode {
 		case http.StatusUnauthorized:
-			return fmt.Errorf("%s: %s refused the credentials (401): check --src-username/--dst-username and their passwords or the docker config: %w", what, host, err)
+			side := "--src-username/--src-password"
+			if strings.Contains(what, "destination") {
+				side = "--dst-username/--dst-password"
+			}
+			return fmt.Errorf("%s: %s refused the credentials (401): check %s or the docker config: %w", what, host, side, err)
 		case http.StatusForbidden:
 			return fmt.Errorf("%s: %s denied access (403): the account needs pull (source) or push (destination) rights: %w", what, host, err)
 		case http.StatusNotFound:
 			return fmt.Errorf("%s: not found at %s: %w", what, host, err)
 		}
 	}
+	if strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls:") {
+		return fmt.Errorf("%s: TLS with %s failed (pass its CA with --ca-file, or --plain-http for an HTTP registry): %w", what, host, err)
+	}
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &oe) || errors.As(err, &ne) {
 		return fmt.Errorf("%s: cannot reach registry %s (check the host, port, network and --plain-http): %w", what, host, err)
-	}
-	if strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls:") {
-		return fmt.Errorf("%s: TLS with %s failed (pass its CA with --ca-file, or --plain-http for an HTTP registry): %w", what, host, err)
 	}
 	if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		return fmt.Errorf("%s: %s speaks plain HTTP: pass --plain-http: %w", what, host, err)

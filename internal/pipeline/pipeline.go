@@ -190,6 +190,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, inputErr(err)
 	}
+	if repo.Empty || len(state.Artifacts) == 0 {
+		// First publish: add the template's files that the repo lacks.
+		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+			return nil, err
+		}
+	}
+	// Fail on a missing overlay before spending time on registries.
+	if err := render.CheckOverlay(repo.Dir, o.Cluster); err != nil {
+		return nil, inputErr(err)
+	}
 
 	bundles, err := fetchBundles(ctx, mc, ms)
 	if err != nil {
@@ -341,11 +351,6 @@ func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bun
 func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
-	if repo.Empty || len(state.Artifacts) == 0 {
-		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
-			return err
-		}
-	}
 	if err := RenderInto(repo.Dir, o.Cluster, o.Render, next); err != nil {
 		return err
 	}

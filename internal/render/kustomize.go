@@ -110,13 +110,10 @@ func (e *OverlayError) Unwrap() error { return e.Err }
 // Errors are *OverlayError: a missing overlay, a kustomize failure, two
 // objects with the same file name.
 func Build(root, cluster string) (Files, error) {
-	if cluster == "" || strings.ContainsAny(cluster, `/\`) || cluster == "." || cluster == ".." {
-		return nil, &OverlayError{Cluster: cluster, Err: errors.New("cluster name must be a plain directory name")}
+	if err := CheckOverlay(root, cluster); err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(root, ClustersDir, cluster)
-	if _, err := os.Stat(dir); err != nil {
-		return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("not found in the catalog repo: create it (copy %s/global) or pass another --cluster", ClustersDir)}
-	}
 	opts := krusty.MakeDefaultOptions()
 	k := krusty.MakeKustomizer(opts)
 	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
@@ -139,6 +136,18 @@ func Build(root, cluster string) (Files, error) {
 		files[p] = data
 	}
 	return files, nil
+}
+
+// CheckOverlay reports an *OverlayError when cluster is not a plain name or
+// kustomize/clusters/<cluster> does not exist below root.
+func CheckOverlay(root, cluster string) error {
+	if cluster == "" || strings.ContainsAny(cluster, `/\`) || cluster == "." || cluster == ".." {
+		return &OverlayError{Cluster: cluster, Err: errors.New("cluster name must be a plain directory name")}
+	}
+	if _, err := os.Stat(filepath.Join(root, ClustersDir, cluster)); err != nil {
+		return &OverlayError{Cluster: cluster, Err: fmt.Errorf("not found in the catalog repo: create it (copy %s/global) or pass another --cluster", ClustersDir)}
+	}
+	return nil
 }
 
 func renderedPath(cluster string, res *resource.Resource) (string, error) {

@@ -89,12 +89,14 @@ func StartRegistry(t testing.TB, opts RegistryOptions) *Registry {
 	r := &Registry{
 		Dir: filepath.Join(tmp, "data"),
 		tls: opts.TLS,
-		log: &tailBuffer{max: 200},
+		log: &tailBuffer{max: 30},
 	}
 	cfg := fmt.Sprintf(`version: 0.1
 log:
   level: info
   formatter: text
+  accesslog:
+    disabled: true
 storage:
   filesystem:
     rootdirectory: %s
