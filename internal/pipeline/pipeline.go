@@ -17,6 +17,7 @@ import (
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/render"
@@ -88,50 +89,7 @@ func Scan(source, packagesDir string) ([]*manifest.PackageManifest, error) {
 	if err != nil {
 		return nil, inputErr(err)
 	}
-	return ms, inputErr(CheckRepo(ms))
-}
-
-// CheckRepo applies the repo-wide rules to ms (sorted by manifest.Sort):
-// the same version twice for one artifact (the platform would leave the
-// second ArtifactVersion Pending with reason AlreadyAdd), the same tag twice,
-// and more than one bundle repository for one artifact.
-func CheckRepo(ms []*manifest.PackageManifest) error {
-	var errs []error
-	type key struct{ a, v string }
-	versions := map[key]*manifest.PackageManifest{}
-	tags := map[key]*manifest.PackageManifest{}
-	repos := map[string]*manifest.PackageManifest{}
-	for _, m := range ms {
-		k := key{m.Artifact, m.Version.String()}
-		if first, ok := versions[k]; ok {
-			errs = append(errs, &manifest.Error{Path: m.Path, Line: m.Lines["spec.version"], Msg: fmt.Sprintf("version %s of %s is also declared in %s: the platform would leave the second ArtifactVersion Pending (AlreadyAdd); remove one", k.v, k.a, first.Path)})
-			continue
-		}
-		versions[k] = m
-		t := key{m.Artifact, m.Tag()}
-		if first, ok := tags[t]; ok {
-			errs = append(errs, &manifest.Error{Path: m.Path, Line: m.Lines["spec.artifact"], Msg: fmt.Sprintf("bundle tag %s of %s is also used by %s: each version needs its own bundle tag", t.v, t.a, first.Path)})
-		}
-		tags[t] = m
-		repo := repository(m.Spec.Artifact)
-		if first, ok := repos[m.Artifact]; ok && repository(first.Spec.Artifact) != repo {
-			errs = append(errs, &manifest.Error{Path: m.Path, Line: m.Lines["spec.artifact"], Msg: fmt.Sprintf("bundle repository %s differs from %s used by %s: an Artifact has one repository; push every version of %s to one repository", repo, repository(first.Spec.Artifact), first.Path, m.Artifact)})
-		} else if !ok {
-			repos[m.Artifact] = m
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// repository strips tag and digest from an image reference.
-func repository(ref string) string {
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		ref = ref[:i]
-	}
-	return ref
+	return ms, inputErr(lint.Errors(lint.Repo(ms)))
 }
 
 // SourceCommit returns the HEAD commit of the Git repo containing dir and its

@@ -1,0 +1,107 @@
+// Package lint holds the rules that stop a bad operator before it reaches a
+// cluster. Each finding carries a stable rule ID, a severity, and the file
+// and line it is about. This first set is the repo-wide rules the pipeline
+// cannot run without; the full rule set follows (see the issues).
+package lint
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/manifest"
+)
+
+// Severity of a finding. Errors stop `publish run` before any side effect.
+type Severity string
+
+// Severities.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// Rule IDs of the repo-wide rules.
+const (
+	RuleDuplicateVersion = "repo/duplicate-version"
+	RuleDuplicateTag     = "repo/duplicate-tag"
+	RuleOneRepository    = "repo/one-repository"
+)
+
+// Finding is one problem at a place in the package repo.
+type Finding struct {
+	Rule     string
+	Severity Severity
+	Path     string // slash-separated, relative to the package repo
+	Line     int    // 1-based, 0 when unknown
+	Message  string
+}
+
+func (f Finding) String() string {
+	loc := f.Path
+	if f.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
+	}
+	return fmt.Sprintf("%s: %s: %s [%s]", loc, f.Severity, f.Message, f.Rule)
+}
+
+// Errors returns the findings of severity error joined as one error, or nil.
+func Errors(fs []Finding) error {
+	var errs []error
+	for _, f := range fs {
+		if f.Severity == Error {
+			errs = append(errs, errors.New(f.String()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Repo applies the repo-wide rules to ms (sorted by manifest.Sort):
+//   - repo/duplicate-version: the same version twice for one artifact (the
+//     platform would leave the second ArtifactVersion Pending with reason
+//     AlreadyAdd);
+//   - repo/duplicate-tag: two versions of one artifact with the same bundle
+//     tag (they would name the same ArtifactVersion);
+//   - repo/one-repository: versions of one artifact in different bundle
+//     repositories (an Artifact has one spec.repository).
+func Repo(ms []*manifest.PackageManifest) []Finding {
+	var out []Finding
+	type key struct{ a, v string }
+	versions := map[key]*manifest.PackageManifest{}
+	tags := map[key]*manifest.PackageManifest{}
+	repos := map[string]*manifest.PackageManifest{}
+	for _, m := range ms {
+		k := key{m.Artifact, m.Version.String()}
+		if first, ok := versions[k]; ok {
+			out = append(out, Finding{Rule: RuleDuplicateVersion, Severity: Error, Path: m.Path, Line: m.Lines["spec.version"],
+				Message: fmt.Sprintf("version %s of %s is also declared in %s: the platform would leave the second ArtifactVersion Pending (AlreadyAdd); remove one", k.v, k.a, first.Path)})
+			continue
+		}
+		versions[k] = m
+		t := key{m.Artifact, m.Tag()}
+		if first, ok := tags[t]; ok {
+			out = append(out, Finding{Rule: RuleDuplicateTag, Severity: Error, Path: m.Path, Line: m.Lines["spec.artifact"],
+				Message: fmt.Sprintf("bundle tag %s of %s is also used by %s: each version needs its own bundle tag", t.v, t.a, first.Path)})
+		}
+		tags[t] = m
+		repo := Repository(m.Spec.Artifact)
+		if first, ok := repos[m.Artifact]; !ok {
+			repos[m.Artifact] = m
+		} else if r := Repository(first.Spec.Artifact); r != repo {
+			out = append(out, Finding{Rule: RuleOneRepository, Severity: Error, Path: m.Path, Line: m.Lines["spec.artifact"],
+				Message: fmt.Sprintf("bundle repository %s differs from %s used by %s: an Artifact has one repository; push every version of %s to one repository", repo, r, first.Path, m.Artifact)})
+		}
+	}
+	return out
+}
+
+// Repository strips the tag and digest from an image reference.
+func Repository(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
+}
