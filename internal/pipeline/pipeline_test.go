@@ -238,3 +238,40 @@ func copyTree(t *testing.T, from, to string, edit func(string) string) {
 		t.Fatal(err)
 	}
 }
+
+func TestRenderOnly(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	ch, err := Render(context.Background(), RenderOptions{Source: f.source, CatalogDir: dir, DstRegistry: "reg.example.com/ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Listed) != 1 {
+		t.Errorf("changes: %+v", ch)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "rendered/global/tiny/artifact_tiny.yaml"))
+	if err != nil || !strings.Contains(string(data), "repository: ops/") || !strings.Contains(string(data), "registry: reg.example.com") {
+		t.Fatalf("rendered Artifact: %s %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "publish/state.yaml")); err == nil {
+		t.Error("render wrote the state file")
+	}
+	// Without --dst-registry, an artifact unknown to the state cannot be mapped.
+	if _, err := Render(context.Background(), RenderOptions{Source: f.source, CatalogDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "--dst-registry") {
+		t.Errorf("got %v", err)
+	}
+	// After a run, render needs no registry: the state has the mapping.
+	f.run(t)
+	clone := t.TempDir()
+	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: f.catalog, ReferenceName: "refs/heads/main"}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(clone, "rendered/global/tiny/artifact_tiny.yaml"))
+	if _, err := Render(context.Background(), RenderOptions{Source: f.source, CatalogDir: clone}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(clone, "rendered/global/tiny/artifact_tiny.yaml"))
+	if string(before) != string(after) {
+		t.Errorf("render differs from run:\n%s\n%s", before, after)
+	}
+}
