@@ -18,7 +18,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/operator-framework/api/pkg/manifests"
@@ -182,65 +181,157 @@ func FromImage(img v1.Image) (*Bundle, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	if err := extract(rc, dir); err != nil {
+	if err := extract(img, dir); err != nil {
 		return nil, err
 	}
 	return Load(dir)
 }
 
-func extract(r io.Reader, dir string) error {
-	tr := tar.NewReader(r)
-	var total int64
+// OCI layer whiteouts (image-spec layer.md).
+const (
+	whiteoutPrefix = ".wh."
+	opaqueWhiteout = ".wh..wh..opq"
+)
+
+// extractor flattens the layers of an image, top-most first, into dir,
+// keeping only manifests/ and metadata/. It reads the layer tars itself
+// rather than through mutate.Extract so that every entry under manifests/
+// and metadata/ is seen: mutate.Extract drops relative links that leave the
+// root silently and reports "../" paths as an untyped error, which would
+// make a hostile bundle look like a registry failure.
+type extractor struct {
+	dir string
+	// seen holds the paths handled by an upper layer; true when the path is
+	// a file or a whiteout, which hides everything below it in lower layers.
+	seen map[string]bool
+	// opaque holds the directories made opaque by an upper layer.
+	opaque map[string]bool
+	total  int64
+}
+
+func extract(img v1.Image, dir string) error {
+	layers, err := img.Layers()
+	if err != nil {
+		return fmt.Errorf("reading image layers: %w", err)
+	}
+	x := &extractor{dir: dir, seen: map[string]bool{}, opaque: map[string]bool{}}
+	for i := len(layers) - 1; i >= 0; i-- {
+		if err := x.layer(layers[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *extractor) layer(l v1.Layer) error {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return fmt.Errorf("reading image layers: %w", err)
+	}
+	defer rc.Close()
+	layerOpaque := map[string]bool{}
+	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return nil
+			break
 		}
 		if err != nil {
 			return fmt.Errorf("reading image layers: %w", err)
 		}
-		clean := path.Clean(strings.TrimPrefix(h.Name, "/"))
+		clean := path.Clean(strings.TrimLeft(h.Name, "/"))
+		if clean == ".." || strings.HasPrefix(clean, "../") {
+			return &InvalidError{Err: fmt.Errorf("layer entry %q escapes the image root", h.Name)}
+		}
+		dirname, base := path.Dir(clean), path.Base(clean)
+		if base == opaqueWhiteout {
+			layerOpaque[dirname] = true
+			continue
+		}
+		whiteout := strings.HasPrefix(base, whiteoutPrefix)
+		if whiteout {
+			clean = path.Join(dirname, strings.TrimPrefix(base, whiteoutPrefix))
+		}
 		top, _, _ := strings.Cut(clean, "/")
 		if top != "manifests" && top != "metadata" {
 			continue
 		}
-		if clean == ".." || strings.HasPrefix(clean, "../") {
-			return &InvalidError{Err: fmt.Errorf("layer entry %q escapes the bundle", h.Name)}
-		}
-		target := filepath.Join(dir, filepath.FromSlash(clean))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if h.Size > maxFileBytes {
-				return &InvalidError{Err: fmt.Errorf("layer entry %s is %d bytes, more than a bundle file can be (%d)", h.Name, h.Size, maxFileBytes)}
-			}
-			total += h.Size
-			if total > maxTotalBytes {
-				return &InvalidError{Err: fmt.Errorf("manifests/ and metadata/ exceed %d bytes", maxTotalBytes)}
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, io.LimitReader(tr, maxFileBytes))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		default:
+		// Checked before shadowing: a bundle holds no links at all, in any
+		// layer.
+		if !whiteout && h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg {
 			return &InvalidError{Err: fmt.Errorf("layer entry %s is a link or special file; a bundle holds regular files only", h.Name)}
 		}
+		if whiteout {
+			// Hides clean in lower layers, even where an upper layer
+			// made it again.
+			x.seen[clean] = true
+			continue
+		}
+		if _, ok := x.seen[clean]; ok || x.hidden(clean) {
+			continue
+		}
+		x.seen[clean] = h.Typeflag != tar.TypeDir
+		// The parents are directories from here down: a lower layer's
+		// file at one of them is shadowed, as a container runtime would.
+		for d := path.Dir(clean); d != "."; d = path.Dir(d) {
+			if _, ok := x.seen[d]; !ok {
+				x.seen[d] = false
+			}
+		}
+		if err := x.write(h, tr, clean); err != nil {
+			return err
+		}
 	}
+	for d := range layerOpaque {
+		x.opaque[d] = true
+	}
+	// Read to the end so that the layer digest is verified.
+	if _, err := io.Copy(io.Discard, rc); err != nil {
+		return fmt.Errorf("reading image layers: %w", err)
+	}
+	return nil
+}
+
+// hidden reports whether an upper layer hides p: a file or whiteout at one
+// of its parents, or an opaque parent directory.
+func (x *extractor) hidden(p string) bool {
+	for d := path.Dir(p); ; d = path.Dir(d) {
+		if x.seen[d] || x.opaque[d] {
+			return true
+		}
+		if d == "." {
+			return false
+		}
+	}
+}
+
+func (x *extractor) write(h *tar.Header, r io.Reader, clean string) error {
+	target := filepath.Join(x.dir, filepath.FromSlash(clean))
+	switch h.Typeflag {
+	case tar.TypeDir:
+		return os.MkdirAll(target, 0o755)
+	case tar.TypeReg:
+		if h.Size > maxFileBytes {
+			return &InvalidError{Err: fmt.Errorf("layer entry %s is %d bytes, more than a bundle file can be (%d)", h.Name, h.Size, maxFileBytes)}
+		}
+		x.total += h.Size
+		if x.total > maxTotalBytes {
+			return &InvalidError{Err: fmt.Errorf("manifests/ and metadata/ exceed %d bytes", maxTotalBytes)}
+		}
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, io.LimitReader(r, maxFileBytes))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	return nil
 }
 
 // Load reads a bundle directory (manifests/ and metadata/) with

@@ -7,8 +7,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -33,9 +36,16 @@ type Options struct {
 	DstRegistry string
 	// PlainHTTP talks HTTP instead of HTTPS to every registry (violet --plain).
 	PlainHTTP bool
-	// Src is sent to every registry other than the destination host; Dst to
-	// the destination host. Unset: the docker config keychain.
+	// Dst is sent to the destination host only; Src to the registries of
+	// SrcHosts only. Unset (or any other registry): the docker config
+	// keychain.
 	Src, Dst Credentials
+	// SrcHosts are the source registries (host[:port]) that may receive the
+	// Src credentials: the hosts the package manifests name. A registry that
+	// only a bundle's CSV names never gets them, so a bundle cannot collect
+	// credentials by naming a registry of its own. Empty: every registry
+	// other than the destination.
+	SrcHosts []string
 	// CAFile is a PEM file of extra CA certificates to trust (besides the
 	// system pool) for both ends.
 	CAFile string
@@ -62,11 +72,15 @@ func New(o Options) (*Client, error) {
 	if o.DstRegistry != "" {
 		d := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.DstRegistry, "https://"), "http://"), "/")
 		host, prefix, _ := strings.Cut(d, "/")
-		if _, err := name.NewRegistry(host, name.StrictValidation); err != nil || host == "" {
+		if _, err := name.NewRegistry(host, name.StrictValidation); err != nil || !validHost(host) {
 			return nil, fmt.Errorf("--dst-registry %q: want HOST[:PORT][/PREFIX], e.g. registry.example.com:5000/operators", o.DstRegistry)
 		}
 		if prefix != "" {
-			if _, err := name.NewRepository(host+"/"+prefix, name.StrictValidation); err != nil {
+			// Not StrictValidation: it wants docker.io/library/x for a
+			// one-component docker.io path, but a prefix is never the
+			// whole repository path.
+			_, err := name.NewRepository(host + "/" + prefix)
+			if err != nil || !validPath(prefix) {
 				return nil, fmt.Errorf("--dst-registry %q: prefix %q is not a valid repository path (lowercase letters, digits, '.', '_', '-', '/')", o.DstRegistry, prefix)
 			}
 		}
@@ -88,8 +102,88 @@ func New(o Options) (*Client, error) {
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
 	c.transport = tr
-	c.keychain = &keychain{dstHost: c.dstHost, src: o.Src, dst: o.Dst}
+	// Compare with the registry as go-containerregistry names it in
+	// authn.Resource: docker.io is index.docker.io there.
+	kc := &keychain{src: o.Src, dst: o.Dst}
+	for _, h := range o.SrcHosts {
+		reg, err := name.NewRegistry(h)
+		if err != nil {
+			return nil, fmt.Errorf("source registry %q: %w", h, err)
+		}
+		if kc.srcHosts == nil {
+			kc.srcHosts = map[string]bool{}
+		}
+		kc.srcHosts[reg.RegistryStr()] = true
+	}
+	if c.dstHost != "" {
+		reg, err := name.NewRegistry(c.dstHost)
+		if err != nil {
+			return nil, fmt.Errorf("--dst-registry %q: %w", o.DstRegistry, err)
+		}
+		kc.dstHost = reg.RegistryStr()
+	}
+	c.keychain = kc
 	return c, nil
+}
+
+// The grammar of the distribution reference
+// (github.com/distribution/reference): go-containerregistry checks only the
+// characters, so that "a//b", "-a" or "host:1:2" would pass and fail later,
+// image by image, at the registry.
+var (
+	domainComponent = regexp.MustCompile(`^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])$`)
+	pathComponent   = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$`)
+)
+
+// validHost reports whether h is DOMAIN[:PORT] or [IPV6][:PORT].
+func validHost(h string) bool {
+	host, port := h, ""
+	if strings.HasPrefix(h, "[") {
+		end := strings.Index(h, "]")
+		if end < 0 {
+			return false
+		}
+		host, port = h[1:end], strings.TrimPrefix(h[end+1:], ":")
+		if h[end+1:] != "" && !strings.HasPrefix(h[end+1:], ":") {
+			return false
+		}
+		if ip := net.ParseIP(host); ip == nil || ip.To4() != nil {
+			return false
+		}
+	} else {
+		if i := strings.LastIndex(h, ":"); i >= 0 {
+			host, port = h[:i], h[i+1:]
+			if port == "" {
+				return false
+			}
+		}
+		if host == "" {
+			return false
+		}
+		for _, c := range strings.Split(host, ".") {
+			if !domainComponent.MatchString(c) {
+				return false
+			}
+		}
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+			return false
+		}
+	}
+	return true
+}
+
+// validPath reports whether p is a repository path: components separated by
+// single slashes.
+func validPath(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if !pathComponent.MatchString(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // DstHost returns the destination registry host[:port] (Artifact.spec.registry).
@@ -155,13 +249,17 @@ func (c *Client) DstOptions() []remote.Option {
 // config keychain when a side has none.
 type keychain struct {
 	dstHost  string
+	srcHosts map[string]bool // nil: every host but the destination
 	src, dst Credentials
 }
 
 func (k *keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	creds := k.src
-	if r.RegistryStr() == k.dstHost {
+	var creds Credentials
+	switch {
+	case r.RegistryStr() == k.dstHost:
 		creds = k.dst
+	case k.srcHosts == nil || k.srcHosts[r.RegistryStr()]:
+		creds = k.src
 	}
 	if creds.set() {
 		return authn.FromConfig(authn.AuthConfig{Username: creds.Username, Password: creds.Password}), nil

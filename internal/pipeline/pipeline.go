@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -131,6 +132,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.logf("scan: %d package manifests in %s", len(ms), filepath.Join(o.Source, o.PackagesDir))
 	res.SourceCommit, _ = SourceCommit(o.Source)
 
+	if o.Mirror.SrcHosts == nil {
+		o.Mirror.SrcHosts = sourceHosts(ms)
+	}
 	mc, err := mirror.New(o.Mirror)
 	if err != nil {
 		return nil, inputErr(err)
@@ -185,12 +189,45 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, publishCatalog(ctx, o, repo, state, current, res)
 }
 
+// mirrorErr is an *InputError when every image failed for a reason only
+// the package repo can fix (a reference that does not exist), else an
+// infrastructure error.
 func mirrorErr(err error) error {
-	var ie *mirror.ImageError
-	if errors.As(err, &ie) && ie.Input {
-		return &InputError{Err: fmt.Errorf("mirror failed:\n%w", err)}
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
 	}
-	return fmt.Errorf("mirror failed, nothing committed:\n%w", err)
+	input := true
+	for _, e := range errs {
+		var ie *mirror.ImageError
+		if !errors.As(e, &ie) || !ie.Input {
+			input = false
+		}
+	}
+	wrapped := fmt.Errorf("mirror failed, nothing committed:\n%w", err)
+	if input {
+		return &InputError{Err: wrapped}
+	}
+	return wrapped
+}
+
+// sourceHosts returns the registries the manifests name (spec.artifact and
+// spec.relatedImages): the only ones that get the source credentials.
+func sourceHosts(ms []*manifest.PackageManifest) []string {
+	set := map[string]bool{}
+	for _, m := range ms {
+		for _, ref := range append([]string{m.Spec.Artifact}, m.Spec.RelatedImages...) {
+			if r, err := name.ParseReference(ref); err == nil {
+				set[r.Context().RegistryStr()] = true
+			}
+		}
+	}
+	hosts := make([]string, 0, len(set))
+	for h := range set {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	return hosts
 }
 
 // fetchBundles reads the bundle of every manifest, concurrently. Errors name
