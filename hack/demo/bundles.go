@@ -1,25 +1,17 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
 
@@ -331,45 +323,8 @@ func rewriteImages(path string, standIns map[string]string) error {
 // digest.
 func standInImage(ref string) (v1.Image, error) {
 	content := []byte(fmt.Sprintf("Stand-in for %s, pushed by the publish demo (hack/demo).\n", ref))
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0).UTC()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "demo/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-		return nil, err
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "demo/stand-in.txt", Mode: 0o644, Size: int64(len(content)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(content); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layerBytes := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	if img, err = mutate.AppendLayers(img, layer); err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS = "linux"
-	cf.Architecture = "amd64"
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.description": "stand-in for " + ref,
-	}
-	return mutate.ConfigFile(img, cf)
+	return bundle.LayerImage(map[string][]byte{"demo/stand-in.txt": content},
+		map[string]string{"org.opencontainers.image.description": "stand-in for " + ref})
 }
 
 // push writes img to ref over plain HTTP and returns its digest.

@@ -62,29 +62,65 @@ func Build(dir string) (v1.Image, error) {
 			return nil, fmt.Errorf("bundle directory %s: %w", dir, err)
 		}
 	}
-	sort.Strings(files)
-
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	seenDirs := map[string]bool{}
-	epoch := time.Unix(0, 0).UTC()
+	contents := make(map[string][]byte, len(files))
 	for _, f := range files {
-		// Parent directories first, each once.
-		parts := strings.Split(path.Dir(f), "/")
-		for i := range parts {
-			d := strings.Join(parts[:i+1], "/") + "/"
-			if seenDirs[d] {
-				continue
-			}
-			seenDirs[d] = true
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-				return nil, err
-			}
-		}
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
 		if err != nil {
 			return nil, fmt.Errorf("bundle directory %s: %w", dir, err)
 		}
+		contents[f] = data
+	}
+	labels := map[string]string{}
+	if data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml")); err == nil {
+		var af struct {
+			Annotations map[string]string `json:"annotations"`
+		}
+		if err := yaml.Unmarshal(data, &af); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "metadata", "annotations.yaml"), err)
+		}
+		for k, v := range af.Annotations {
+			labels[k] = v
+		}
+	}
+
+	return LayerImage(contents, labels)
+}
+
+// LayerImage makes a deterministic linux/amd64 OCI image with one layer
+// holding files (slash-separated relative paths to content) and the given
+// config labels. Entries are sorted, parent directories added once, times
+// zero, owner root, modes 0644/0755: the same input always gives the same
+// digest. Bundle images (Build) and the stand-in images of the demo and the
+// tests are made with it.
+func LayerImage(files map[string][]byte, labels map[string]string) (v1.Image, error) {
+	names := make([]string, 0, len(files))
+	for f := range files {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	seenDirs := map[string]bool{}
+	epoch := time.Unix(0, 0).UTC()
+	for _, f := range names {
+		if f == "" || path.IsAbs(f) || path.Clean(f) != f || strings.HasPrefix(f, "../") {
+			return nil, fmt.Errorf("layer file name %q is not a clean relative path", f)
+		}
+		// Parent directories first, each once.
+		if d := path.Dir(f); d != "." {
+			parts := strings.Split(d, "/")
+			for i := range parts {
+				dir := strings.Join(parts[:i+1], "/") + "/"
+				if seenDirs[dir] {
+					continue
+				}
+				seenDirs[dir] = true
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		data := files[f]
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f, Mode: 0o644, Size: int64(len(data)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 			return nil, err
 		}
@@ -102,20 +138,6 @@ func Build(dir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	labels := map[string]string{}
-	if data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml")); err == nil {
-		var af struct {
-			Annotations map[string]string `json:"annotations"`
-		}
-		if err := yaml.Unmarshal(data, &af); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "metadata", "annotations.yaml"), err)
-		}
-		for k, v := range af.Annotations {
-			labels[k] = v
-		}
-	}
-
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	img, err = mutate.AppendLayers(img, layer)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -19,9 +18,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-publish/publish/internal/mirror"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -103,7 +102,7 @@ func Fetch(ctx context.Context, ref string, opts ...remote.Option) (*Bundle, err
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
-		if isNotFound(err) {
+		if mirror.IsNotFound(err) {
 			return nil, &NotFoundError{Ref: ref}
 		}
 		return nil, fmt.Errorf("fetching bundle image %s: %w", ref, err)
@@ -154,21 +153,6 @@ func pickImage(idx v1.ImageIndex) (v1.Image, error) {
 		}
 	}
 	return idx.Image(pick.Digest)
-}
-
-func isNotFound(err error) bool {
-	var te *transport.Error
-	if errors.As(err, &te) {
-		if te.StatusCode == http.StatusNotFound {
-			return true
-		}
-		for _, d := range te.Errors {
-			if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // FromImage extracts manifests/ and metadata/ of img (the flattened

@@ -133,13 +133,13 @@ func (c *Client) Copy(ctx context.Context, ref string) (*Result, error) {
 	dstOpts := append(c.DstOptions(), remote.WithContext(ctx))
 	desc, err := remote.Get(src, srcOpts...)
 	if err != nil {
-		return fail(isNotFound(err), Describe("reading from source", src.Context().RegistryStr(), err))
+		return fail(IsNotFound(err), Describe("reading from source", src.Context().RegistryStr(), err))
 	}
 	res := &Result{Source: ref, Destination: dst.String(), Digest: desc.Digest.String()}
 	if head, err := remote.Head(dst, dstOpts...); err == nil && head.Digest == desc.Digest {
 		res.Skipped = true
 		return res, nil
-	} else if err != nil && !isNotFound(err) {
+	} else if err != nil && !IsNotFound(err) {
 		return fail(false, Describe("checking destination", dst.Context().RegistryStr(), err))
 	}
 	switch {
@@ -166,7 +166,10 @@ func (c *Client) Copy(ctx context.Context, ref string) (*Result, error) {
 	return res, nil
 }
 
-func isNotFound(err error) bool {
+// IsNotFound reports whether err is a registry answer saying that the
+// manifest or repository does not exist (HTTP 404, MANIFEST_UNKNOWN,
+// NAME_UNKNOWN).
+func IsNotFound(err error) bool {
 	var te *transport.Error
 	if errors.As(err, &te) {
 		if te.StatusCode == http.StatusNotFound {

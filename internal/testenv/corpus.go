@@ -1,13 +1,11 @@
 package testenv
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,16 +14,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	semver "github.com/blang/semver/v4"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -759,47 +752,9 @@ func corpusCleanTag(t string) string {
 // corpusStandInImage is a tiny deterministic linux/amd64 image whose only
 // layer holds the original reference in /stand-in/original-reference.
 func corpusStandInImage(orig string) (v1.Image, error) {
-	epoch := time.Unix(0, 0).UTC()
 	content := []byte(orig + "\n")
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdrs := []*tar.Header{
-		{Typeflag: tar.TypeDir, Name: "stand-in/", Mode: 0o755, ModTime: epoch, Format: tar.FormatPAX},
-		{Typeflag: tar.TypeReg, Name: "stand-in/original-reference", Mode: 0o644, Size: int64(len(content)), ModTime: epoch, Format: tar.FormatPAX},
-	}
-	for _, h := range hdrs {
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := tw.Write(content); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layerBytes := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerBytes)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	if img, err = mutate.AppendLayers(img, layer); err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS = "linux"
-	cf.Architecture = "amd64"
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Labels = map[string]string{"io.github.operator-publish.testenv.original-reference": orig}
-	return mutate.ConfigFile(img, cf)
+	return bundle.LayerImage(map[string][]byte{"stand-in/original-reference": content},
+		map[string]string{"io.github.operator-publish.testenv.original-reference": orig})
 }
 
 // corpusPushStandIns pushes every stand-in once. Several originals may map to
