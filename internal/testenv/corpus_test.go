@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net/http/httptest"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,11 @@ func corpusOrSkip(t *testing.T) string {
 	t.Helper()
 	dir, ok := CorpusDir()
 	if !ok {
-		t.Skipf("test corpus not found (looked at %q; it is <module root>/../shared/corpus, or set %s)", dir, CorpusDirEnv)
+		msg := fmt.Sprintf("test corpus not found (looked at %q; it is <module root>/../shared/corpus, or set %s)", dir, CorpusDirEnv)
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	return dir
 }
