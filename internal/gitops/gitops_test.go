@@ -1,0 +1,144 @@
+package gitops
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/operator-publish/publish/internal/render"
+)
+
+func TestCloneSeedCommitPush(t *testing.T) {
+	bare := t.TempDir()
+	if _, err := git.PlainInit(bare, true); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := Clone(ctx, Options{URL: bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.Empty {
+		t.Fatal("an empty repo is not Empty")
+	}
+	tmpl := fstest.MapFS{
+		"tmpl/README.md":          {Data: []byte("template readme\n")},
+		"tmpl/kustomize/a.yaml":   {Data: []byte("a: 1\n")},
+		"tmpl/kustomize/b/b.yaml": {Data: []byte("b: 1\n")},
+	}
+	os.WriteFile(filepath.Join(r.Dir, "README.md"), []byte("mine\n"), 0o644)
+	if err := r.Seed(tmpl, "tmpl"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(r.Dir, "README.md")); string(data) != "mine\n" {
+		t.Errorf("Seed overwrote a user file: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, "kustomize/b/b.yaml")); err != nil {
+		t.Errorf("Seed did not write a nested file: %v", err)
+	}
+	when := time.Unix(1700000000, 0)
+	h, err := r.Commit("first", when)
+	if err != nil || h == "" {
+		t.Fatalf("commit: %q %v", h, err)
+	}
+	if h2, err := r.Commit("nothing", when); err != nil || h2 != "" {
+		t.Fatalf("a clean tree committed: %q %v", h2, err)
+	}
+	if err := r.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A second clone sees the commit and is not Empty; a deletion commits.
+	r2, err := Clone(ctx, Options{URL: bare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if r2.Empty {
+		t.Fatal("clone after push is Empty")
+	}
+	os.Remove(filepath.Join(r2.Dir, "kustomize/a.yaml"))
+	if h, err := r2.Commit("delete", when); err != nil || h == "" {
+		t.Fatalf("deletion not committed: %v", err)
+	}
+	if err := r2.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// r is now behind: its push is rejected, not silently lost.
+	os.WriteFile(filepath.Join(r.Dir, "x"), []byte("x"), 0o644)
+	r.Commit("behind", when)
+	if err := r.Push(ctx); err == nil {
+		t.Fatal("a non-fast-forward push succeeded")
+	}
+}
+
+func TestCloneErrors(t *testing.T) {
+	_, err := Clone(context.Background(), Options{URL: filepath.Join(t.TempDir(), "nope")})
+	if err == nil || !strings.Contains(err.Error(), "no such directory") {
+		t.Errorf("missing path: %v", err)
+	}
+	_, err = Clone(context.Background(), Options{URL: t.TempDir()})
+	if err == nil {
+		t.Error("a directory that is not a repo cloned")
+	}
+	_, err = Clone(context.Background(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "--catalog") {
+		t.Errorf("no URL: %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:secret@git.example.com/a.git": "https://user:***@git.example.com/a.git",
+		"https://git.example.com/a.git":             "https://git.example.com/a.git",
+		"/local/path":                               "/local/path",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("%s: %s", in, got)
+		}
+	}
+	err := &UnreachableError{URL: "https://u:hunter2@h/x.git", Op: "clone", Err: os.ErrNotExist}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("password in %q", err)
+	}
+}
+
+func TestState(t *testing.T) {
+	dir := t.TempDir()
+	s, err := ReadState(dir)
+	if err != nil || len(s.Artifacts) != 0 {
+		t.Fatalf("missing state: %+v %v", s, err)
+	}
+	s.Source = Source{Commit: "abc"}
+	s.Artifacts = []render.Artifact{
+		{Name: "b", Present: true, Versions: []render.Version{{Version: "1.10.0", Tag: "v1.10.0"}, {Version: "1.9.0", Tag: "v1.9.0"}}},
+		{Name: "a"},
+	}
+	data, err := s.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(dir, "publish"), 0o755)
+	os.WriteFile(filepath.Join(dir, StatePath), data, 0o644)
+	back, err := ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Artifacts[0].Name != "a" || back.Artifacts[1].Versions[0].Version != "1.9.0" {
+		t.Errorf("not sorted: %+v", back.Artifacts)
+	}
+	again, _ := back.Marshal()
+	if string(again) != string(data) {
+		t.Error("state does not round-trip byte for byte")
+	}
+	os.WriteFile(filepath.Join(dir, StatePath), []byte("kind: PublishState\nartifacts: {}\n"), 0o644)
+	if _, err := ReadState(dir); err == nil || !strings.Contains(err.Error(), StatePath) {
+		t.Errorf("invalid state: %v", err)
+	}
+}
