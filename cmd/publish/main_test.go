@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestEnvPrecedence(t *testing.T) {
+	cmd := newRunCmd()
+	fs := cmd.Flags()
+	t.Setenv("PUBLISH_CLUSTER", "from-env")
+	t.Setenv("PUBLISH_DST_REGISTRY", "env.example.com")
+	t.Setenv("PUBLISH_PLAIN", "true")
+	if err := fs.Parse([]string{"--dst-registry", "flag.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"dst-registry": "flag.example.com", "cluster": "from-env", "plain-http": "true", "packages-dir": "packages"} {
+		if got := fs.Lookup(flag).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
+		}
+	}
+	t.Setenv("PUBLISH_CONCURRENCY", "many")
+	if err := applyEnv(fs); err == nil || !strings.Contains(err.Error(), "PUBLISH_CONCURRENCY") {
+		t.Errorf("bad env value: %v", err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--dst-registry", "r.example.com"},
+		{"run", "--catalog", "x"},
+		{"run", "--no-such-flag"},
+		{"render"},
+	} {
+		root := newRootCmd()
+		root.SetArgs(args)
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: got %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
