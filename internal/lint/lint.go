@@ -30,11 +30,19 @@ const (
 
 // Finding is one problem at a place in the package repo.
 type Finding struct {
-	Rule     string
-	Severity Severity
-	Path     string // slash-separated, relative to the package repo
-	Line     int    // 1-based, 0 when unknown
-	Message  string
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	Artifact string   `json:"artifact,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Path     string   `json:"path"`             // slash-separated, relative to the package repo
+	Line     int      `json:"line,omitempty"`   // 1-based, 0 when unknown
+	Column   int      `json:"column,omitempty"` // 1-based, 0 when unknown
+	// BundlePath is the file inside the bundle image a bundle rule is about
+	// (e.g. manifests/x.clusterserviceversion.yaml); Path/Line then point at
+	// the manifest's spec.artifact.
+	BundlePath string `json:"bundlePath,omitempty"`
+	Message    string `json:"message"`
+	Hint       string `json:"hint,omitempty"` // what to do
 }
 
 func (f Finding) String() string {
@@ -73,14 +81,14 @@ func Repo(ms []*manifest.PackageManifest) []Finding {
 	for _, m := range ms {
 		k := key{m.Artifact, m.Version.String()}
 		if first, ok := versions[k]; ok {
-			out = append(out, Finding{Rule: RuleDuplicateVersion, Severity: Error, Path: m.Path, Line: m.Lines["spec.version"],
+			out = append(out, Finding{Rule: RuleDuplicateVersion, Severity: Error, Artifact: m.Artifact, Version: k.v, Path: m.Path, Line: m.Lines["spec.version"],
 				Message: fmt.Sprintf("version %s of %s is also declared in %s: the platform would leave the second ArtifactVersion Pending (AlreadyAdd); remove one", k.v, k.a, first.Path)})
 			continue
 		}
 		versions[k] = m
 		t := key{m.Artifact, m.Tag()}
 		if first, ok := tags[t]; ok {
-			out = append(out, Finding{Rule: RuleDuplicateTag, Severity: Error, Path: m.Path, Line: m.Lines["spec.artifact"],
+			out = append(out, Finding{Rule: RuleDuplicateTag, Severity: Error, Artifact: m.Artifact, Version: k.v, Path: m.Path, Line: m.Lines["spec.artifact"],
 				Message: fmt.Sprintf("bundle tag %s of %s is also used by %s: each version needs its own bundle tag", t.v, t.a, first.Path)})
 		}
 		tags[t] = m
@@ -88,7 +96,7 @@ func Repo(ms []*manifest.PackageManifest) []Finding {
 		if first, ok := repos[m.Artifact]; !ok {
 			repos[m.Artifact] = m
 		} else if r := Repository(first.Spec.Artifact); r != repo {
-			out = append(out, Finding{Rule: RuleOneRepository, Severity: Error, Path: m.Path, Line: m.Lines["spec.artifact"],
+			out = append(out, Finding{Rule: RuleOneRepository, Severity: Error, Artifact: m.Artifact, Version: k.v, Path: m.Path, Line: m.Lines["spec.artifact"],
 				Message: fmt.Sprintf("bundle repository %s differs from %s used by %s: an Artifact has one repository; push every version of %s to one repository", repo, r, first.Path, m.Artifact)})
 		}
 	}

@@ -1,0 +1,3 @@
+package ci
+
+import _ "github.com/sethvargo/go-githubactions"
