@@ -48,6 +48,11 @@ type Options struct {
 	Render      render.Config
 	Mirror      mirror.Options
 	Catalog     gitops.Options
+	// Changed reports whether a version changed since the last publish
+	// (internal/diff). Only changed versions, and versions the state has no
+	// record of, are read and mirrored; the rest keep what publish/state.yaml
+	// recorded. Nil: every version counts as changed.
+	Changed func(artifact, version string) bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -56,6 +61,7 @@ type Options struct {
 type Result struct {
 	SourceCommit string
 	Manifests    int
+	BundlesRead  int // bundles read and mirrored: the changed versions
 	Mirror       *mirror.Report
 	Changes      render.Changes
 	Commit       string // catalog commit, "" when nothing changed
@@ -163,14 +169,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, inputErr(err)
 	}
 
-	bundles, err := fetchBundles(ctx, mc, ms)
+	work := selectWork(ms, state.Artifacts, o.Changed)
+	bundles, err := fetchBundles(ctx, mc, ms, work)
 	if err != nil {
 		return nil, err
 	}
-	o.logf("bundles: %d read", len(bundles))
+	res.BundlesRead = count(work)
+	o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
 
 	var related, bundleRefs []string
 	for i, m := range ms {
+		if !work[i] {
+			continue
+		}
 		related = append(related, m.Spec.RelatedImages...)
 		related = append(related, bundles[i].Images...)
 		bundleRefs = append(bundleRefs, m.Spec.Artifact)
@@ -186,6 +197,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return res, inputErr(err)
 	}
+	carryOver(current, state.Artifacts, false)
 	return res, publishCatalog(ctx, o, repo, state, current, res)
 }
 
@@ -230,15 +242,84 @@ func sourceHosts(ms []*manifest.PackageManifest) []string {
 	return hosts
 }
 
-// fetchBundles reads the bundle of every manifest, concurrently. Errors name
+// selectWork marks the manifests whose bundles must be read and mirrored:
+// those changed is true for, and those publish/state.yaml has no mirrored
+// record of (never published, or published before digests were recorded).
+func selectWork(ms []*manifest.PackageManifest, state []render.Artifact, changed func(a, v string) bool) []bool {
+	known := map[[2]string]bool{}
+	for _, a := range state {
+		for _, v := range a.Versions {
+			if v.Present && a.Present && v.BundleDigest != "" {
+				known[[2]string{a.Name, v.Version}] = true
+			}
+		}
+	}
+	work := make([]bool, len(ms))
+	for i, m := range ms {
+		v := m.Version.String()
+		work[i] = changed == nil || changed(m.Artifact, v) || !known[[2]string{m.Artifact, v}]
+	}
+	return work
+}
+
+func count(bs []bool) (n int) {
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// carryOver fills what current lacks from the previous state: display name
+// and description of an artifact, bundle digest and mirrored images of a
+// version (same tag) that was not read in this run. With mapping, the
+// registry and repository of known artifacts come from the state too (used
+// when no destination registry is given).
+func carryOver(current, previous []render.Artifact, mapping bool) {
+	prev := map[string]render.Artifact{}
+	for _, a := range previous {
+		prev[a.Name] = a
+	}
+	for i := range current {
+		p, ok := prev[current[i].Name]
+		if !ok {
+			continue
+		}
+		if mapping {
+			current[i].Registry, current[i].Repository = p.Registry, p.Repository
+		}
+		if current[i].DisplayName == "" {
+			current[i].DisplayName = p.DisplayName
+		}
+		if current[i].Description == "" {
+			current[i].Description = p.Description
+		}
+		old := map[string]render.Version{}
+		for _, v := range p.Versions {
+			old[v.Tag] = v
+		}
+		for j, v := range current[i].Versions {
+			if ov, ok := old[v.Tag]; ok && v.BundleDigest == "" {
+				current[i].Versions[j].BundleDigest, current[i].Versions[j].Images = ov.BundleDigest, ov.Images
+			}
+		}
+	}
+}
+
+// fetchBundles reads the bundle of every manifest marked in work (all when
+// work is nil), concurrently; the others stay nil. Errors name
 // the manifest file; a missing or invalid bundle is an *InputError.
-func fetchBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest) ([]*bundle.Bundle, error) {
+func fetchBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest, work []bool) ([]*bundle.Bundle, error) {
 	out := make([]*bundle.Bundle, len(ms))
 	var mu sync.Mutex
 	var inputs, infra []error
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i, m := range ms {
+		if work != nil && !work[i] {
+			continue
+		}
 		g.Go(func() error {
 			b, err := bundle.Fetch(gctx, m.Spec.Artifact, mc.SrcOptions()...)
 			if err != nil {

@@ -275,3 +275,54 @@ func TestRenderOnly(t *testing.T) {
 		t.Errorf("render differs from run:\n%s\n%s", before, after)
 	}
 }
+
+// TestRunOnlyChanged: with change detection saying nothing changed, a rerun
+// reads no bundle and mirrors nothing, yet renders the same catalog; a
+// version the state has no record of is read all the same.
+func TestRunOnlyChanged(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	none := func(a, v string) bool { return false }
+	res, err := Run(context.Background(), Options{
+		Source: f.source, Changed: none,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: catalogOpts(f.catalog),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BundlesRead != 0 || len(res.Mirror.Images) != 0 || res.Commit != "" {
+		t.Fatalf("unchanged rerun read %d bundles, mirrored %d images, commit %q", res.BundlesRead, len(res.Mirror.Images), res.Commit)
+	}
+	// A new version that the (wrong) predicate calls unchanged is still published.
+	for _, img := range []string{"manager", "worker"} {
+		pushRandom(t, f.src+"/tiny/"+img+":v1.2.0")
+	}
+	dir := t.TempDir()
+	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", "1.2.0")
+	})
+	img, _ := bundle.Build(dir)
+	remote.Write(mustRef(t, f.src+"/tiny/bundle:v1.2.0"), img)
+	f.writeManifest(t, "tiny", "1.2.0")
+	f.commit(t, "tiny 1.2.0")
+	res, err = Run(context.Background(), Options{
+		Source: f.source, Changed: none,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: catalogOpts(f.catalog),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BundlesRead != 1 || len(res.Changes.Upgraded) != 1 || res.Commit == "" {
+		t.Fatalf("new version: read %d, changes %+v, commit %q", res.BundlesRead, res.Changes, res.Commit)
+	}
+	// Unchanged versions keep their recorded digests and the Artifact its description.
+	state := f.catalogFile(t, "publish/state.yaml")
+	if strings.Count(state, "bundleDigest: sha256:") != 3 {
+		t.Errorf("state lost digests:\n%s", state)
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml"), "description: A tiny operator") {
+		t.Error("description lost")
+	}
+}

@@ -67,30 +67,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
-	for i := range current {
-		p, ok := prev[current[i].Name]
-		if !ok {
-			continue
-		}
-		if mc.DstHost() == "" {
-			current[i].Registry, current[i].Repository = p.Registry, p.Repository
-		}
-		if current[i].DisplayName == "" {
-			current[i].DisplayName = p.DisplayName
-		}
-		if current[i].Description == "" {
-			current[i].Description = p.Description
-		}
-		old := map[string]render.Version{}
-		for _, v := range p.Versions {
-			old[v.Tag] = v
-		}
-		for j, v := range current[i].Versions {
-			if ov, ok := old[v.Tag]; ok {
-				current[i].Versions[j].BundleDigest, current[i].Versions[j].Images = ov.BundleDigest, ov.Images
-			}
-		}
-	}
+	carryOver(current, state.Artifacts, mc.DstHost() == "")
 	next := render.Merge(state.Artifacts, current)
 	if len(state.Artifacts) == 0 {
 		r := &gitops.Repo{Dir: o.CatalogDir}
