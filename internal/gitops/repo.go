@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -275,4 +276,72 @@ func (r *Repo) ChangedFiles() ([]string, error) {
 		out = append(out, path.Clean(p))
 	}
 	return out, nil
+}
+
+// FileChange is one file a commit would change.
+type FileChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"` // added, modified, deleted
+}
+
+// Preview commits the working tree to the local clone only (never pushed)
+// and returns the files below prefix ("" for all) that the commit changes
+// against the branch tip, sorted, and their unified diff. Nothing changed:
+// no files and "". Used by `publish plan`; the clone must not be pushed
+// afterwards.
+func (r *Repo) Preview(prefix string) ([]FileChange, string, error) {
+	var base *object.Tree
+	if head, err := r.repo.Head(); err == nil {
+		c, err := r.repo.CommitObject(head.Hash())
+		if err != nil {
+			return nil, "", err
+		}
+		if base, err = c.Tree(); err != nil {
+			return nil, "", err
+		}
+	}
+	h, err := r.Commit("publish plan preview (never pushed)", time.Unix(0, 0))
+	if err != nil || h == "" {
+		return nil, "", err
+	}
+	c, err := r.repo.CommitObject(plumbing.NewHash(h))
+	if err != nil {
+		return nil, "", err
+	}
+	next, err := c.Tree()
+	if err != nil {
+		return nil, "", err
+	}
+	if base == nil {
+		base = &object.Tree{}
+	}
+	changes, err := object.DiffTree(base, next)
+	if err != nil {
+		return nil, "", err
+	}
+	var keep object.Changes
+	var files []FileChange
+	for _, ch := range changes {
+		p, kind := ch.To.Name, "modified"
+		switch {
+		case ch.From.Name == "":
+			kind = "added"
+		case ch.To.Name == "":
+			p, kind = ch.From.Name, "deleted"
+		}
+		if prefix != "" && !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		keep = append(keep, ch)
+		files = append(files, FileChange{Path: p, Change: kind})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	if len(keep) == 0 {
+		return nil, "", nil
+	}
+	patch, err := keep.Patch()
+	if err != nil {
+		return nil, "", err
+	}
+	return files, patch.String(), nil
 }

@@ -61,6 +61,27 @@ func (e *ImageError) Unwrap() error { return e.Err }
 // When any related image fails, no bundle is copied. The error joins one
 // *ImageError per failed image; the report holds the results that succeeded.
 func (c *Client) Mirror(ctx context.Context, related, bundles []string) (*Report, error) {
+	return c.MirrorTargets(ctx, targets(related), targets(bundles))
+}
+
+// Target is an image to mirror and, optionally, the tag it must carry at the
+// destination. A bundle named by digest gets the tag its ArtifactVersion
+// names, so that <registry>/<repository>:<tag> exists.
+type Target struct {
+	Ref string
+	Tag string // "": keep the source reference's tag or digest
+}
+
+func targets(refs []string) []Target {
+	out := make([]Target, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, Target{Ref: r})
+	}
+	return out
+}
+
+// MirrorTargets is Mirror with a destination tag per image.
+func (c *Client) MirrorTargets(ctx context.Context, related, bundles []Target) (*Report, error) {
 	rep := &Report{}
 	rr, err := c.copyAll(ctx, related)
 	rep.Images = append(rep.Images, rr...)
@@ -72,8 +93,8 @@ func (c *Client) Mirror(ctx context.Context, related, bundles []string) (*Report
 	return rep, err
 }
 
-func (c *Client) copyAll(ctx context.Context, refs []string) ([]Result, error) {
-	refs = unique(refs)
+func (c *Client) copyAll(ctx context.Context, ts []Target) ([]Result, error) {
+	refs := uniqueTargets(ts)
 	results := make([]*Result, len(refs))
 	var mu sync.Mutex
 	var errs []error
@@ -81,7 +102,7 @@ func (c *Client) copyAll(ctx context.Context, refs []string) ([]Result, error) {
 	g.SetLimit(c.opts.Concurrency)
 	for i, ref := range refs {
 		g.Go(func() error {
-			r, err := c.Copy(gctx, ref)
+			r, err := c.CopyTo(gctx, ref.Ref, ref.Tag)
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -103,13 +124,13 @@ func (c *Client) copyAll(ctx context.Context, refs []string) ([]Result, error) {
 	return out, errors.Join(errs...)
 }
 
-func unique(in []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range in {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+func uniqueTargets(in []Target) []Target {
+	seen := map[Target]bool{}
+	var out []Target
+	for _, t := range in {
+		if t.Ref != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
 		}
 	}
 	return out
@@ -118,6 +139,13 @@ func unique(in []string) []string {
 // Copy mirrors one image or image index to its destination reference.
 // Errors are *ImageError.
 func (c *Client) Copy(ctx context.Context, ref string) (*Result, error) {
+	return c.CopyTo(ctx, ref, "")
+}
+
+// CopyTo is Copy with the destination tag set to tag (when not ""): the
+// image is read by the source reference (a digest pins it) and written to
+// <destination repository>:<tag>.
+func (c *Client) CopyTo(ctx context.Context, ref, tag string) (*Result, error) {
 	fail := func(input bool, err error) (*Result, error) {
 		return nil, &ImageError{Ref: ref, Input: input, Err: err}
 	}
@@ -128,6 +156,11 @@ func (c *Client) Copy(ctx context.Context, ref string) (*Result, error) {
 	dst, err := c.Destination(src)
 	if err != nil {
 		return fail(true, err)
+	}
+	if tag != "" {
+		if dst, err = c.ParseReference(dst.Context().String() + ":" + tag); err != nil {
+			return fail(true, fmt.Errorf("destination tag %q: %w", tag, err))
+		}
 	}
 	srcOpts := append(c.SrcOptions(), remote.WithContext(ctx))
 	dstOpts := append(c.DstOptions(), remote.WithContext(ctx))

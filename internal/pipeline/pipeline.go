@@ -177,16 +177,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.BundlesRead = count(work)
 	o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
 
-	var related, bundleRefs []string
+	var related, bundleRefs []mirror.Target
 	for i, m := range ms {
 		if !work[i] {
 			continue
 		}
-		related = append(related, m.Spec.RelatedImages...)
-		related = append(related, bundles[i].Images...)
-		bundleRefs = append(bundleRefs, m.Spec.Artifact)
+		for _, r := range append(append([]string(nil), m.Spec.RelatedImages...), bundles[i].Images...) {
+			related = append(related, mirror.Target{Ref: r})
+		}
+		// The bundle carries the ArtifactVersion's tag at the destination,
+		// also when spec.artifact pins it by digest.
+		bundleRefs = append(bundleRefs, mirror.Target{Ref: m.Spec.Artifact, Tag: m.Tag()})
 	}
-	rep, err := mc.Mirror(ctx, related, bundleRefs)
+	rep, err := mc.MirrorTargets(ctx, related, bundleRefs)
 	res.Mirror = rep
 	if err != nil {
 		return res, mirrorErr(err)

@@ -326,3 +326,28 @@ func TestRunOnlyChanged(t *testing.T) {
 		t.Error("description lost")
 	}
 }
+
+// TestDigestPinnedBundle: a bundle named by digest still gets the tag its
+// ArtifactVersion names at the destination.
+func TestDigestPinnedBundle(t *testing.T) {
+	f := newFixture(t)
+	d, err := remote.Head(mustRef(t, f.src+"/tiny/bundle:v1.1.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(f.source, "packages/tiny/1.1.0/manifest.yaml")
+	data, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(data), "tiny/bundle:v1.1.0", "tiny/bundle@"+d.Digest.String(), 1)), 0o644)
+	f.commit(t, "pin by digest")
+	f.run(t)
+	got, err := remote.Head(mustRef(t, f.dst+"/mirror/tiny/bundle:v1.1.0"))
+	if err != nil {
+		t.Fatalf("the ArtifactVersion's tag is not at the destination: %v", err)
+	}
+	if got.Digest != d.Digest {
+		t.Errorf("digest %s, want %s", got.Digest, d.Digest)
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.1.0.yaml"), "tag: v1.1.0") {
+		t.Error("ArtifactVersion tag")
+	}
+}
