@@ -27,6 +27,9 @@ mirrors nothing and commits nothing; use it to preview an overlay change.`,
 			if catalogDir == "" {
 				return &usageError{fmt.Errorf("--catalog-dir DIR is required (a local checkout of the catalog repo)")}
 			}
+			if err := c.check(); err != nil {
+				return err
+			}
 			ch, err := pipeline.Render(cmd.Context(), pipeline.RenderOptions{
 				Source: c.source, PackagesDir: c.packagesDir, CatalogDir: catalogDir, Cluster: c.cluster,
 				Render: c.renderConfig(), DstRegistry: c.dstRegistry, PlainHTTP: c.plainHTTP,

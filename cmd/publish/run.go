@@ -32,6 +32,17 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
 }
 
+// check rejects flag values that cannot work (exit code 2).
+func (c *commonFlags) check() error {
+	if c.cluster == "" || strings.ContainsAny(c.cluster, `/\`) || c.cluster == "." || c.cluster == ".." {
+		return &usageError{fmt.Errorf("--cluster %q: want a plain overlay name such as global (kustomize/clusters/<name>)", c.cluster)}
+	}
+	if c.packagesDir == "" {
+		return &usageError{fmt.Errorf("--packages-dir must not be empty")}
+	}
+	return nil
+}
+
 func (c *commonFlags) renderConfig() render.Config {
 	return render.Config{Namespace: c.namespace, Library: c.library, ImagePullSecrets: c.pullSecrets}
 }
@@ -60,6 +71,9 @@ are delisted (present: false), never deleted.`,
 			if catalogURL == "" {
 				return &usageError{fmt.Errorf("--catalog URL|PATH is required (the catalog Git repo)")}
 			}
+			if err := c.check(); err != nil {
+				return err
+			}
 			if c.dstRegistry == "" {
 				return &usageError{fmt.Errorf("--dst-registry HOST[:PORT][/PREFIX] is required")}
 			}
@@ -75,12 +89,17 @@ are delisted (present: false), never deleted.`,
 				}
 				o.Catalog.CABundle = pem
 			}
+			if o.Mirror.Concurrency < 1 {
+				return &usageError{fmt.Errorf("--concurrency must be at least 1, not %d", o.Mirror.Concurrency)}
+			}
 			o.Log = cmd.ErrOrStderr()
 			res, err := pipeline.Run(cmd.Context(), o)
-			if res != nil {
-				printResult(cmd, res)
+			if err != nil {
+				// stdout says what happened only when it happened.
+				return err
 			}
-			return err
+			printResult(cmd, res)
+			return nil
 		},
 	}
 	fs := cmd.Flags()

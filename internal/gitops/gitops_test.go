@@ -142,3 +142,37 @@ func TestState(t *testing.T) {
 		t.Errorf("invalid state: %v", err)
 	}
 }
+
+func TestStateValidation(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "publish"), 0o755)
+	head := "apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishState\nsource: {}\n"
+	for name, tc := range map[string]struct{ body, want string }{
+		"empty tag":        {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: '', present: true}]}\n", `tag "" is not a valid image tag`},
+		"bad name":         {"artifacts:\n- {name: 'Hello Operator!', present: true, registry: r, repository: p, versions: []}\n", "is not a valid object name"},
+		"twice":            {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: []}\n- {name: op, present: true, registry: r, repository: p, versions: []}\n", "artifact listed twice"},
+		"bad digest":       {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: v1, present: true, bundleDigest: 'sha256:zz'}]}\n", "not a sha256 digest"},
+		"bad version":      {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: one, tag: v1, present: true}]}\n", `version "one" is not semver`},
+		"wrong apiVersion": {"", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			content := head + tc.body
+			want := tc.want
+			if name == "wrong apiVersion" {
+				content = strings.Replace(head, "v1alpha1", "v9", 1) + "artifacts: []\n"
+				want = "apiVersion/kind"
+			}
+			os.WriteFile(filepath.Join(dir, StatePath), []byte(content), 0o644)
+			_, err := ReadState(dir)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("got %v, want %q", err, want)
+			}
+		})
+	}
+	// A deleted state next to generated objects is refused.
+	os.Remove(filepath.Join(dir, StatePath))
+	os.MkdirAll(filepath.Join(dir, "publish/generated"), 0o755)
+	if _, err := ReadState(dir); err == nil || !strings.Contains(err.Error(), "restore it") {
+		t.Errorf("missing state: %v", err)
+	}
+}

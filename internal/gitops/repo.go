@@ -70,12 +70,19 @@ type UnreachableError struct {
 
 func (e *UnreachableError) Error() string {
 	hint := "check --catalog, the network and --catalog-username/--catalog-password"
-	if errors.Is(e.Err, transport.ErrAuthenticationRequired) || errors.Is(e.Err, transport.ErrAuthorizationFailed) {
+	if !strings.Contains(e.URL, "://") {
+		hint = "check --catalog: a local catalog must be an existing Git repository (bare or not)"
+	}
+	if isRejected(e.Err) {
+		hint = "the catalog branch moved on while this run worked (another publish, or a manual push): rerun; the next run starts from the new tip"
+	} else if errors.Is(e.Err, transport.ErrAuthenticationRequired) || errors.Is(e.Err, transport.ErrAuthorizationFailed) {
 		hint = "the catalog repo refused the credentials: check --catalog-username/--catalog-password (PUBLISH_CATALOG_USERNAME/PUBLISH_CATALOG_PASSWORD) and that the account may push"
 	} else if errors.Is(e.Err, transport.ErrRepositoryNotFound) {
 		hint = "no repository at that URL: create it (it may be empty) or fix --catalog"
 	}
-	return fmt.Sprintf("catalog repo %s: %s failed: %v (%s)", redact(e.URL), e.Op, e.Err, hint)
+	msg := strings.Join(strings.Fields(e.Err.Error()), " ")
+	msg = strings.TrimSuffix(msg, ":")
+	return fmt.Sprintf("catalog repo %s: %s failed: %s (%s)", redact(e.URL), e.Op, msg, hint)
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
@@ -344,4 +351,31 @@ func (r *Repo) Preview(prefix string) ([]FileChange, string, error) {
 		return nil, "", err
 	}
 	return files, patch.String(), nil
+}
+
+// isRejected reports whether a push failed because the branch moved on: the
+// rejections servers really return (go-git's non-fast-forward, "fetch
+// first", "cannot lock ref", GitLab's "incorrect old value provided",
+// "failed to update ref").
+func isRejected(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, git.ErrNonFastForwardUpdate) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"non-fast-forward", "fetch first", "cannot lock ref", "incorrect old value provided", "failed to update ref", "stale info"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsRejected reports whether err (from Push) says that the branch moved on,
+// so that fetching, re-rendering and pushing again can succeed.
+func IsRejected(err error) bool {
+	var ue *UnreachableError
+	return errors.As(err, &ue) && isRejected(ue.Err)
 }

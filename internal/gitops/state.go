@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/blang/semver/v4"
 
 	"github.com/operator-publish/publish/internal/render"
 	"sigs.k8s.io/yaml"
@@ -44,6 +48,11 @@ func ReadState(root string) (*State, error) {
 	p := filepath.Join(root, filepath.FromSlash(StatePath))
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
+		// Without the lock, tombstones would silently disappear: refuse
+		// when the catalog was clearly published before.
+		if _, gerr := os.Stat(filepath.Join(root, "publish", "generated")); gerr == nil {
+			return nil, fmt.Errorf("catalog %s is missing but publish/generated exists: restore it from the catalog's git history (git checkout HEAD~1 -- %s); publish will not guess what was published", StatePath, StatePath)
+		}
 		return &State{APIVersion: StateAPIVersion, Kind: StateKind}, nil
 	}
 	if err != nil {
@@ -51,10 +60,14 @@ func ReadState(root string) (*State, error) {
 	}
 	var s State
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return nil, fmt.Errorf("catalog %s: %w (it is written by publish; restore it from the catalog's git history)", StatePath, err)
+		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+		return nil, fmt.Errorf("catalog %s: %s (it is written by publish; restore it from the catalog's git history)", StatePath, msg)
 	}
-	if s.Kind != StateKind {
-		return nil, fmt.Errorf("catalog %s: kind %q, want %s", StatePath, s.Kind, StateKind)
+	if s.Kind != StateKind || s.APIVersion != StateAPIVersion {
+		return nil, fmt.Errorf("catalog %s: apiVersion/kind %q/%q, want %s/%s", StatePath, s.APIVersion, s.Kind, StateAPIVersion, StateKind)
+	}
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("catalog %s is not valid (it is written by publish; restore it from the catalog's git history): %w", StatePath, err)
 	}
 	render.Sort(s.Artifacts)
 	return &s, nil
@@ -76,4 +89,46 @@ func (s *State) Marshal() ([]byte, error) {
 	b.WriteString("# Written by publish: do not edit. The lock of what has been published.\n")
 	b.Write(data)
 	return b.Bytes(), nil
+}
+
+var (
+	dns1123  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	tagRE    = regexp.MustCompile(`^[\w][\w.-]{0,127}$`)
+	digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)
+)
+
+// validate checks what rendering relies on: artifact names that can name
+// objects, one entry per artifact and per tag, semver versions, valid tags
+// and digests.
+func (s *State) validate() error {
+	var errs []error
+	names := map[string]bool{}
+	for i, a := range s.Artifacts {
+		where := fmt.Sprintf("artifacts[%d] (%s)", i, a.Name)
+		if len(a.Name) > 253 || !dns1123.MatchString(a.Name) {
+			errs = append(errs, fmt.Errorf("%s: name %q is not a valid object name", where, a.Name))
+		}
+		if names[a.Name] {
+			errs = append(errs, fmt.Errorf("%s: artifact listed twice", where))
+		}
+		names[a.Name] = true
+		tags := map[string]bool{}
+		for j, v := range a.Versions {
+			vw := fmt.Sprintf("%s.versions[%d]", where, j)
+			if _, err := semver.Parse(v.Version); err != nil {
+				errs = append(errs, fmt.Errorf("%s: version %q is not semver", vw, v.Version))
+			}
+			if !tagRE.MatchString(v.Tag) {
+				errs = append(errs, fmt.Errorf("%s: tag %q is not a valid image tag", vw, v.Tag))
+			}
+			if tags[v.Tag] {
+				errs = append(errs, fmt.Errorf("%s: tag %s listed twice", vw, v.Tag))
+			}
+			tags[v.Tag] = true
+			if v.BundleDigest != "" && !digestRE.MatchString(v.BundleDigest) {
+				errs = append(errs, fmt.Errorf("%s: bundleDigest %q is not a sha256 digest", vw, v.BundleDigest))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

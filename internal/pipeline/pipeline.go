@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/bundle"
@@ -80,6 +82,9 @@ func (o *Options) defaults() {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.Catalog.Branch == "" {
+		o.Catalog.Branch = "main"
 	}
 }
 
@@ -201,7 +206,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishCatalog(ctx, o, repo, state, current, res)
+	return res, publishWithRetry(ctx, o, repo, state, current, res)
 }
 
 // mirrorErr is an *InputError when every image failed for a reason only
@@ -423,6 +428,81 @@ func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bun
 	}
 	render.Sort(out)
 	return out, nil
+}
+
+// pushAttempts bounds how often a rejected push is retried.
+const pushAttempts = 4
+
+// publishWithRetry publishes and, when the push is rejected because the
+// catalog branch moved on, clones the new tip, renders again on top of its
+// state and pushes again, with exponential backoff and jitter. When the new
+// tip was published from a newer source commit than ours, it stops: our
+// changes are already there or superseded.
+func publishWithRetry(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
+	for attempt := 1; ; attempt++ {
+		err := publishCatalog(ctx, o, repo, state, current, res)
+		if err == nil || !gitops.IsRejected(err) || attempt == pushAttempts {
+			return err
+		}
+		delay := time.Duration(1<<attempt)*250*time.Millisecond + time.Duration(rand.Int64N(int64(250*time.Millisecond)))
+		o.logf("catalog: push rejected, the branch moved on; rendering again on the new tip in %v (attempt %d of %d)", delay.Round(time.Millisecond), attempt+1, pushAttempts)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		fresh, err := gitops.Clone(ctx, o.Catalog)
+		if err != nil {
+			return err
+		}
+		defer fresh.Close()
+		repo = fresh
+		if state, err = gitops.ReadState(repo.Dir); err != nil {
+			return inputErr(err)
+		}
+		if repo.Empty || len(state.Artifacts) == 0 {
+			if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+				return err
+			}
+		}
+		if newer, why := supersededBy(o.Source, res.SourceCommit, state.Source.Commit); newer {
+			o.logf("catalog: %s; nothing to do", why)
+			res.Changes, res.Commit, res.Files = render.Changes{}, "", nil
+			return nil
+		}
+	}
+}
+
+// supersededBy reports whether the catalog, published from theirs, is ahead
+// of our source commit ours: ours is an ancestor of theirs, or theirs is a
+// commit this checkout does not have (pushed after it was made).
+func supersededBy(source, ours, theirs string) (bool, string) {
+	if ours == "" || theirs == "" || ours == theirs {
+		return false, ""
+	}
+	repo, err := git.PlainOpenWithOptions(source, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return false, ""
+	}
+	oc, err := repo.CommitObject(plumbing.NewHash(ours))
+	if err != nil {
+		return false, ""
+	}
+	tc, err := repo.CommitObject(plumbing.NewHash(theirs))
+	if err != nil {
+		return true, fmt.Sprintf("the catalog was published meanwhile from source commit %s, which this checkout does not have (it is newer)", short(theirs))
+	}
+	if ok, err := oc.IsAncestor(tc); err == nil && ok {
+		return true, fmt.Sprintf("the catalog was published meanwhile from source commit %s, which already contains %s", short(theirs), short(ours))
+	}
+	return false, ""
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 // publishCatalog renders into the clone, commits when a byte changed, and

@@ -351,3 +351,40 @@ func TestDigestPinnedBundle(t *testing.T) {
 		t.Error("ArtifactVersion tag")
 	}
 }
+
+// TestConcurrentRuns: two runs of one source against one catalog at once
+// both succeed (the loser of the push race renders again on the new tip and
+// finds nothing left to do), and the catalog holds one publish commit.
+func TestConcurrentRuns(t *testing.T) {
+	f := newFixture(t)
+	errs := make(chan error, 2)
+	logs := make([]strings.Builder, 2)
+	for i := range 2 {
+		go func() {
+			_, err := Run(context.Background(), Options{
+				Source:  f.source,
+				Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+				Catalog: catalogOpts(f.catalog),
+				Log:     &logs[i],
+			})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo, _ := git.PlainOpen(f.catalog)
+	ref, err := repo.Reference("refs/heads/main", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iter, _ := repo.Log(&git.LogOptions{From: ref.Hash()})
+	n := 0
+	iter.ForEach(func(*object.Commit) error { n++; return nil })
+	if n != 1 {
+		t.Errorf("%d catalog commits, want 1", n)
+	}
+	t.Logf("run 1:\n%s\nrun 2:\n%s", logs[0].String(), logs[1].String())
+}

@@ -118,7 +118,9 @@ func Build(root, cluster string) (Files, error) {
 	k := krusty.MakeKustomizer(opts)
 	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("kustomize build: %w", err)}
+		// Name files as the user sees them in the catalog repo, not in our temporary clone.
+		msg := strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
+		return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("kustomize build: %s", msg)}
 	}
 	files := Files{}
 	for _, res := range rm.Resources() {
