@@ -6,9 +6,11 @@ package crdcheck
 
 import (
 	"bytes"
+	"embed"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,6 +38,40 @@ type Validator struct {
 	kinds map[schema.GroupVersionKind]version
 }
 
+//go:embed crds/*.yaml
+var embedded embed.FS
+
+// Alauda returns a Validator for the Alauda CRDs built into the binary
+// (Artifact, ArtifactVersion, Library; copies of ../shared/crds, kept equal
+// by a test).
+func Alauda() (*Validator, error) {
+	v := &Validator{kinds: map[schema.GroupVersionKind]version{}}
+	entries, err := fs.Glob(embedded, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		data, err := embedded.ReadFile(e)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.addFile(e, data); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Knows reports whether a CRD for apiVersion/kind was loaded.
+func (v *Validator) Knows(apiVersion, kind string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return false
+	}
+	_, ok := v.kinds[gv.WithKind(kind)]
+	return ok
+}
+
 // Load reads every CRD (apiextensions.k8s.io/v1) in the YAML files of dir.
 // Errors name the file.
 func Load(dir string) (*Validator, error) {
@@ -49,23 +85,29 @@ func Load(dir string) (*Validator, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for {
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := dec.Decode(&crd); err == io.EOF {
-				break
-			} else if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if crd.Kind != "CustomResourceDefinition" {
-				continue
-			}
-			if err := v.add(&crd); err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
+		if err := v.addFile(f, data); err != nil {
+			return nil, err
 		}
 	}
 	return v, nil
+}
+
+func (v *Validator) addFile(name string, data []byte) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := dec.Decode(&crd); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if crd.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		if err := v.add(&crd); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
 }
 
 func (v *Validator) add(crd *apiextensionsv1.CustomResourceDefinition) error {

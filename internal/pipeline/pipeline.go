@@ -19,12 +19,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/crdcheck"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/render"
 	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/yaml"
 )
 
 // InputError is a problem the user must fix in the package repo, the
@@ -570,7 +572,42 @@ func RenderInto(root, cluster string, cfg render.Config, arts []render.Artifact)
 	if err != nil {
 		return inputErr(err)
 	}
+	if err := validateRendered(cluster, out); err != nil {
+		return inputErr(err)
+	}
 	return render.Write(root, []string{render.RenderedDir + "/" + cluster}, out)
+}
+
+// validateRendered checks every rendered Artifact, ArtifactVersion and
+// Library against the CRDs built into the binary, so that an overlay patch
+// cannot commit an object the API server would reject (or silently prune).
+func validateRendered(cluster string, files render.Files) error {
+	v, err := crdcheck.Alauda()
+	if err != nil {
+		return err
+	}
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var errs []error
+	for _, p := range paths {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(files[p], &head); err != nil || !v.Knows(head.APIVersion, head.Kind) {
+			continue
+		}
+		if err := v.Validate(files[p]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("the overlay kustomize/clusters/%s renders objects the CRDs reject (nothing committed):\n%w", cluster, errors.Join(errs...))
+	}
+	return nil
 }
 
 // CommitMessage is the catalog commit message: a subject counting the

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -387,4 +388,34 @@ func TestConcurrentRuns(t *testing.T) {
 		t.Errorf("%d catalog commits, want 1", n)
 	}
 	t.Logf("run 1:\n%s\nrun 2:\n%s", logs[0].String(), logs[1].String())
+}
+
+// TestOverlayRendersInvalidObject: an overlay patch that breaks the CRD
+// schema stops the run with the rendered file named; nothing is committed.
+func TestOverlayRendersInvalidObject(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	clone := t.TempDir()
+	repo, err := git.PlainClone(clone, false, &git.CloneOptions{URL: f.catalog, ReferenceName: "refs/heads/main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := filepath.Join(clone, "kustomize/clusters/global/kustomization.yaml")
+	os.WriteFile(k, []byte("resources:\n- ../../../publish/generated\npatches:\n- target: {kind: ArtifactVersion}\n  patch: |-\n    - op: replace\n      path: /spec/present\n      value: maybe\n"), 0o644)
+	wt, _ := repo.Worktree()
+	wt.AddWithOptions(&git.AddOptions{All: true})
+	wt.Commit("bad overlay", &git.CommitOptions{Author: &object.Signature{Name: "u", Email: "u@example.com", When: time.Unix(1700000000, 0)}})
+	if err := repo.Push(&git.PushOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(filepath.Join(f.source, "packages/tiny/1.0.0"))
+	f.commit(t, "delist 1.0.0")
+	_, err = Run(context.Background(), Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml") || !strings.Contains(err.Error(), "present") {
+		t.Fatalf("got %v", err)
+	}
+	if s := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"); !strings.Contains(s, "present: true") {
+		t.Error("something was committed")
+	}
 }
