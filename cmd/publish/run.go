@@ -114,6 +114,7 @@ are delisted (present: false), never deleted.`,
 	fs.StringVar(&o.Mirror.Dst.Password, "dst-password", "", "destination registry password or token")
 	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
 	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "images copied at once")
+	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	withEnvHelp(fs)
 	return cmd
 }

@@ -96,12 +96,19 @@ func TestScan(t *testing.T) {
 	write("packages/other/manifest.yaml", "apiVersion: v1\nkind: ConfigMap\n")
 	write("packages/broken/1.0.0/manifest.yaml", strings.Replace(good, "arch:", "arc:", 1))
 	write("packages/etcd/README.md", "not a manifest")
+	write("packages/typo/1.0.0/manifest.yml", good)
+	write("packages/kindcase/1.0.0/manifest.yaml", strings.Replace(strings.ReplaceAll(good, "0.9.4", "1.0.0"), "kind: PackageManifest", "kind: packagemanifest", 1))
 	ms, err := Scan(root, filepath.Join(root, "packages"))
 	if len(ms) != 2 || ms[0].Version.String() != "0.9.2" || ms[0].Path != "packages/etcd/0.9.2/manifest.yaml" {
 		t.Fatalf("scan: %d manifests %+v", len(ms), ms)
 	}
 	if err == nil || !strings.Contains(err.Error(), "packages/broken/1.0.0/manifest.yaml:9: unknown field arc") {
 		t.Errorf("scan error: %v", err)
+	}
+	for _, want := range []string{"packages/typo/1.0.0/manifest.yml: only files named exactly manifest.yaml", "packages/kindcase/1.0.0/manifest.yaml:1: apiVersion/kind"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("scan error lacks %q: %v", want, err)
+		}
 	}
 	if _, err := Scan(root, filepath.Join(root, "nope")); err == nil || !strings.Contains(err.Error(), "--packages-dir") {
 		t.Errorf("missing root: %v", err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -42,6 +43,15 @@ func Scan(base, root string) ([]*PackageManifest, error) {
 			return nil
 		}
 		if d.Name() != FileName {
+			if lower := strings.ToLower(d.Name()); lower == "manifest.yml" || lower == FileName {
+				rel := p
+				if base != "" {
+					if r, err := filepath.Rel(base, p); err == nil {
+						rel = filepath.ToSlash(r)
+					}
+				}
+				errs = append(errs, &Error{Path: rel, Msg: "only files named exactly manifest.yaml are read: rename it, or this version is not published (and delisted if it was)"})
+			}
 			return nil
 		}
 		rel := p
@@ -97,5 +107,7 @@ func isPackageManifest(data []byte) bool {
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&peek); err != nil {
 		return true
 	}
-	return peek.Kind == "" || peek.Kind == Kind
+	// A kind spelled in another case is a typo of ours: Parse reports it
+	// rather than the version silently disappearing.
+	return peek.Kind == "" || strings.EqualFold(peek.Kind, Kind)
 }

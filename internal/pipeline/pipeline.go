@@ -57,6 +57,8 @@ type Options struct {
 	// record of, are read and mirrored; the rest keep what publish/state.yaml
 	// recorded. Nil: every version counts as changed.
 	Changed func(artifact, version string) bool
+	// AllowEmpty lets a source without any manifest delist every artifact.
+	AllowEmpty bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -98,7 +100,10 @@ func (o *Options) logf(format string, args ...any) {
 // the repo-wide rules hold (one version once per artifact, one tag once,
 // one bundle repository per artifact). Errors are *InputError.
 func Scan(source, packagesDir string) ([]*manifest.PackageManifest, error) {
-	root := filepath.Join(source, packagesDir)
+	root := packagesDir
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(source, packagesDir)
+	}
 	ms, err := manifest.Scan(source, root)
 	if err != nil {
 		return nil, inputErr(err)
@@ -169,6 +174,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// First publish: add the template's files that the repo lacks.
 		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
 			return nil, err
+		}
+	}
+	if len(ms) == 0 && !o.AllowEmpty {
+		if n := presentArtifacts(state.Artifacts); n > 0 {
+			return nil, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
 	}
 	// Fail on a missing overlay before spending time on registries.
@@ -250,6 +260,15 @@ func sourceHosts(ms []*manifest.PackageManifest) []string {
 	}
 	sort.Strings(hosts)
 	return hosts
+}
+
+func presentArtifacts(arts []render.Artifact) (n int) {
+	for _, a := range arts {
+		if a.Present {
+			n++
+		}
+	}
+	return n
 }
 
 // selectWork marks the manifests whose bundles must be read and mirrored:

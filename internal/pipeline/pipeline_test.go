@@ -107,9 +107,10 @@ func (f *fixture) commit(t *testing.T, msg string) {
 func (f *fixture) run(t *testing.T) *Result {
 	t.Helper()
 	res, err := Run(context.Background(), Options{
-		Source:  f.source,
-		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-		Catalog: catalogOpts(f.catalog),
+		Source:     f.source,
+		Mirror:     mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog:    catalogOpts(f.catalog),
+		AllowEmpty: true, // the story delists its only artifact
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
@@ -417,5 +418,24 @@ func TestOverlayRendersInvalidObject(t *testing.T) {
 	}
 	if s := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"); !strings.Contains(s, "present: true") {
 		t.Error("something was committed")
+	}
+}
+
+// TestEmptySourceRefused: a source without manifests does not delist a
+// whole catalog unless asked to.
+func TestEmptySourceRefused(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	os.RemoveAll(filepath.Join(f.source, "packages/tiny"))
+	os.MkdirAll(filepath.Join(f.source, "packages"), 0o755)
+	f.commit(t, "remove everything")
+	o := Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--allow-empty") {
+		t.Fatalf("got %v", err)
+	}
+	o.AllowEmpty = true
+	res, err := Run(context.Background(), o)
+	if err != nil || len(res.Changes.Delisted) != 1 {
+		t.Fatalf("with --allow-empty: %+v %v", res, err)
 	}
 }
