@@ -266,3 +266,24 @@ func (k *keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	}
 	return authn.DefaultKeychain.Resolve(r)
 }
+
+// CheckDestination asks the destination, once, whether this client may push
+// to the repository src maps to (go-containerregistry's
+// remote.CheckPushPermission: it starts an upload and cancels it). A run
+// calls it before mirroring so that a wrong password or an unreachable
+// registry is one clear error, not one per image. The error says what to do
+// (see Describe).
+func (c *Client) CheckDestination(src string) error {
+	ref, err := c.ParseReference(src)
+	if err != nil {
+		return err
+	}
+	dst, err := c.Destination(ref)
+	if err != nil {
+		return err
+	}
+	if err := remote.CheckPushPermission(dst, c.keychain, c.transport); err != nil {
+		return Describe("checking push access to the destination", c.dstHost, err)
+	}
+	return nil
+}

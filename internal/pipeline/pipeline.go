@@ -192,7 +192,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.BundlesRead = count(work)
-	o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
+	if res.BundlesRead == len(ms) {
+		o.logf("bundles: %d read", len(ms))
+	} else {
+		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
+	}
 
 	var related, bundleRefs []mirror.Target
 	for i, m := range ms {
@@ -206,10 +210,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// also when spec.artifact pins it by digest.
 		bundleRefs = append(bundleRefs, mirror.Target{Ref: m.Spec.Artifact, Tag: m.Tag()})
 	}
+	if len(bundleRefs) > 0 {
+		if err := mc.CheckDestination(bundleRefs[0].Ref); err != nil {
+			return res, fmt.Errorf("nothing mirrored, nothing committed: %w", err)
+		}
+	}
 	rep, err := mc.MirrorTargets(ctx, related, bundleRefs)
 	res.Mirror = rep
 	if err != nil {
-		return res, mirrorErr(err)
+		return res, mirrorErr(annotateImageErrors(err, namedBy(ms, bundles)))
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
 
@@ -219,6 +228,55 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	carryOver(current, state.Artifacts, false)
 	return res, publishWithRetry(ctx, o, repo, state, current, res)
+}
+
+// namedBy maps each image reference to the manifest lines that make the run
+// mirror it: a spec.relatedImages entry, or the spec.artifact line of a
+// bundle whose CSV deploys it.
+func namedBy(ms []*manifest.PackageManifest, bundles []*bundle.Bundle) map[string][]string {
+	out := map[string][]string{}
+	add := func(ref, where string) {
+		for _, w := range out[ref] {
+			if w == where {
+				return
+			}
+		}
+		out[ref] = append(out[ref], where)
+	}
+	for i, m := range ms {
+		for j, r := range m.Spec.RelatedImages {
+			add(r, fmt.Sprintf("%s:%d (spec.relatedImages)", m.Path, m.Lines[fmt.Sprintf("spec.relatedImages.%d", j)]))
+		}
+		if i < len(bundles) && bundles[i] != nil {
+			for _, r := range bundles[i].Images {
+				add(r, fmt.Sprintf("%s:%d (deployed by the bundle's CSV)", m.Path, m.Lines["spec.artifact"]))
+			}
+		}
+		add(m.Spec.Artifact, fmt.Sprintf("%s:%d (spec.artifact)", m.Path, m.Lines["spec.artifact"]))
+	}
+	return out
+}
+
+// annotateImageErrors appends to each *mirror.ImageError the manifest lines
+// that name its image, so the user knows which file to fix.
+func annotateImageErrors(err error, named map[string][]string) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		var ie *mirror.ImageError
+		if errors.As(e, &ie) && len(named[ie.Ref]) > 0 {
+			where := named[ie.Ref]
+			if len(where) > 3 {
+				where = append(where[:3:3], fmt.Sprintf("and %d more", len(named[ie.Ref])-3))
+			}
+			e = &mirror.ImageError{Ref: ie.Ref, Input: ie.Input, Err: fmt.Errorf("%w; named by %s", ie.Err, strings.Join(where, ", "))}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
 }
 
 // mirrorErr is an *InputError when every image failed for a reason only

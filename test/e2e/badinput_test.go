@@ -121,8 +121,13 @@ func TestBadInput(t *testing.T) {
 	check("no CSV", 1, []string{"packages/tiny/1.1.0/manifest.yaml:7", "not a valid registry+v1 bundle"})
 	os.RemoveAll(filepath.Dir(q))
 
-	// A wrong destination password: exit 2, names the host.
-	check("destination 401", 2, []string{e.dst.Host, "401"}, "--dst-password", "wrong")
+	// A related image that does not exist: exit 1, names the manifest line.
+	os.WriteFile(p, []byte(strings.Replace(string(good), "tiny/manager:v1.0.0", "tiny/manager:v9", 1)), 0o644)
+	check("missing related image", 1, []string{"tiny/manager:v9", "not found", "packages/tiny/1.0.0/manifest.yaml:13 (spec.relatedImages)"})
+	os.WriteFile(p, good, 0o644)
+
+	// A wrong destination password: exit 2, names the host, once.
+	check("destination 401", 2, []string{e.dst.Host, "401", "--dst-username/--dst-password"}, "--dst-password", "wrong")
 	// An unreachable destination registry: exit 2.
 	check("destination unreachable", 2, []string{"127.0.0.1:1", "cannot reach registry"}, "--dst-registry", "127.0.0.1:1")
 	// A registry whose certificate is not trusted: exit 2, says --ca-file.
