@@ -148,13 +148,13 @@ func Parse(path string, data []byte) (*PackageManifest, error) {
 		return nil, &Error{Path: path, Line: extra.Line, Msg: "more than one YAML document: a manifest.yaml holds exactly one PackageManifest"}
 	}
 	m := &PackageManifest{Path: path, Lines: map[string]int{}}
+	if len(root.Content) > 0 {
+		recordLines(root.Content[0], "", m.Lines)
+	}
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
 	if err := strict.Decode(m); err != nil {
-		return nil, yamlError(path, err)
-	}
-	if len(root.Content) > 0 {
-		recordLines(root.Content[0], "", m.Lines)
+		return nil, withField(yamlError(path, err), m.Lines)
 	}
 	line := func(p string) int {
 		for p != "" {
@@ -283,6 +283,25 @@ func yamlError(path string, err error) error {
 }
 
 var errEOF = errors.New("EOF")
+
+// withField names the field of a type error ("cannot unmarshal … into
+// []string" says nothing of where): the deepest key path on that line.
+func withField(err error, lines map[string]int) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Line == 0 || !strings.Contains(e.Msg, "cannot unmarshal") {
+		return err
+	}
+	best := ""
+	for p, l := range lines {
+		if l == e.Line && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best != "" {
+		e.Msg = best + ": " + e.Msg
+	}
+	return e
+}
 
 // fixTypeMsg rewrites yaml.v3's Go-flavoured messages into manifest terms.
 func fixTypeMsg(s string) string {

@@ -1,3 +1,0 @@
-package ci
-
-import _ "github.com/sethvargo/go-githubactions"

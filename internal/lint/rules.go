@@ -1,0 +1,220 @@
+package lint
+
+import "strings"
+
+// RuleInfo describes one rule of the catalog (docs/lint-rules.md lists the
+// same table).
+type RuleInfo struct {
+	ID string `json:"id"`
+	// Severity is the default severity. For the bundle/validator/* rules the
+	// operator-framework validator grades each finding itself (error or
+	// warning); Severity is then the grade it usually gives.
+	Severity Severity `json:"severity"`
+	// Validator is true when the operator-framework validators grade the
+	// findings of the rule (see Severity).
+	Validator bool   `json:"validator,omitempty"`
+	Summary   string `json:"summary"` // what the rule checks
+	Hint      string `json:"hint"`    // how to fix a finding
+}
+
+// Rule IDs. They are stable: configuration (severities, waivers) and CI
+// annotations refer to them.
+const (
+	RuleManifestYAML              = "manifest/yaml"
+	RuleManifestParse             = "manifest/parse"
+	RuleManifestBOM               = "manifest/bom"
+	RuleManifestUTF8              = "manifest/utf8"
+	RuleManifestCRLF              = "manifest/crlf"
+	RuleManifestTabIndent         = "manifest/tab-indent"
+	RuleManifestMultiDocument     = "manifest/multi-document"
+	RuleManifestAnchor            = "manifest/anchor"
+	RuleManifestDuplicateKey      = "manifest/duplicate-key"
+	RuleManifestUnknownField      = "manifest/unknown-field"
+	RuleManifestFieldType         = "manifest/field-type"
+	RuleManifestAPIVersion        = "manifest/api-version"
+	RuleManifestRequired          = "manifest/required"
+	RuleManifestName              = "manifest/name"
+	RuleManifestVersion           = "manifest/version"
+	RuleManifestType              = "manifest/type"
+	RuleManifestArtifact          = "manifest/artifact"
+	RuleManifestArch              = "manifest/arch"
+	RuleManifestRelatedImage      = "manifest/related-image"
+	RuleManifestRelatedImageDup   = "manifest/related-image-duplicate"
+	RuleManifestRelatedImagePin   = "manifest/related-image-digest"
+	RuleManifestIcon              = "manifest/icon"
+	RuleManifestLink              = "manifest/link"
+	RuleManifestDisplayName       = "manifest/display-name"
+	RuleBundleFetch               = "bundle/fetch"
+	RuleBundleNotFound            = "bundle/not-found"
+	RuleBundleInvalid             = "bundle/invalid"
+	RuleBundleOneCSV              = "bundle/one-csv"
+	RuleBundleMediatype           = "bundle/mediatype"
+	RuleBundleLayout              = "bundle/layout"
+	RuleBundlePackage             = "bundle/package"
+	RuleBundleChannels            = "bundle/channels"
+	RuleBundleDefaultChannel      = "bundle/default-channel"
+	RuleBundleCSVVersion          = "bundle/csv-version"
+	RuleValidatorCSV              = "bundle/validator/csv"
+	RuleValidatorExamples         = "bundle/validator/csv-examples"
+	RuleValidatorInstallModes     = "bundle/validator/install-modes"
+	RuleValidatorMinKubeVersion   = "bundle/validator/min-kube-version"
+	RuleValidatorCRD              = "bundle/validator/crd"
+	RuleValidatorBundle           = "bundle/validator/bundle"
+	RuleValidatorOwnedCRDs        = "bundle/validator/owned-crds"
+	RuleValidatorRelatedImages    = "bundle/validator/related-images"
+	RuleValidatorServiceAccount   = "bundle/validator/service-account"
+	RuleValidatorOperatorHub      = "bundle/validator/operatorhub"
+	RuleValidatorIcon             = "bundle/validator/icon"
+	RuleValidatorLinks            = "bundle/validator/links"
+	RuleValidatorMaintainers      = "bundle/validator/maintainers"
+	RuleValidatorProvider         = "bundle/validator/provider"
+	RuleValidatorGoodPractices    = "bundle/validator/good-practices"
+	RuleValidatorResourceRequests = "bundle/validator/resource-requests"
+	RuleValidatorChannelNaming    = "bundle/validator/channel-naming"
+	RuleValidatorCRDDescription   = "bundle/validator/crd-description"
+	RuleValidatorCRDRBAC          = "bundle/validator/crd-rbac"
+	RuleValidatorCSVName          = "bundle/validator/csv-name"
+	RuleValidatorDeprecatedAPI    = "bundle/validator/deprecated-api"
+	RuleValidatorPanic            = "bundle/validator/panic"
+	RulePlatformProviderType      = "platform/provider-type"
+	RulePlatformProvider          = "platform/provider"
+	RulePlatformProviderURL       = "platform/provider-url"
+	RuleImagesMissingRelated      = "images/missing-related"
+	RuleImagesUnusedRelated       = "images/unused-related"
+	RuleImagesNotFound            = "images/not-found"
+	RuleImagesPlatform            = "images/platform"
+	RuleImagesCheck               = "images/check"
+	RuleReplaces                  = "repo/replaces"
+	RuleSkips                     = "repo/skips"
+	RuleSkipRange                 = "repo/skip-range"
+	RuleWaiver                    = "repo/waiver"
+	RuleConfig                    = "repo/config"
+)
+
+var catalog = []RuleInfo{
+	// manifest: the manifest.yaml file itself.
+	{ID: RuleManifestYAML, Severity: Error, Summary: "The file is valid YAML, not empty, and its document is a mapping.", Hint: "Fix the YAML syntax at the line shown (an unclosed quote or bracket, a missing \": \" or a wrong indentation are the usual causes)."},
+	{ID: RuleManifestParse, Severity: Error, Summary: "The manifest parser accepts the file (reported only when no more specific rule explains why it does not).", Hint: "Fix the problem the message names."},
+	{ID: RuleManifestBOM, Severity: Error, Summary: "The file does not start with a UTF-8 byte order mark.", Hint: "Save the file as UTF-8 without BOM."},
+	{ID: RuleManifestUTF8, Severity: Error, Summary: "The file is valid UTF-8 (not UTF-16, not Latin-1).", Hint: "Save the file as UTF-8; retype the character shown."},
+	{ID: RuleManifestCRLF, Severity: Warning, Summary: "Lines end with LF, not CRLF.", Hint: "Convert the file to LF line endings (e.g. dos2unix, or `git config core.autocrlf input`)."},
+	{ID: RuleManifestTabIndent, Severity: Error, Summary: "No tab characters in indentation (YAML forbids them).", Hint: "Indent with spaces only."},
+	{ID: RuleManifestMultiDocument, Severity: Error, Summary: "The file holds exactly one YAML document.", Hint: "Keep one PackageManifest per manifest.yaml: remove the `---` separator and what follows, or move it to its own version directory."},
+	{ID: RuleManifestAnchor, Severity: Error, Summary: "No YAML anchors, aliases or merge keys (`&a`, `*a`, `<<:`): every value is written out.", Hint: "Replace the alias by a copy of the value and remove the anchor."},
+	{ID: RuleManifestDuplicateKey, Severity: Error, Summary: "No key appears twice in one mapping.", Hint: "Remove or merge the duplicate key."},
+	{ID: RuleManifestUnknownField, Severity: Error, Summary: "Every field is a PackageManifest field (violet's field names, case-sensitive).", Hint: "Check the spelling against the PackageManifest fields in the README; remove fields publish does not know."},
+	{ID: RuleManifestFieldType, Severity: Error, Summary: "Every field has the right YAML type (text, list or mapping).", Hint: "Write the value with the type the message names, e.g. `arch: [linux/amd64]` for a list."},
+	{ID: RuleManifestAPIVersion, Severity: Error, Summary: "apiVersion is app.alauda.cn/v1beta1 and kind is PackageManifest.", Hint: "Set `apiVersion: app.alauda.cn/v1beta1` and `kind: PackageManifest`."},
+	{ID: RuleManifestRequired, Severity: Error, Summary: "metadata.name, spec.type, spec.artifact and spec.version are set (violet: `<field> field cannot be empty`).", Hint: "Fill in the field."},
+	{ID: RuleManifestName, Severity: Error, Summary: "metadata.name is <artifact>.v<spec.version>, and the artifact is a DNS-1123 name.", Hint: "Rename metadata.name to <artifact>.v<version>, e.g. etcd.v0.9.4 for spec.version v0.9.4; the artifact is lowercase letters, digits, '-' and '.'."},
+	{ID: RuleManifestVersion, Severity: Error, Summary: "spec.version is a semantic version, with or without a leading v.", Hint: "Write MAJOR.MINOR.PATCH with optional -prerelease/+build, e.g. v1.2.3."},
+	{ID: RuleManifestType, Severity: Error, Summary: "spec.type is bundle (chart is reported as not supported yet).", Hint: "Set `type: bundle`; Helm charts cannot be published yet."},
+	{ID: RuleManifestArtifact, Severity: Error, Summary: "spec.artifact is a full image reference with registry, repository and tag or digest.", Hint: "Write registry/repository:tag or registry/repository@sha256:..., e.g. registry.example.com/ops/etcd-bundle:v0.9.4."},
+	{ID: RuleManifestArch, Severity: Error, Summary: "spec.arch lists known platforms (os/arch[/variant]) once each.", Hint: "Use platforms such as linux/amd64, linux/arm64, linux/arm/v7, linux/ppc64le, linux/s390x."},
+	{ID: RuleManifestRelatedImage, Severity: Error, Summary: "Every spec.relatedImages entry is a full image reference with tag or digest.", Hint: "Write registry/repository:tag or registry/repository@sha256:... (no scheme, no spaces)."},
+	{ID: RuleManifestRelatedImageDup, Severity: Warning, Summary: "No image is listed twice in spec.relatedImages.", Hint: "Remove the duplicate entry."},
+	{ID: RuleManifestRelatedImagePin, Severity: Warning, Summary: "spec.relatedImages entries are pinned by digest, so that what is mirrored is what was tested.", Hint: "Append @sha256:<digest> to the reference (`crane digest <ref>` prints it)."},
+	{ID: RuleManifestIcon, Severity: Error, Summary: "spec.info.icon is base64 of a PNG, SVG, JPEG or GIF image of at most 512 KiB.", Hint: "Encode the image file with `base64 -w0 icon.png`; no data: prefix; shrink images over 512 KiB."},
+	{ID: RuleManifestLink, Severity: Error, Summary: "Every spec.info.links entry has a name and an absolute http(s) URL.", Hint: "Write `- name: Documentation` and `url: https://...`."},
+	{ID: RuleManifestDisplayName, Severity: Warning, Summary: "spec.info.displayName is set: the OperatorHub page shows it.", Hint: "Set spec.info.displayName, e.g. to the CSV's spec.displayName."},
+
+	// bundle: the bundle image spec.artifact names.
+	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},
+	{ID: RuleBundleNotFound, Severity: Error, Summary: "The bundle image spec.artifact names exists.", Hint: "Push the bundle image, or correct spec.artifact."},
+	{ID: RuleBundleInvalid, Severity: Error, Summary: "The bundle image is a loadable registry+v1 bundle (manifests/ and metadata/, objects that parse).", Hint: "Rebuild the bundle with `operator-sdk generate bundle` / `opm`; fix the file the message names."},
+	{ID: RuleBundleOneCSV, Severity: Error, Summary: "The bundle holds exactly one ClusterServiceVersion.", Hint: "Keep one CSV in manifests/: one bundle is one version of one operator."},
+	{ID: RuleBundleMediatype, Severity: Error, Summary: "metadata/annotations.yaml says operators.operatorframework.io.bundle.mediatype.v1: registry+v1.", Hint: "Set `operators.operatorframework.io.bundle.mediatype.v1: registry+v1`."},
+	{ID: RuleBundleLayout, Severity: Error, Summary: "metadata/annotations.yaml says manifests.v1: manifests/ and metadata.v1: metadata/.", Hint: "Set `operators.operatorframework.io.bundle.manifests.v1: manifests/` and `operators.operatorframework.io.bundle.metadata.v1: metadata/`."},
+	{ID: RuleBundlePackage, Severity: Error, Summary: "The bundle's package annotation is set and equals the artifact (metadata.name without .v<version>): the Artifact is the OLM package.", Hint: "Make operators.operatorframework.io.bundle.package.v1 and the artifact name in metadata.name the same."},
+	{ID: RuleBundleChannels, Severity: Error, Summary: "The channels annotation lists at least one channel and no empty entries.", Hint: "Write `operators.operatorframework.io.bundle.channels.v1: stable` (comma-separated, no empty items, no trailing comma)."},
+	{ID: RuleBundleDefaultChannel, Severity: Error, Summary: "The default channel annotation, when set, is one of the bundle's channels.", Hint: "Set operators.operatorframework.io.bundle.channel.default.v1 to one of the channels."},
+	{ID: RuleBundleCSVVersion, Severity: Error, Summary: "The CSV's spec.version is set and equals the manifest's spec.version.", Hint: "Make spec.version of the manifest and of the CSV the same version (or point spec.artifact at the right bundle)."},
+
+	// bundle/validator: findings of github.com/operator-framework/api/pkg/validation.
+	{ID: RuleValidatorCSV, Severity: Error, Validator: true, Summary: "operator-framework CSV validator: other ClusterServiceVersion problems (names, replaces, apiVersion/kind, annotations).", Hint: "Fix the CSV field the message names."},
+	{ID: RuleValidatorExamples, Severity: Warning, Validator: true, Summary: "operator-framework CSV validator: alm-examples annotation parses and covers the owned APIs.", Hint: "Add a valid JSON alm-examples annotation with one example per owned CRD."},
+	{ID: RuleValidatorInstallModes, Severity: Error, Validator: true, Summary: "operator-framework CSV validator: spec.installModes are present, unique and at least one is supported.", Hint: "List the four install modes in spec.installModes with supported true/false."},
+	{ID: RuleValidatorMinKubeVersion, Severity: Warning, Validator: true, Summary: "operator-framework CSV/OperatorHub validators: spec.minKubeVersion is set and valid.", Hint: "Set spec.minKubeVersion to the oldest Kubernetes version the operator supports, e.g. 1.25.0."},
+	{ID: RuleValidatorCRD, Severity: Error, Validator: true, Summary: "operator-framework CRD validator: every CustomResourceDefinition of the bundle is valid.", Hint: "Fix the CRD the message names (regenerate it with controller-gen)."},
+	{ID: RuleValidatorBundle, Severity: Error, Validator: true, Summary: "operator-framework bundle validator: other bundle problems (size over ~1 MiB compressed, release name).", Hint: "Fix what the message names; move large data out of the bundle."},
+	{ID: RuleValidatorOwnedCRDs, Severity: Error, Validator: true, Summary: "operator-framework bundle validator: owned CRDs of the CSV and CRDs of the bundle match.", Hint: "Add the missing CRD to manifests/, or list it in spec.customresourcedefinitions.owned."},
+	{ID: RuleValidatorRelatedImages, Severity: Error, Validator: true, Summary: "operator-framework bundle validator: the CSV's spec.relatedImages are valid references.", Hint: "Give every spec.relatedImages entry of the CSV a valid image."},
+	{ID: RuleValidatorServiceAccount, Severity: Error, Validator: true, Summary: "operator-framework bundle validator: no ServiceAccount manifest duplicates one the CSV creates.", Hint: "Remove the ServiceAccount manifest from the bundle, or rename it."},
+	{ID: RuleValidatorOperatorHub, Severity: Error, Validator: true, Summary: "operator-framework OperatorHub validator: other OperatorHub requirements (spec.version).", Hint: "Fix the CSV field the message names."},
+	{ID: RuleValidatorIcon, Severity: Error, Validator: true, Summary: "operator-framework OperatorHub validator: the CSV has one spec.icon with base64data and a valid mediatype.", Hint: "Give the CSV exactly one spec.icon entry with base64data and mediatype (image/png, image/svg+xml, ...)."},
+	{ID: RuleValidatorLinks, Severity: Error, Validator: true, Summary: "operator-framework OperatorHub validator: the CSV's spec.links have a name and a valid URL.", Hint: "Fix the CSV's spec.links entry."},
+	{ID: RuleValidatorMaintainers, Severity: Error, Validator: true, Summary: "operator-framework OperatorHub validator: the CSV's spec.maintainers have a name and a valid email.", Hint: "Fix the CSV's spec.maintainers entry."},
+	{ID: RuleValidatorProvider, Severity: Error, Validator: true, Summary: "operator-framework OperatorHub validator: the CSV has spec.provider.name.", Hint: "Set spec.provider.name in the CSV."},
+	{ID: RuleValidatorGoodPractices, Severity: Error, Validator: true, Summary: "operator-framework good-practices validator: other findings (e.g. no deployment to install).", Hint: "Fix what the message names."},
+	{ID: RuleValidatorResourceRequests, Severity: Warning, Validator: true, Summary: "operator-framework good-practices validator: every container requests CPU and memory.", Hint: "Set resources.requests.cpu and .memory on every container of the CSV's deployments."},
+	{ID: RuleValidatorChannelNaming, Severity: Warning, Validator: true, Summary: "operator-framework good-practices validator: channel names follow the convention (candidate, fast, stable prefixes).", Hint: "Name channels stable, fast or candidate (optionally with a suffix such as stable-v1)."},
+	{ID: RuleValidatorCRDDescription, Severity: Warning, Validator: true, Summary: "operator-framework good-practices validator: the CSV's owned/required CRD descriptions are not empty.", Hint: "Write a description for every entry of spec.customresourcedefinitions."},
+	{ID: RuleValidatorCRDRBAC, Severity: Warning, Validator: true, Summary: "operator-framework good-practices validator: the operator gets no permission to create CRDs.", Hint: "Ship the CRDs in the bundle instead of creating them at run time, and drop the permission."},
+	{ID: RuleValidatorCSVName, Severity: Warning, Validator: true, Summary: "operator-framework good-practices validator: the CSV name is <operator>.v<semver>.", Hint: "Rename the CSV to <operator-name>.v<version>, e.g. memcached-operator.v0.0.1."},
+	{ID: RuleValidatorDeprecatedAPI, Severity: Warning, Validator: true, Summary: "operator-framework deprecated-APIs validator: no manifest uses a Kubernetes API removed in the target version (error when removed in the configured kubernetesVersion or the CSV's minKubeVersion, warning otherwise).", Hint: "Migrate the objects the message lists to the current API versions (see the Kubernetes deprecation guide)."},
+	{ID: RuleValidatorPanic, Severity: Error, Summary: "An operator-framework validator did not crash on the bundle (its other checks did not run).", Hint: "Fix the input the message points at (an empty spec.icon list crashes the OperatorHub validator)."},
+
+	// platform: what the Alauda OperatorHub page shows.
+	{ID: RulePlatformProviderType, Severity: Warning, Summary: "CSV annotation provider-type is custom, community, certified or platform.", Hint: "Set the annotation `provider-type: community` (or custom, certified, platform); quote values such as \"yes\"."},
+	{ID: RulePlatformProvider, Severity: Warning, Summary: "CSV annotation provider is set: plain text, or a JSON object of non-empty strings such as {\"en\":\"Acme\",\"zh\":\"...\"}.", Hint: "Write `provider: Acme Inc` or `provider: '{\"en\":\"Acme Inc\",\"zh\":\"...\"}'`."},
+	{ID: RulePlatformProviderURL, Severity: Warning, Summary: "CSV annotation provider-url, when set, is an absolute http(s) URL.", Hint: "Write `provider-url: https://example.com`."},
+
+	// images: the images the operator deploys.
+	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is in the manifest's spec.relatedImages, so that it is mirrored.", Hint: "Add the image to spec.relatedImages."},
+	{ID: RuleImagesUnusedRelated, Severity: Warning, Summary: "Every spec.relatedImages entry is an image the CSV deploys.", Hint: "Remove the entry, or waive the rule when the operator pulls the image by another way (e.g. a config map)."},
+	{ID: RuleImagesNotFound, Severity: Error, Summary: "Every image exists in the source registry.", Hint: "Push the image, or correct the reference."},
+	{ID: RuleImagesPlatform, Severity: Error, Summary: "Every image offers each platform of spec.arch (an image index with those platforms; a single-platform image serves one).", Hint: "Push a multi-platform image (image index) with every platform of spec.arch, or drop the platform from spec.arch."},
+	{ID: RuleImagesCheck, Severity: Error, Summary: "The source registry answered the image check.", Hint: "Check the registry address, credentials and network."},
+
+	// repo: across the manifests of the repository.
+	{ID: RuleDuplicateVersion, Severity: Error, Summary: "No artifact declares one version twice (the platform would leave the second ArtifactVersion Pending with reason AlreadyAdd).", Hint: "Remove one of the two manifests."},
+	{ID: RuleDuplicateTag, Severity: Error, Summary: "No two versions of one artifact use the same bundle tag (they would name the same ArtifactVersion).", Hint: "Give every version its own bundle tag."},
+	{ID: RuleOneRepository, Severity: Error, Summary: "All versions of one artifact use one bundle repository (an Artifact has one spec.repository).", Hint: "Push every version's bundle to the same repository."},
+	{ID: RuleReplaces, Severity: Error, Summary: "The CSV's spec.replaces names an older version of the artifact present in the repository (unless it predates every version there).", Hint: "Fix spec.replaces, or add the replaced version's manifest back."},
+	{ID: RuleSkips, Severity: Warning, Summary: "The CSV's spec.skips names versions that exist, unless they predate every version in the repository.", Hint: "Remove stale entries from spec.skips."},
+	{ID: RuleSkipRange, Severity: Error, Summary: "The CSV annotation olm.skipRange is a valid semver range (e.g. '>=1.0.0 <1.2.0').", Hint: "Write a range such as '>=1.0.0 <1.2.0' (quote it in YAML)."},
+	{ID: RuleWaiver, Severity: Error, Summary: "Every waiver of the lint configuration names a known rule and gives a reason.", Hint: "Add `reason:` to the waiver (it is the audit trail), or correct the rule ID."},
+	{ID: RuleConfig, Severity: Error, Summary: "The lint configuration is valid: severities name known rules and are error, warning or off; kubernetesVersion is a version.", Hint: "Correct the rule ID or the value."},
+}
+
+var catalogByID = func() map[string]RuleInfo {
+	m := make(map[string]RuleInfo, len(catalog))
+	for _, r := range catalog {
+		m[r.ID] = r
+	}
+	return m
+}()
+
+// Rules returns the rule catalog, in documentation order.
+func Rules() []RuleInfo {
+	return append([]RuleInfo(nil), catalog...)
+}
+
+// Rule returns the catalog entry of id.
+func Rule(id string) (RuleInfo, bool) {
+	r, ok := catalogByID[id]
+	return r, ok
+}
+
+// matchRule reports whether pattern (an ID, or a prefix ending in "/*"
+// such as "bundle/validator/*") matches id; the second result ranks the
+// match, more specific first.
+func matchRule(pattern, id string) (bool, int) {
+	if pattern == id {
+		return true, 1 << 20
+	}
+	if p, ok := strings.CutSuffix(pattern, "*"); ok && strings.HasSuffix(p, "/") && strings.HasPrefix(id, p) {
+		return true, len(p)
+	}
+	return false, 0
+}
+
+// knownPattern reports whether pattern matches at least one catalog rule.
+func knownPattern(pattern string) bool {
+	for _, r := range catalog {
+		if ok, _ := matchRule(pattern, r.ID); ok {
+			return true
+		}
+	}
+	return false
+}
