@@ -84,31 +84,42 @@ func Detect(getenv func(string) string, stdout io.Writer) Env {
 		stdout = os.Stdout
 	}
 	name := strings.ToLower(strings.TrimSpace(getenv(EnvCI)))
+	var warning string
 	switch name {
 	case GitHub, GitLab, Tekton, None:
 	case "":
 		name = detect(getenv)
 	default:
-		fmt.Fprintf(stdout, "publish: warning: %s=%q is not one of github, gitlab, tekton, none: detecting the CI system\n", EnvCI, name)
+		warning = fmt.Sprintf("%s=%q is not one of github, gitlab, tekton, none: detected %s", EnvCI, name, detect(getenv))
 		name = detect(getenv)
 	}
+	var env Env
 	switch name {
 	case GitHub:
 		g := newGitHub(getenv, stdout)
+		// Masks first: nothing may be printed before them.
 		for _, s := range Secrets(getenv) {
 			g.Mask(s)
 		}
+		if warning != "" {
+			g.warn(warning)
+		}
 		return g
 	case GitLab:
-		return &gitlab{plain: plain{w: stdout}, getenv: getenv}
+		env = &gitlab{plain: plain{w: stdout}, getenv: getenv}
 	case Tekton:
 		dir := getenv(EnvTektonResultsDir)
 		if dir == "" {
 			dir = DefaultTektonResults
 		}
-		return &tekton{plain: plain{w: stdout}, resultsDir: dir, reportDir: getenv(EnvReportDir)}
+		env = &tekton{plain: plain{w: stdout}, resultsDir: dir, reportDir: getenv(EnvReportDir)}
+	default:
+		env = &plain{w: stdout}
 	}
-	return &plain{w: stdout}
+	if warning != "" {
+		fmt.Fprintln(stdout, "publish: warning:", warning)
+	}
+	return env
 }
 
 func detect(getenv func(string) string) string {
@@ -151,12 +162,16 @@ func FormatFinding(f lint.Finding) string {
 	return b.String()
 }
 
-// describe is the message with the bundle file and the hint, the hint
-// between open and close.
+// describe is the message with the bundle file, the waiver and the hint,
+// the hint between open and close. A waived finding (severity "waived") is a
+// notice on GitHub and "info" in GitLab's report.
 func describe(f lint.Finding, open, close string) string {
 	msg := f.Message
 	if f.BundlePath != "" {
 		msg += " (bundle file " + f.BundlePath + ")"
+	}
+	if f.Waiver != "" {
+		msg += " (waived: " + f.Waiver + ")"
 	}
 	if f.Hint != "" {
 		msg += open + f.Hint + close

@@ -32,14 +32,14 @@ func TestDetect(t *testing.T) {
 		{map[string]string{EnvTektonResultsDir: dir}, Tekton},
 		{map[string]string{"GITLAB_CI": "true", EnvCI: "tekton"}, Tekton},
 		{map[string]string{"GITHUB_ACTIONS": "true", EnvCI: " None "}, None},
-		{map[string]string{"GITHUB_ACTIONS": "true", EnvCI: "jenkins"}, GitHub},
+		{map[string]string{"GITHUB_ACTIONS": "true", EnvCI: "jenkins", "INPUT_DST-PASSWORD": "pw"}, GitHub},
 	} {
 		var out bytes.Buffer
 		if got := Detect(fakeEnv(tc.env), &out).Name(); got != tc.want {
 			t.Errorf("Detect(%v) = %s, want %s", tc.env, got, tc.want)
 		}
-		if tc.env[EnvCI] == "jenkins" && !strings.Contains(out.String(), "jenkins") {
-			t.Errorf("unknown PUBLISH_CI: no warning, output %q", out.String())
+		if tc.env[EnvCI] == "jenkins" && !strings.HasPrefix(out.String(), "::add-mask::pw\n::warning::publish: PUBLISH_CI=\"jenkins\"") {
+			t.Errorf("unknown PUBLISH_CI: want the masks, then a warning; output %q", out.String())
 		}
 	}
 	statDir = func(p string) bool { return p == DefaultTektonResults }
@@ -192,10 +192,12 @@ func TestGitHubAnnotate(t *testing.T) {
 			Message: "50% done\r\nnext: line, two", Hint: "remove one"},
 		{Rule: "csv/x:y,z", Severity: lint.Warning, Path: "packages/op/manifest.yaml", Line: 4, BundlePath: "manifests/op.csv.yaml", Message: "m"},
 		{Rule: "info", Severity: "info", Path: "p.yaml", Column: 7, Message: "no line"},
+		{Rule: "csv/provider", Severity: "waived", Path: "q.yaml", Line: 2, Message: "m", Waiver: "vendor has none"},
 	})
 	want := "::error col=3,file=packages/a%2Cb/x%3Ay%25.yaml,line=9,title=repo/duplicate-version::50%25 done%0D%0Anext: line, two%0Aremove one\n" +
 		"::warning file=packages/op/manifest.yaml,line=4,title=csv/x%3Ay%2Cz::m (bundle file manifests/op.csv.yaml)\n" +
-		"::notice file=p.yaml,title=info::no line\n"
+		"::notice file=p.yaml,title=info::no line\n" +
+		"::notice file=q.yaml,line=2,title=csv/provider::m (waived: vendor has none)\n"
 	if out.String() != want {
 		t.Errorf("annotations:\n%s\nwant:\n%s", out.String(), want)
 	}
@@ -350,7 +352,7 @@ func TestGitLabDotenvAndSummary(t *testing.T) {
 	if err := e.SetOutput("plan-json", "a\nb"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readFile(t, dotenv), "PUBLISH_CHANGED=true\nPUBLISH_PLAN_JSON=a b\n"; got != want {
+	if got, want := readFile(t, dotenv), "PUBLISH_OUTPUT_CHANGED=true\nPUBLISH_OUTPUT_PLAN_JSON=a b\n"; got != want {
 		t.Errorf("dotenv %q, want %q", got, want)
 	}
 	if err := e.Summary("# plan"); err != nil {

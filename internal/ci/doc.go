@@ -24,8 +24,8 @@
 //	                 github                 gitlab                     tekton                        none
 //	Mask             ::add-mask::           no-op (masked variables)   no-op                         no-op
 //	SetOutput        $GITHUB_OUTPUT         $PUBLISH_DOTENV_REPORT     $PUBLISH_TEKTON_RESULTS_DIR   no-op
-//	                                        (if set)                   (default /tekton/results),
-//	                                                                   truncated to fit 4 KB
+//	                                        (if set) as PUBLISH_       (default /tekton/results),
+//	                                        OUTPUT_<NAME>=value        truncated to fit 4 KB
 //	Summary          $GITHUB_STEP_SUMMARY   $PUBLISH_REPORT_DIR/       $PUBLISH_REPORT_DIR/          no-op
 //	                                        summary.md (if set)        summary.md (if set)
 //	Annotate         ::error/::warning      Code Quality report        plain lines                   plain lines

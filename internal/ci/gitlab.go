@@ -24,8 +24,10 @@ type gitlab struct {
 
 func (g *gitlab) Name() string { return GitLab }
 
-// SetOutput appends NAME=value to the dotenv report $PUBLISH_DOTENV_REPORT
-// (expose it as artifacts:reports:dotenv) as PUBLISH_<NAME>, '-' as '_'.
+// SetOutput appends a variable to the dotenv report $PUBLISH_DOTENV_REPORT
+// (expose it as artifacts:reports:dotenv): PUBLISH_OUTPUT_<NAME>, '-' as '_'
+// (not PUBLISH_<NAME>: a later job's publish would read PUBLISH_PLAN_JSON as
+// its --plan-json).
 // GitLab's dotenv has no multi-line values: line breaks become spaces.
 // Without PUBLISH_DOTENV_REPORT a no-op.
 func (g *gitlab) SetOutput(name, value string) error {
@@ -36,7 +38,7 @@ func (g *gitlab) SetOutput(name, value string) error {
 	if path == "" {
 		return nil
 	}
-	key := "PUBLISH_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	key := "PUBLISH_OUTPUT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 	line := key + "=" + strings.TrimSpace(oneLine(value)) + "\n"
 	if err := appendFile(path, []byte(line)); err != nil {
 		fmt.Fprintf(g.w, "publish: warning: output %s not written to %s: %v\n", name, EnvDotenv, err)
