@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/spf13/cobra"
@@ -88,6 +89,9 @@ are delisted (present: false), never deleted.`,
 					return &usageError{fmt.Errorf("--ca-file: %w", err)}
 				}
 				o.Catalog.CABundle = pem
+			}
+			if _, err := mirror.New(o.Mirror); err != nil {
+				return &usageError{err}
 			}
 			if o.Mirror.Concurrency < 1 {
 				return &usageError{fmt.Errorf("--concurrency must be at least 1, not %d", o.Mirror.Concurrency)}

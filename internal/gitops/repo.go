@@ -55,6 +55,9 @@ type Repo struct {
 	Dir string
 	// Empty reports that the branch had no commits when cloned.
 	Empty bool
+	// NewBranch reports that the repo has commits but not on this branch:
+	// the first push creates it.
+	NewBranch bool
 
 	opts Options
 	repo *git.Repository
@@ -183,6 +186,9 @@ func Clone(ctx context.Context, o Options) (*Repo, error) {
 			return nil, err
 		}
 		r.Empty = true
+		if !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			r.NewBranch = true
+		}
 	default:
 		os.RemoveAll(dir)
 		return nil, &UnreachableError{URL: o.URL, Op: "clone", Err: err}

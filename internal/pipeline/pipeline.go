@@ -166,6 +166,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer repo.Close()
+	if repo.NewBranch {
+		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
+	}
 	state, err := gitops.ReadState(repo.Dir)
 	if err != nil {
 		return nil, inputErr(err)

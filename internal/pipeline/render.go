@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -34,6 +35,9 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	ro.defaults()
 	if st, err := os.Stat(o.CatalogDir); err != nil || !st.IsDir() {
 		return render.Changes{}, inputErr(fmt.Errorf("--catalog-dir %q: not a directory (a local checkout of the catalog repo)", o.CatalogDir))
+	}
+	if isBareRepo(o.CatalogDir) {
+		return render.Changes{}, inputErr(fmt.Errorf("--catalog-dir %q is a bare Git repository: render writes files, so clone it first (git clone %s catalog) and pass the clone", o.CatalogDir, o.CatalogDir))
 	}
 	ms, err := Scan(ro.Source, ro.PackagesDir)
 	if err != nil {
@@ -76,4 +80,16 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 		}
 	}
 	return render.Diff(state.Artifacts, next), RenderInto(o.CatalogDir, ro.Cluster, o.Render, next)
+}
+
+// isBareRepo reports whether dir looks like a bare Git repository (HEAD,
+// objects/ and refs/ at its top, no work tree).
+func isBareRepo(dir string) bool {
+	for _, p := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			return false
+		}
+	}
+	_, err := os.Stat(filepath.Join(dir, ".git"))
+	return err != nil
 }

@@ -19,12 +19,16 @@ const RequireEnv = "PUBLISH_REQUIRE_INTEGRATION"
 // Require returns the absolute path of binary, as found by exec.LookPath
 // (binary may be a bare name searched in PATH or a path).
 //
+// With -short (make test-short) it skips: integration tests are not short.
 // If the binary is not found, the test is skipped with a message naming the
 // Debian package debianPackage that provides it, or, when the environment
 // variable PUBLISH_REQUIRE_INTEGRATION is "1", the test fails with the same
 // message. Either way Require does not return in that case.
 func Require(t testing.TB, binary, debianPackage string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
 	path, err := exec.LookPath(binary)
 	if err == nil {
 		return path
