@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/pipeline"
 )
 
@@ -21,6 +22,9 @@ func main() {
 }
 
 func run() int {
+	// Before anything is printed: in GitHub Actions this masks every secret
+	// input and PUBLISH_*_PASSWORD.
+	ciEnv = ci.Detect(nil, os.Stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := newRootCmd()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/ci"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -36,10 +37,18 @@ func envName(flag string) string {
 	return "PUBLISH_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// ciEnv is the CI system publish runs in (internal/ci), detected first thing
+// in main so that secrets are masked before anything is printed. Nil in
+// tests: plain output.
+var ciEnv ci.Env
+
 // applyEnv sets every flag of fs that was not given on the command line from
-// its environment variable, if set: flag > environment > default.
+// its environment variable, if set, else from the GitHub Action input of the
+// same name (INPUT_<NAME>): flag > PUBLISH_* > action input > default. Every
+// password that ends up set is masked in the CI log.
 func applyEnv(fs *pflag.FlagSet) error {
 	var err error
+	inputs := ci.FlagEnv(nil)
 	fs.VisitAll(func(f *pflag.Flag) {
 		if err != nil || f.Changed || f.Name == "help" {
 			return
@@ -48,8 +57,19 @@ func applyEnv(fs *pflag.FlagSet) error {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = &usageError{fmt.Errorf("environment %s: %w", envName(f.Name), e)}
 			}
+		} else if v := inputs[f.Name]; v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = &usageError{fmt.Errorf("action input %s (%s): %w", f.Name, ci.InputEnv(f.Name), e)}
+			}
 		}
 	})
+	if ciEnv != nil {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if strings.HasSuffix(f.Name, "-password") && f.Value.String() != "" {
+				ciEnv.Mask(f.Value.String())
+			}
+		})
+	}
 	return err
 }
 

@@ -103,6 +103,7 @@ are delisted (present: false), never deleted.`,
 				return err
 			}
 			printResult(cmd, res)
+			reportRun(cmd, res.Changes, res.Commit)
 			return nil
 		},
 	}

@@ -49,7 +49,7 @@ func (p *problem) message(fetchAllowed bool) string {
 // spec decides where the base comes from.
 func (c *computer) spec() baseSpec {
 	if b := strings.TrimSpace(c.o.Base); b != "" {
-		return baseSpec{from: FromFlag, rev: b, via: "--base " + b}
+		return baseSpec{from: FromFlag, rev: b, via: "--base"}
 	}
 	if c.o.PR {
 		if b := strings.TrimSpace(c.o.TargetBranch); b != "" {
@@ -59,7 +59,7 @@ func (c *computer) spec() baseSpec {
 			return baseSpec{from: FromMergeBase, branch: b, via: "GITHUB_BASE_REF=" + b}
 		}
 		if sha := strings.TrimSpace(c.o.Getenv("CI_MERGE_REQUEST_DIFF_BASE_SHA")); sha != "" {
-			return baseSpec{from: FromCI, rev: sha, via: "CI_MERGE_REQUEST_DIFF_BASE_SHA=" + sha}
+			return baseSpec{from: FromCI, rev: sha, via: "CI_MERGE_REQUEST_DIFF_BASE_SHA"}
 		}
 		if b := strings.TrimSpace(c.o.Getenv("CI_MERGE_REQUEST_TARGET_BRANCH_NAME")); b != "" {
 			return baseSpec{from: FromMergeBase, branch: b, via: "CI_MERGE_REQUEST_TARGET_BRANCH_NAME=" + b}
@@ -67,7 +67,7 @@ func (c *computer) spec() baseSpec {
 		return baseSpec{from: FromMergeBase, warn: "pull-request mode but no target branch (set --target-branch; GITHUB_BASE_REF, CI_MERGE_REQUEST_DIFF_BASE_SHA and CI_MERGE_REQUEST_TARGET_BRANCH_NAME are unset)"}
 	}
 	if s := strings.TrimSpace(c.o.StateCommit); s != "" {
-		return baseSpec{from: FromState, rev: s, via: "state file source.commit " + s}
+		return baseSpec{from: FromState, rev: s, via: "source.commit of the catalog state file"}
 	}
 	return baseSpec{from: FromNone}
 }
@@ -133,9 +133,6 @@ func (c *computer) try(s baseSpec, head *object.Commit) (*object.Commit, *proble
 	}
 
 	label := fmt.Sprintf("base %s (%s)", s.rev, s.via)
-	if s.from == FromFlag {
-		label = fmt.Sprintf("base %s (--base)", s.rev)
-	}
 	if strings.Trim(s.rev, "0") == "" {
 		return nil, &problem{msg: label + " is the zero commit (a new branch has no previous commit)"}, nil
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/utils/merkletrie"
 	"github.com/operator-publish/publish/internal/manifest"
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -46,13 +45,14 @@ const (
 type Change struct {
 	// Artifact and Version are the identity the manifest declares
 	// (metadata.name, spec.version); Version is semver without "v".
-	Artifact, Version string
-	Kind              Kind
+	Artifact string `json:"artifact"`
+	Version  string `json:"version"`
+	Kind     Kind   `json:"kind"`
 	// Path is the manifest path at HEAD (at base for removed), slash
 	// separated, relative to the repo root.
-	Path string
+	Path string `json:"path"`
 	// OldPath is the path at base of a modified version ("" otherwise).
-	OldPath string
+	OldPath string `json:"oldPath,omitempty"`
 }
 
 // Options configures Compute.
@@ -91,24 +91,25 @@ type Options struct {
 type Result struct {
 	// Base and Head are commit hashes; Base is "" when there is no usable
 	// base (All).
-	Base, Head string
+	Base string `json:"base"`
+	Head string `json:"head"`
 	// BaseFrom says where the base came from: FromFlag, FromMergeBase,
 	// FromCI, FromState or FromNone. With All it names the source that was
 	// tried and could not be used.
-	BaseFrom string
+	BaseFrom string `json:"baseFrom"`
 	// All is true when there is no usable base: every version counts as
 	// changed and Changes is empty.
-	All bool
+	All bool `json:"all"`
 	// Warnings explain a base that could not be used, a fetch, a base equal
 	// to HEAD. They were also written to Options.Log.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 	// Changes is sorted by artifact, version (semver order), kind.
-	Changes []Change
+	Changes []Change `json:"changes"`
 	// Invalid lists manifest.yaml files changed between base and HEAD that
 	// do not parse at HEAD (repo-root relative, sorted): lint reports why.
-	Invalid []string
+	Invalid []string `json:"invalid,omitempty"`
 	// Fetched is true when Compute fetched from origin.
-	Fetched bool
+	Fetched bool `json:"fetched,omitempty"`
 
 	index map[string]Kind
 }
@@ -135,6 +136,9 @@ func (r *Result) Changed(artifact, version string) bool {
 // Removed returns the removed versions (none when All: the caller compares
 // against its own record of what was published).
 func (r *Result) Removed() []Change {
+	if r == nil {
+		return nil
+	}
 	var out []Change
 	for _, c := range r.Changes {
 		if c.Kind == Removed {
@@ -146,6 +150,9 @@ func (r *Result) Removed() []Change {
 
 // Count returns how many changes of each kind there are.
 func (r *Result) Count(k Kind) int {
+	if r == nil {
+		return 0
+	}
 	n := 0
 	for _, c := range r.Changes {
 		if c.Kind == k {
@@ -374,44 +381,37 @@ func (c *computer) diff(ctx context.Context, base, head *object.Commit) error {
 	if bt != nil && ht != nil && bt.Hash == ht.Hash {
 		return nil
 	}
-	changes, err := object.DiffTreeWithOptions(ctx, bt, ht, nil)
-	if err != nil {
-		if errors.Is(err, object.ErrCanceled) && ctx.Err() != nil {
+	var changes []fileChange
+	if err := c.diffTrees(ctx, "", bt, ht, &changes); err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if notFound(err) {
-			return &missingObjectError{what: "a tree below " + c.prefixOrRoot(), hash: plumbing.ZeroHash}
-		}
-		return fmt.Errorf("diffing %s between %s and %s: %w", c.prefixOrRoot(), short(base.Hash), short(head.Hash), err)
+		return err
 	}
 	olds := map[string][]side{}
 	news := map[string][]side{}
 	ids := map[string][2]string{}
 	invalid := map[string]bool{}
 	for _, ch := range changes {
-		action, err := ch.Action()
-		if err != nil {
-			return err
-		}
-		if action != merkletrie.Insert { // Delete or Modify: the base side
-			id, p, ok, err := c.identity(ch.From, false)
+		if ch.from != nil { // deleted or modified: the base side
+			id, p, ok, err := c.identity(ch.name, ch.from, false)
 			if err != nil {
 				return err
 			}
 			if ok {
-				olds[id.k] = append(olds[id.k], side{p, ch.From.TreeEntry.Hash})
+				olds[id.k] = append(olds[id.k], side{p, ch.from.Hash})
 				ids[id.k] = [2]string{id.artifact, id.version}
 			}
 		}
-		if action != merkletrie.Delete { // Insert or Modify: the HEAD side
-			id, p, ok, err := c.identity(ch.To, true)
+		if ch.to != nil { // added or modified: the HEAD side
+			id, p, ok, err := c.identity(ch.name, ch.to, true)
 			if err != nil {
 				return err
 			}
 			if ok && id.k == "" {
 				invalid[p] = true
 			} else if ok {
-				news[id.k] = append(news[id.k], side{p, ch.To.TreeEntry.Hash})
+				news[id.k] = append(news[id.k], side{p, ch.to.Hash})
 				ids[id.k] = [2]string{id.artifact, id.version}
 			}
 		}
@@ -432,6 +432,11 @@ func (c *computer) diff(ctx context.Context, base, head *object.Commit) error {
 		case len(n) > 0:
 			ch.Kind, ch.Path = Added, n[0].path
 		default:
+			if invalid[o[0].path] {
+				// The same file no longer parses: its identity at HEAD
+				// is unknown, not gone (lint reports the file).
+				continue
+			}
 			ch.Kind, ch.Path = Removed, o[0].path
 		}
 		c.res.Changes = append(c.res.Changes, ch)
@@ -443,13 +448,6 @@ func (c *computer) diff(ctx context.Context, base, head *object.Commit) error {
 	}
 	sort.Strings(c.res.Invalid)
 	return nil
-}
-
-func (c *computer) prefixOrRoot() string {
-	if c.prefix == "" {
-		return "the repo root"
-	}
-	return c.prefix
 }
 
 func sortSides(s []side) {
@@ -486,18 +484,18 @@ type ident struct{ k, artifact, version string }
 // PackageManifest manifest.yaml. At HEAD (head true) a manifest that does not
 // parse is ok with an empty identity (Result.Invalid); at base it is skipped:
 // it cannot have been published.
-func (c *computer) identity(e object.ChangeEntry, head bool) (ident, string, bool, error) {
-	if path.Base(e.Name) != manifest.FileName || !e.TreeEntry.Mode.IsFile() || e.TreeEntry.Mode == filemode.Symlink {
+func (c *computer) identity(name string, e *object.TreeEntry, head bool) (ident, string, bool, error) {
+	if path.Base(name) != manifest.FileName || !e.Mode.IsFile() || e.Mode == filemode.Symlink {
 		return ident{}, "", false, nil
 	}
-	p := e.Name
+	p := name
 	if c.prefix != "" {
 		p = c.prefix + "/" + p
 	}
-	blob, err := c.repo.BlobObject(e.TreeEntry.Hash)
+	blob, err := c.repo.BlobObject(e.Hash)
 	if err != nil {
 		if notFound(err) {
-			return ident{}, "", false, &missingObjectError{"blob of " + p, e.TreeEntry.Hash}
+			return ident{}, "", false, &missingObjectError{"blob of " + p, e.Hash}
 		}
 		return ident{}, "", false, err
 	}
@@ -508,7 +506,7 @@ func (c *computer) identity(e object.ChangeEntry, head bool) (ident, string, boo
 	data, err := io.ReadAll(r)
 	r.Close()
 	if err != nil {
-		return ident{}, "", false, fmt.Errorf("reading %s (%s): %w", p, e.TreeEntry.Hash, err)
+		return ident{}, "", false, fmt.Errorf("reading %s (%s): %w", p, e.Hash, err)
 	}
 	if !isPackageManifest(data) {
 		return ident{}, "", false, nil

@@ -7,11 +7,14 @@
 //
 // Compute reads commits and trees from the Git object store with go-git and
 // never looks at the worktree: uncommitted edits do not count. It diffs the
-// packages subtree of the base commit against the one of HEAD with go-git's
-// merkletrie (object.DiffTreeWithOptions, no rename detection), which skips
-// every subtree whose hash is equal on both sides, so the cost grows with the
+// packages subtree of the base commit against the one of HEAD, descending
+// only into directories whose tree hashes differ (a Merkle tree diff; see
+// diffTrees for why not go-git's merkletrie), so the cost grows with the
 // size of the change, not with the size of the repo or of its history.
-// Merge commits need no special case: base tree against HEAD tree.
+// Merge commits need no special case: base tree against HEAD tree. Finding
+// and checking the base walks commits newest first and stops at the
+// merge-base (git's paint-down), so it grows with the distance from base to
+// HEAD, not with the history.
 //
 // # Identity
 //

@@ -199,7 +199,7 @@ func (c *computer) gitFetch(ctx context.Context, args ...string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(out.String())
+		msg := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(out.String()), "\n", " | ")), " ")
 		if ctx.Err() != nil {
 			return fmt.Errorf("git fetch: %w", ctx.Err())
 		}

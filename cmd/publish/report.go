@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/render"
+	"github.com/spf13/cobra"
+)
+
+// changedArtifacts lists the artifacts a change set touches, sorted, once.
+func changedArtifacts(ch render.Changes) []string {
+	set := map[string]bool{}
+	for _, list := range [][]string{ch.Listed, ch.Upgraded, ch.Relisted, ch.Delisted} {
+		for _, it := range list {
+			name, _, _ := strings.Cut(it, " ")
+			set[name] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// setOutputs records the CI outputs (GitHub step outputs, Tekton results,
+// GitLab dotenv); a failure to write them is a warning, not a failed run.
+func setOutputs(cmd *cobra.Command, kv map[string]string) {
+	if ciEnv == nil {
+		return
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ciEnv.SetOutput(k, kv[k]); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI output %s: %v\n", k, err)
+		}
+	}
+}
+
+// runSummary is the Markdown job summary of a run.
+func runSummary(ch render.Changes, commit string) string {
+	var b strings.Builder
+	b.WriteString("## publish run\n\n")
+	if ch.Empty() && commit == "" {
+		b.WriteString("Nothing changed: no catalog commit.\n")
+		return b.String()
+	}
+	for _, s := range []struct {
+		title string
+		items []string
+	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}} {
+		for _, it := range s.items {
+			fmt.Fprintf(&b, "- **%s** `%s`\n", s.title, it)
+		}
+	}
+	if commit != "" {
+		fmt.Fprintf(&b, "\nCatalog commit `%s`.\n", commit)
+	}
+	return b.String()
+}
+
+func reportRun(cmd *cobra.Command, ch render.Changes, commit string) {
+	changed := "false"
+	if commit != "" {
+		changed = "true"
+	}
+	setOutputs(cmd, map[string]string{
+		ci.OutputChanged:   changed,
+		ci.OutputArtifacts: strings.Join(changedArtifacts(ch), "\n"),
+		ci.OutputCommit:    commit,
+	})
+	if ciEnv != nil {
+		if err := ciEnv.Summary(runSummary(ch, commit)); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI summary: %v\n", err)
+		}
+	}
+}
