@@ -120,6 +120,8 @@ are delisted (present: false), never deleted.`,
 	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
 	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "images copied at once")
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
+	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from publish/state.yaml)")
+	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	withEnvHelp(fs)
 	return cmd
 }

@@ -46,7 +46,8 @@ var inputs = []Input{
 	{Name: "image-pull-secret", Flag: "image-pull-secret", List: true},
 	{Name: "concurrency", Flag: "concurrency"},
 	{Name: "allow-empty", Flag: "allow-empty"},
-	{Name: "base", Flag: "base", Command: "plan"},
+	{Name: "base", Flag: "base"},
+	{Name: "no-fetch", Flag: "no-fetch"},
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 }

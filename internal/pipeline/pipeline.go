@@ -20,6 +20,7 @@ import (
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/crdcheck"
+	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -59,6 +60,12 @@ type Options struct {
 	Changed func(artifact, version string) bool
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
+	// Base is an explicit base revision for change detection (--base);
+	// default: the source commit recorded in publish/state.yaml.
+	Base string
+	// NoFetch forbids change detection to deepen a shallow clone or fetch a
+	// missing base from the package repo's origin.
+	NoFetch bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -68,6 +75,7 @@ type Result struct {
 	SourceCommit string
 	Manifests    int
 	BundlesRead  int // bundles read and mirrored: the changed versions
+	Diff         *diff.Result
 	Mirror       *mirror.Report
 	Changes      render.Changes
 	Commit       string // catalog commit, "" when nothing changed
@@ -177,6 +185,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		// First publish: add the template's files that the repo lacks.
 		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
 			return nil, err
+		}
+	}
+	if o.Changed == nil {
+		dr, err := diff.Compute(ctx, diff.Options{
+			Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
+			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.Log,
+		})
+		if err != nil {
+			o.logf("warning: change detection failed (%v): every version counts as changed", err)
+		} else {
+			res.Diff = dr
+			o.Changed = dr.Changed
+			o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
 		}
 	}
 	if len(ms) == 0 && !o.AllowEmpty {
@@ -578,6 +599,13 @@ func supersededBy(source, ours, theirs string) (bool, string) {
 		return true, fmt.Sprintf("the catalog was published meanwhile from source commit %s, which already contains %s", short(theirs), short(ours))
 	}
 	return false, ""
+}
+
+func shortOr(h, none string) string {
+	if h == "" {
+		return none
+	}
+	return short(h)
 }
 
 func short(h string) string {
