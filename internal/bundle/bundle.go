@@ -22,6 +22,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-publish/publish/internal/mirror"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // CSV annotations read by the Alauda OperatorHub page (DESIGN.md §6).
@@ -51,14 +52,17 @@ type Bundle struct {
 	// operator-framework/api's manifests.GetBundleFromDir.
 	Loaded *manifests.Bundle
 
-	CSVName        string // metadata.name of the CSV, e.g. etcdoperator.v0.9.4
-	Version        string // CSV spec.version, "" when absent
-	DisplayName    string // CSV spec.displayName
-	Description    string // CSV metadata.annotations.description (the short one)
-	ProviderType   string // CSV annotation provider-type
-	Provider       string // CSV annotation provider
-	ProviderURL    string // CSV annotation provider-url
-	Package        string // metadata/annotations.yaml package
+	CSVName      string // metadata.name of the CSV, e.g. etcdoperator.v0.9.4
+	Version      string // CSV spec.version, "" when absent
+	DisplayName  string // CSV spec.displayName
+	Description  string // CSV metadata.annotations.description (the short one)
+	ProviderType string // CSV annotation provider-type
+	Provider     string // CSV annotation provider
+	ProviderURL  string // CSV annotation provider-url
+	Package      string // metadata/annotations.yaml package
+	// Annotations is metadata/annotations.yaml as written (nil when the
+	// bundle has none); lint checks its labels.
+	Annotations    map[string]string
 	Channels       []string
 	DefaultChannel string
 	// Images is every image the CSV deploys: deployment containers and
@@ -334,6 +338,16 @@ func Load(dir string) (*Bundle, error) {
 	if lb == nil || lb.CSV == nil {
 		return nil, &InvalidError{Err: errors.New("no ClusterServiceVersion in manifests/")}
 	}
+	var ann map[string]string
+	if data, err := os.ReadFile(filepath.Join(dir, "metadata", "annotations.yaml")); err == nil {
+		var af struct {
+			Annotations map[string]string `json:"annotations"`
+		}
+		if err := yaml.Unmarshal(data, &af); err != nil {
+			return nil, &InvalidError{Err: fmt.Errorf("metadata/annotations.yaml: %v", err)}
+		}
+		ann = af.Annotations
+	}
 	csv := lb.CSV
 	b := &Bundle{
 		CSV:            csv,
@@ -345,6 +359,7 @@ func Load(dir string) (*Bundle, error) {
 		Provider:       csv.Annotations[AnnotationProvider],
 		ProviderURL:    csv.Annotations[AnnotationProviderURL],
 		Package:        lb.Package,
+		Annotations:    ann,
 		DefaultChannel: lb.DefaultChannel,
 		Images:         Images(csv),
 	}
