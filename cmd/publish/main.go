@@ -32,7 +32,16 @@ func run() int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "error:", err)
+	var le *pipeline.LintError
+	if errors.As(err, &le) {
+		// Findings carry their own severity; annotate them in CI too.
+		fmt.Fprintln(os.Stderr, err)
+		if ciEnv != nil {
+			ciEnv.Annotate(le.Findings)
+		}
+	} else {
+		fmt.Fprintln(os.Stderr, "error:", err)
+	}
 	var ie *pipeline.InputError
 	var ue *usageError
 	switch {

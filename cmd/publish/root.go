@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -63,6 +66,9 @@ func applyEnv(fs *pflag.FlagSet) error {
 			}
 		}
 	})
+	if err == nil && fs.Lookup("config") != nil {
+		err = applyConfig(fs)
+	}
 	if ciEnv != nil {
 		fs.VisitAll(func(f *pflag.Flag) {
 			if strings.HasSuffix(f.Name, "-password") && f.Value.String() != "" {
@@ -78,4 +84,36 @@ func withEnvHelp(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
+}
+
+// loadedConfig is the publish.yaml applied by applyConfig (nil: none).
+var loadedConfig *config.Config
+
+// applyConfig reads publish.yaml (--config, else <--source>/publish.yaml
+// when it exists) and sets every flag still unset from it: it comes after
+// flags and the environment, before defaults.
+func applyConfig(fs *pflag.FlagSet) error {
+	path, required := fs.Lookup("config").Value.String(), true
+	if path == "" {
+		src := "."
+		if f := fs.Lookup("source"); f != nil {
+			src = f.Value.String()
+		}
+		path, required = filepath.Join(src, config.FileName), false
+	}
+	c, err := config.Load(path, required)
+	if err != nil {
+		return &pipeline.InputError{Err: err}
+	}
+	loadedConfig = c
+	for name, v := range c.Values() {
+		f := fs.Lookup(name)
+		if f == nil || f.Changed {
+			continue
+		}
+		if e := fs.Set(name, v); e != nil {
+			return &pipeline.InputError{Err: fmt.Errorf("%s: %s: %w", path, name, e)}
+		}
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ type commonFlags struct {
 	plainHTTP                    bool
 	namespace, library           string
 	pullSecrets                  []string
+	configFile                   string
 }
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
@@ -31,6 +32,7 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
 	fs.StringVar(&c.library, "library", "platform", "value of the cpaas.io/library label")
 	fs.StringSliceVar(&c.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
+	fs.StringVar(&c.configFile, "config", "", "publish.yaml to read (default: publish.yaml at the root of --source, when present)")
 }
 
 // check rejects flag values that cannot work (exit code 2).
@@ -79,6 +81,9 @@ are delisted (present: false), never deleted.`,
 				return &usageError{fmt.Errorf("--dst-registry HOST[:PORT][/PREFIX] is required")}
 			}
 			o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
+			if loadedConfig != nil {
+				o.Lint = loadedConfig.Lint
+			}
 			o.Render = c.renderConfig()
 			o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, caFile
 			o.Catalog.URL, o.Catalog.Branch = catalogURL, catalogBranch

@@ -48,6 +48,7 @@ var inputs = []Input{
 	{Name: "allow-empty", Flag: "allow-empty"},
 	{Name: "base", Flag: "base"},
 	{Name: "no-fetch", Flag: "no-fetch"},
+	{Name: "config", Flag: "config"},
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 }

@@ -1,7 +1,14 @@
 // Package lint holds the rules that stop a bad operator before it reaches a
-// cluster. Each finding carries a stable rule ID, a severity, and the file
-// and line it is about. This first set is the repo-wide rules the pipeline
-// cannot run without; the full rule set follows (see the issues).
+// cluster. Each finding carries a stable rule ID (Rules lists the catalog,
+// docs/lint-rules.md documents it), a severity, and the file, line and
+// column it is about.
+//
+// Run applies every rule: manifest/* on the bytes and YAML of each
+// manifest.yaml, bundle/* (including the operator-framework validators as
+// bundle/validator/*), platform/* and images/* on the bundle each manifest
+// names, repo/* across the manifests. Config re-grades rules and waives
+// findings; Format writes the findings as text, JSON, SARIF or GitHub
+// workflow commands.
 package lint
 
 import (
@@ -43,12 +50,18 @@ type Finding struct {
 	BundlePath string `json:"bundlePath,omitempty"`
 	Message    string `json:"message"`
 	Hint       string `json:"hint,omitempty"` // what to do
+	// Waiver is the reason of the waiver that accepted the finding (its
+	// Severity is then Waived).
+	Waiver string `json:"waiver,omitempty"`
 }
 
 func (f Finding) String() string {
 	loc := f.Path
 	if f.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
+		if f.Column > 0 {
+			loc = fmt.Sprintf("%s:%d", loc, f.Column)
+		}
 	}
 	return fmt.Sprintf("%s: %s: %s [%s]", loc, f.Severity, f.Message, f.Rule)
 }

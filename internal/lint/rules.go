@@ -127,7 +127,7 @@ var catalog = []RuleInfo{
 	{ID: RuleBundleLayout, Severity: Error, Summary: "metadata/annotations.yaml says manifests.v1: manifests/ and metadata.v1: metadata/.", Hint: "Set `operators.operatorframework.io.bundle.manifests.v1: manifests/` and `operators.operatorframework.io.bundle.metadata.v1: metadata/`."},
 	{ID: RuleBundlePackage, Severity: Error, Summary: "The bundle's package annotation is set and equals the artifact (metadata.name without .v<version>): the Artifact is the OLM package.", Hint: "Make operators.operatorframework.io.bundle.package.v1 and the artifact name in metadata.name the same."},
 	{ID: RuleBundleChannels, Severity: Error, Summary: "The channels annotation lists at least one channel and no empty entries.", Hint: "Write `operators.operatorframework.io.bundle.channels.v1: stable` (comma-separated, no empty items, no trailing comma)."},
-	{ID: RuleBundleDefaultChannel, Severity: Error, Summary: "The default channel annotation, when set, is one of the bundle's channels.", Hint: "Set operators.operatorframework.io.bundle.channel.default.v1 to one of the channels."},
+	{ID: RuleBundleDefaultChannel, Severity: Error, Summary: "The default channel annotation, when set, is a channel of the bundle or of another version of the artifact (OLM takes the package's default channel from the bundles).", Hint: "Set operators.operatorframework.io.bundle.channel.default.v1 to one of the channels."},
 	{ID: RuleBundleCSVVersion, Severity: Error, Summary: "The CSV's spec.version is set and equals the manifest's spec.version.", Hint: "Make spec.version of the manifest and of the CSV the same version (or point spec.artifact at the right bundle)."},
 
 	// bundle/validator: findings of github.com/operator-framework/api/pkg/validation.

@@ -58,6 +58,8 @@ type Options struct {
 	// record of, are read and mirrored; the rest keep what publish/state.yaml
 	// recorded. Nil: every version counts as changed.
 	Changed func(artifact, version string) bool
+	// Lint configures the lint rules (publish.yaml).
+	Lint lint.Config
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
 	// Base is an explicit base revision for change detection (--base);
@@ -75,6 +77,7 @@ type Result struct {
 	SourceCommit string
 	Manifests    int
 	BundlesRead  int // bundles read and mirrored: the changed versions
+	Findings     []lint.Finding
 	Diff         *diff.Result
 	Mirror       *mirror.Report
 	Changes      render.Changes
@@ -104,14 +107,46 @@ func (o *Options) logf(format string, args ...any) {
 	fmt.Fprintf(o.Log, format+"\n", args...)
 }
 
+// packagesRoot is --packages-dir resolved against --source.
+func packagesRoot(source, packagesDir string) string {
+	if filepath.IsAbs(packagesDir) {
+		return packagesDir
+	}
+	return filepath.Join(source, packagesDir)
+}
+
+// scanAndLint reads every manifest file and parses the PackageManifests.
+// When a file does not parse or a repo-wide rule fails, it lints the files
+// (no registry access yet) and returns a *LintError: the run stops before
+// touching the catalog or a registry.
+func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*manifest.PackageManifest, error) {
+	root := packagesRoot(o.Source, o.PackagesDir)
+	ms, scanErr := manifest.Scan(o.Source, root)
+	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
+		return nil, nil, inputErr(scanErr) // the directory itself is missing
+	}
+	files, err := manifest.ReadFiles(o.Source, root)
+	if err != nil {
+		return nil, nil, inputErr(err)
+	}
+	if scanErr == nil && !hasErrors(lint.Repo(ms)) {
+		return files, ms, nil
+	}
+	fs := lintStage(ctx, o.Lint, files, ms, make([]*bundle.Bundle, len(ms)), nil, nil)
+	if hasErrors(fs) {
+		return nil, nil, &InputError{Err: &LintError{Findings: fs}}
+	}
+	if scanErr != nil {
+		return nil, nil, inputErr(scanErr)
+	}
+	return files, ms, nil
+}
+
 // Scan reads and checks the package repo: every PackageManifest parses, and
 // the repo-wide rules hold (one version once per artifact, one tag once,
 // one bundle repository per artifact). Errors are *InputError.
 func Scan(source, packagesDir string) ([]*manifest.PackageManifest, error) {
-	root := packagesDir
-	if !filepath.IsAbs(root) {
-		root = filepath.Join(source, packagesDir)
-	}
+	root := packagesRoot(source, packagesDir)
 	ms, err := manifest.Scan(source, root)
 	if err != nil {
 		return nil, inputErr(err)
@@ -150,7 +185,7 @@ func redactURL(u string) string {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	res := &Result{}
-	ms, err := Scan(o.Source, o.PackagesDir)
+	files, ms, err := scanAndLint(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -211,9 +246,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	work := selectWork(ms, state.Artifacts, o.Changed)
-	bundles, err := fetchBundles(ctx, mc, ms, work)
+	if dirty := dirtyFiles(o.Source, files); len(dirty) > 0 {
+		o.logf("warning: %d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", len(dirty))
+		for i, m := range ms {
+			if dirty[m.Path] {
+				work[i] = true
+			}
+		}
+	}
+	bundles, byErr, err := readBundles(ctx, mc, ms, work)
 	if err != nil {
 		return nil, err
+	}
+	res.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
+	if hasErrors(res.Findings) {
+		return res, &InputError{Err: &LintError{Findings: res.Findings}}
+	}
+	for _, f := range res.Findings {
+		o.logf("lint: %s", f)
 	}
 	res.BundlesRead = count(work)
 	if res.BundlesRead == len(ms) {
@@ -357,18 +407,18 @@ func presentArtifacts(arts []render.Artifact) (n int) {
 // those changed is true for, and those publish/state.yaml has no mirrored
 // record of (never published, or published before digests were recorded).
 func selectWork(ms []*manifest.PackageManifest, state []render.Artifact, changed func(a, v string) bool) []bool {
-	known := map[[2]string]bool{}
+	known := map[[3]string]bool{}
 	for _, a := range state {
 		for _, v := range a.Versions {
 			if v.Present && a.Present && v.BundleDigest != "" {
-				known[[2]string{a.Name, v.Version}] = true
+				known[[3]string{a.Name, v.Version, v.Tag}] = true
 			}
 		}
 	}
 	work := make([]bool, len(ms))
 	for i, m := range ms {
 		v := m.Version.String()
-		work[i] = changed == nil || changed(m.Artifact, v) || !known[[2]string{m.Artifact, v}]
+		work[i] = changed == nil || changed(m.Artifact, v) || !known[[3]string{m.Artifact, v, m.Tag()}]
 	}
 	return work
 }

@@ -82,7 +82,7 @@ func (f *fixture) writeManifest(t *testing.T, art, v string) {
 			"version":       "v" + v,
 			"arch":          []string{"linux/amd64"},
 			"info":          map[string]any{"displayName": "Tiny"},
-			"relatedImages": []string{f.src + "/" + art + "/manager:v" + v},
+			"relatedImages": []string{f.src + "/" + art + "/manager:v" + v, f.src + "/" + art + "/worker:v" + v},
 		},
 	}
 	data, _ := yaml.Marshal(m)

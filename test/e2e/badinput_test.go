@@ -12,10 +12,20 @@ import (
 	"github.com/operator-publish/publish/internal/bundle"
 )
 
-// tinyEnv is a world with one operator, tiny 1.0.0, published once.
+// tinyEnv is a world with one operator, tiny 1.0.0, in the source
+// registry and the package repo.
 func tinyEnv(t *testing.T) *env {
 	e := newEnv(t)
-	for _, img := range []string{"tiny/manager:v1.0.0", "tiny/worker:v1.0.0"} {
+	e.pushTiny("1.0.0")
+	e.writeManifest("tiny", "1.0.0", e.src.Ref("tiny/bundle:v1.0.0"))
+	e.commit("add tiny")
+	return e
+}
+
+// pushTiny pushes the tiny bundle of version v and its two images.
+func (e *env) pushTiny(v string) {
+	t := e.t
+	for _, img := range []string{"tiny/manager:v" + v, "tiny/worker:v" + v} {
 		ri, _ := random.Image(512, 1)
 		if err := remote.Write(mustRef(t, e.src.Ref(img)), ri, e.src.Options()...); err != nil {
 			t.Fatal(err)
@@ -29,19 +39,17 @@ func tinyEnv(t *testing.T) *env {
 		}
 		rel, _ := filepath.Rel(from, p)
 		data, _ := os.ReadFile(p)
+		s := strings.ReplaceAll(strings.ReplaceAll(string(data), "REGISTRY", e.src.Host), "1.0.0", v)
 		os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755)
-		return os.WriteFile(filepath.Join(dir, rel), []byte(strings.ReplaceAll(string(data), "REGISTRY", e.src.Host)), 0o644)
+		return os.WriteFile(filepath.Join(dir, rel), []byte(s), 0o644)
 	})
 	img, err := bundle.Build(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(mustRef(t, e.src.Ref("tiny/bundle:v1.0.0")), img, e.src.Options()...); err != nil {
+	if err := remote.Write(mustRef(t, e.src.Ref("tiny/bundle:v"+v)), img, e.src.Options()...); err != nil {
 		t.Fatal(err)
 	}
-	e.writeManifest("tiny", "1.0.0", e.src.Ref("tiny/bundle:v1.0.0"))
-	e.commit("add tiny")
-	return e
 }
 
 func (e *env) writeManifest(art, version, bundleRef string) string {
@@ -59,7 +67,8 @@ spec:
   info:
     displayName: Tiny
   relatedImages:
-  - ` + e.src.Ref("tiny/manager:v1.0.0") + `
+  - ` + e.src.Ref("tiny/manager:v"+version) + `
+  - ` + e.src.Ref("tiny/worker:v"+version) + `
 `
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		e.t.Fatal(err)
@@ -104,27 +113,36 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 
-	// A manifest that does not parse: exit 1, file:line.
+	// Each case commits its change, as a merge would: change detection
+	// compares commits.
 	p := filepath.Join(e.source, "packages", "tiny", "1.0.0", "manifest.yaml")
 	good, _ := os.ReadFile(p)
+	restore := func() { os.WriteFile(p, good, 0o644); e.commit("restore") }
+
+	// A manifest that does not parse: exit 1, file:line:column, rule.
 	os.WriteFile(p, []byte(strings.Replace(string(good), "arch:", "archs:", 1)), 0o644)
-	check("bad manifest", 1, []string{"packages/tiny/1.0.0/manifest.yaml:9: unknown field archs"})
-	os.WriteFile(p, good, 0o644)
+	e.commit("typo")
+	check("bad manifest", 1, []string{"packages/tiny/1.0.0/manifest.yaml:9:3: error: unknown field spec.archs", "[manifest/unknown-field]", "lint failed"})
+	restore()
 
 	// A bundle image that is missing: exit 1, names the manifest and image.
 	q := e.writeManifest("tiny", "1.1.0", e.src.Ref("tiny/bundle:v1.1.0"))
+	e.commit("tiny 1.1.0, not pushed")
 	check("missing bundle", 1, []string{"packages/tiny/1.1.0/manifest.yaml:7", "bundle image " + e.src.Ref("tiny/bundle:v1.1.0") + " not found"})
 
 	// A bundle image without a CSV: exit 1.
 	ri, _ := random.Image(64, 1)
 	remote.Write(mustRef(t, e.src.Ref("tiny/bundle:v1.1.0")), ri, e.src.Options()...)
 	check("no CSV", 1, []string{"packages/tiny/1.1.0/manifest.yaml:7", "not a valid registry+v1 bundle"})
-	os.RemoveAll(filepath.Dir(q))
 
+	// From here on tiny 1.1.0 is valid: every run has work to do.
+	e.pushTiny("1.1.0")
+	os.WriteFile(q, []byte(strings.Replace(mustRead(t, q), "  relatedImages:\n", "  relatedImages:\n  - "+e.src.Ref("tiny/extra:v9")+"\n", 1)), 0o644)
+	e.commit("tiny 1.1.0 with an extra image that does not exist")
 	// A related image that does not exist: exit 1, names the manifest line.
-	os.WriteFile(p, []byte(strings.Replace(string(good), "tiny/manager:v1.0.0", "tiny/manager:v9", 1)), 0o644)
-	check("missing related image", 1, []string{"tiny/manager:v9", "not found", "packages/tiny/1.0.0/manifest.yaml:13 (spec.relatedImages)"})
-	os.WriteFile(p, good, 0o644)
+	check("missing related image", 1, []string{"tiny/extra:v9", "not found", "packages/tiny/1.1.0/manifest.yaml:13 (spec.relatedImages)"})
+	e.writeManifest("tiny", "1.1.0", e.src.Ref("tiny/bundle:v1.1.0"))
+	e.commit("tiny 1.1.0")
 
 	// A wrong destination password: exit 2, names the host, once.
 	check("destination 401", 2, []string{e.dst.Host, "401", "--dst-username/--dst-password"}, "--dst-password", "wrong")
@@ -140,4 +158,17 @@ func TestBadInput(t *testing.T) {
 	check("catalog 401", 2, []string{"--catalog-password"}, "--catalog-password", "wrong")
 	// A missing cluster overlay: exit 1.
 	check("missing overlay", 1, []string{"kustomize/clusters/nowhere"}, "--cluster", "nowhere")
+
+	// And with everything right, the upgrade goes through.
+	if out, errOut, code := e.publish(); code != 0 || !strings.Contains(out, "upgraded  tiny 1.1.0") {
+		t.Fatalf("final run: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

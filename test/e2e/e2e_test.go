@@ -222,6 +222,17 @@ func TestCorpus(t *testing.T) {
 	if len(corpus.Packages) != len(dirs) {
 		t.Fatalf("corpus: %d bundles built of %d", len(corpus.Packages), len(dirs))
 	}
+	// The corpus is upstream community bundles, some with real validator
+	// findings. A platform team that republishes them as they are waives
+	// those rules, with a reason, in publish.yaml: so does this test.
+	var waivers strings.Builder
+	for _, rule := range []string{"bundle/validator/crd", "bundle/validator/service-account", "bundle/validator/related-images",
+		"bundle/default-channel", "bundle/validator/csv-examples", "manifest/icon", "repo/skip-range", "bundle/validator/owned-crds", "bundle/csv-version"} {
+		fmt.Fprintf(&waivers, "  - rule: %s\n    reason: upstream community bundle, republished as it is\n", rule)
+	}
+	if err := os.WriteFile(filepath.Join(e.source, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nlint:\n  waivers:\n"+waivers.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	e.commit("add the corpus")
 
 	out, errOut, code := e.publish()

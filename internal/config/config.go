@@ -1,0 +1,144 @@
+// Package config reads publish.yaml, the optional configuration file at the
+// root of a package repo (DESIGN.md §1). Everything in it can also be set
+// by a flag or a PUBLISH_* environment variable, which win:
+// flag > environment > publish.yaml > default.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/lint"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// FileName is the configuration file looked up at the package repo root.
+const FileName = "publish.yaml"
+
+// APIVersion and Kind identify a publish.yaml.
+const (
+	APIVersion = "publish.operator-publish.io/v1alpha1"
+	Kind       = "PublishConfig"
+)
+
+// Config is publish.yaml. Field names match the flags of `publish run`
+// (camelCase here, kebab-case on the command line).
+type Config struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+
+	PackagesDir      string   `yaml:"packagesDir,omitempty"`
+	Catalog          string   `yaml:"catalog,omitempty"`
+	CatalogBranch    string   `yaml:"catalogBranch,omitempty"`
+	Cluster          string   `yaml:"cluster,omitempty"`
+	DstRegistry      string   `yaml:"dstRegistry,omitempty"`
+	PlainHTTP        *bool    `yaml:"plainHTTP,omitempty"`
+	CAFile           string   `yaml:"caFile,omitempty"`
+	Namespace        string   `yaml:"namespace,omitempty"`
+	Library          string   `yaml:"library,omitempty"`
+	ImagePullSecrets []string `yaml:"imagePullSecrets,omitempty"`
+	Concurrency      *int     `yaml:"concurrency,omitempty"`
+
+	// Lint re-grades rules and waives known findings (docs/lint-rules.md).
+	Lint lint.Config `yaml:"lint,omitempty"`
+
+	// Path is the file it was read from.
+	Path string `yaml:"-"`
+}
+
+// Error is a problem in publish.yaml at a 1-based line.
+type Error struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// Load reads path. A missing file is no configuration (nil, nil) unless
+// required; anything else that is wrong is an *Error with the line:
+// unknown fields, wrong types, a wrong apiVersion/kind. Credentials are not
+// accepted in the file: they belong in the environment or the docker
+// config.
+func Load(path string, required bool) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && !required {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{Path: path}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil {
+		return nil, yamlError(path, err)
+	}
+	if c.APIVersion != APIVersion || c.Kind != Kind {
+		return nil, &Error{Path: path, Line: 1, Msg: fmt.Sprintf("apiVersion/kind is %q/%q, want %s/%s", c.APIVersion, c.Kind, APIVersion, Kind)}
+	}
+	c.Lint.File = path
+	return c, nil
+}
+
+var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
+
+func yamlError(path string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		if m := lineRE.FindStringSubmatch(te.Errors[0]); m != nil {
+			l, _ := strconv.Atoi(m[1])
+			msg := m[2]
+			if strings.Contains(msg, "not found in type") {
+				msg = strings.SplitN(msg, " not found", 2)[0] + " is not a publish.yaml field (see the README, Configuration)"
+				msg = "unknown " + msg
+			}
+			return &Error{Path: path, Line: l, Msg: msg}
+		}
+	}
+	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
+		l, _ := strconv.Atoi(m[1])
+		return &Error{Path: path, Line: l, Msg: "not valid YAML: " + m[2]}
+	}
+	return &Error{Path: path, Msg: err.Error()}
+}
+
+// Values returns the flag values the file sets, by flag name, as the
+// command line would spell them (lists comma-joined).
+func (c *Config) Values() map[string]string {
+	out := map[string]string{}
+	if c == nil {
+		return out
+	}
+	set := func(flag, v string) {
+		if v != "" {
+			out[flag] = v
+		}
+	}
+	set("packages-dir", c.PackagesDir)
+	set("catalog", c.Catalog)
+	set("catalog-branch", c.CatalogBranch)
+	set("cluster", c.Cluster)
+	set("dst-registry", c.DstRegistry)
+	if c.PlainHTTP != nil {
+		set("plain-http", strconv.FormatBool(*c.PlainHTTP))
+	}
+	set("ca-file", c.CAFile)
+	set("namespace", c.Namespace)
+	set("library", c.Library)
+	set("image-pull-secret", strings.Join(c.ImagePullSecrets, ","))
+	if c.Concurrency != nil {
+		set("concurrency", strconv.Itoa(*c.Concurrency))
+	}
+	return out
+}

@@ -1,0 +1,356 @@
+package lint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/blang/semver/v4"
+
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/manifest"
+)
+
+// More severities. Off appears only in Config.Severity: the rule does not
+// run. Waived marks a finding a Waiver accepts: it stays in the report (with
+// Finding.Waiver) for the audit trail but fails nothing.
+const (
+	Off    Severity = "off"
+	Waived Severity = "waived"
+)
+
+// Config is the lint part of publish.yaml.
+type Config struct {
+	// Severity re-grades rules: rule ID (or a prefix pattern such as
+	// "bundle/validator/*"; the most specific entry wins) to error, warning
+	// or off.
+	Severity map[string]Severity `json:"severity,omitempty" yaml:"severity,omitempty"`
+	// Waivers accept known findings.
+	Waivers []Waiver `json:"waivers,omitempty" yaml:"waivers,omitempty"`
+	// KubernetesVersion is the cluster version the deprecated-API check
+	// targets (e.g. 1.33); "" uses each CSV's spec.minKubeVersion.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty" yaml:"kubernetesVersion,omitempty"`
+	// File is where the configuration was read (default publish.yaml); the
+	// findings about the configuration itself point at it.
+	File string `json:"-" yaml:"-"`
+}
+
+// Waiver accepts the findings of one rule for one artifact (and version).
+// A waiver without a reason, or naming no known rule, is itself an error
+// finding (repo/waiver) and waives nothing.
+type Waiver struct {
+	// Rule is a rule ID or a prefix pattern ("bundle/validator/*").
+	Rule string `json:"rule" yaml:"rule"`
+	// Artifact limits the waiver to one artifact; "" waives the rule for
+	// every artifact.
+	Artifact string `json:"artifact,omitempty" yaml:"artifact,omitempty"`
+	// Version limits the waiver to one version of the artifact ("1.2.3" or
+	// "v1.2.3"); "" is every version.
+	Version string `json:"version,omitempty" yaml:"version,omitempty"`
+	// Reason says why the finding is acceptable. Mandatory.
+	Reason string `json:"reason" yaml:"reason"`
+}
+
+// File is one manifest.yaml: Path (slash-separated, relative to the package
+// repo) and raw Data. manifest.ReadFiles lists them.
+type File = manifest.File
+
+// ImageChecker looks images up in the source registry.
+type ImageChecker interface {
+	// Platforms returns the platforms (os/arch[/variant]) ref offers when it
+	// is an image index; nil (and no error) when ref is a single-platform
+	// image whose platform the checker does not know (it reads manifests
+	// only, no config blobs). An error wrapping ErrImageNotFound says the
+	// image does not exist; any other error that it could not be checked.
+	Platforms(ctx context.Context, ref string) ([]string, error)
+}
+
+// ErrImageNotFound is wrapped by ImageChecker errors for missing images.
+var ErrImageNotFound = errors.New("image not found")
+
+// Input is what Run lints.
+type Input struct {
+	// Files are the manifest files: every manifest.yaml of the repo, so that
+	// the repo rules see every version.
+	Files []File
+	// Bundles are the bundles read, by manifest path; a manifest without one
+	// gets no bundle, platform, images (CSV) or upgrade-graph findings.
+	Bundles map[string]*bundle.Bundle
+	// BundleErrors are the errors of reading bundles, by manifest path
+	// (bundle.Fetch's *NotFoundError, *InvalidError, registry errors): each
+	// becomes a finding (bundle/not-found, bundle/one-csv, bundle/invalid,
+	// bundle/fetch).
+	BundleErrors map[string]error
+	// Annotations are the raw metadata/annotations.yaml annotations of the
+	// bundles, by manifest path. bundle.Bundle does not keep them; without
+	// them the bundle/mediatype and bundle/layout rules do not run and the
+	// channel rules read bundle.Bundle.Loaded.
+	Annotations map[string]map[string]string
+	// Images checks existence and platforms of spec.relatedImages; nil skips
+	// images/not-found, images/platform and images/check.
+	Images ImageChecker
+}
+
+// Run lints in and returns the findings, with cfg's severities and waivers
+// applied, sorted by path, line, column and rule. It never fails: every
+// problem, including a crashing validator, is a finding.
+func Run(ctx context.Context, cfg Config, in Input) []Finding {
+	out := cfg.check()
+
+	files := make([]*mfile, len(in.Files))
+	parallel(len(in.Files), func(i int) {
+		files[i] = checkManifest(in.Files[i].Path, in.Files[i].Data)
+	})
+	var fs []Finding
+	byPath := map[string]*mfile{}
+	var ms []*manifest.PackageManifest
+	for _, f := range files {
+		fs = append(fs, f.fs...)
+		if _, dup := byPath[f.path]; dup {
+			continue
+		}
+		byPath[f.path] = f
+		if f.pm != nil {
+			ms = append(ms, f.pm)
+		}
+	}
+	manifest.Sort(ms)
+
+	// Repo-wide rules, with columns.
+	for _, x := range Repo(ms) {
+		if f := byPath[x.Path]; f != nil {
+			p := "spec.artifact"
+			if x.Rule == RuleDuplicateVersion {
+				p = "spec.version"
+			}
+			if n := f.node(p); n != nil {
+				x.Line, x.Column = n.Line, n.Column
+			}
+		}
+		fs = append(fs, x)
+	}
+
+	// Bundle, platform and images (CSV) rules, per manifest.
+	k8s := ""
+	if cfg.KubernetesVersion != "" {
+		if _, err := semver.ParseTolerant(cfg.KubernetesVersion); err == nil {
+			k8s = cfg.KubernetesVersion
+		}
+	}
+	var withBundle []*mfile
+	for _, m := range ms {
+		f := byPath[m.Path]
+		if err := in.BundleErrors[m.Path]; err != nil {
+			fs = append(fs, f.bundleError(err))
+			continue
+		}
+		if in.Bundles[m.Path] != nil {
+			withBundle = append(withBundle, f)
+		}
+	}
+	per := make([][]Finding, len(withBundle))
+	parallel(len(withBundle), func(i int) {
+		f := withBundle[i]
+		b := in.Bundles[f.path]
+		per[i] = f.bundleRules(b, in.Annotations[f.path], k8s)
+	})
+	for _, p := range per {
+		fs = append(fs, p...)
+	}
+	fs = append(fs, graphRules(ms, byPath, in.Bundles)...)
+	if in.Images != nil {
+		fs = append(fs, checkImages(ctx, in.Images, ms, byPath)...)
+	}
+
+	out = append(out, Apply(cfg, fs)...)
+	return finish(out)
+}
+
+// Apply applies cfg's severities and waivers to fs (findings made outside
+// Run, e.g. by the pipeline, get the same treatment) and returns them
+// sorted. Rules set to off are dropped; waived findings get severity Waived
+// and the waiver's reason. Findings of repo/waiver and repo/config are never
+// re-graded or waived.
+func Apply(cfg Config, fs []Finding) []Finding {
+	valid := cfg.validWaivers()
+	out := make([]Finding, 0, len(fs))
+	for _, f := range fs {
+		if f.Rule == RuleWaiver || f.Rule == RuleConfig {
+			out = append(out, f)
+			continue
+		}
+		if s, ok := cfg.severityOf(f.Rule); ok {
+			if s == Off {
+				continue
+			}
+			f.Severity = s
+		}
+		for _, w := range valid {
+			if ok, _ := matchRule(w.Rule, f.Rule); !ok {
+				continue
+			}
+			if w.Artifact != "" && w.Artifact != f.Artifact {
+				continue
+			}
+			if w.Version != "" && strings.TrimPrefix(w.Version, "v") != strings.TrimPrefix(f.Version, "v") {
+				continue
+			}
+			f.Severity, f.Waiver = Waived, w.Reason
+			break
+		}
+		out = append(out, f)
+	}
+	return finish(out)
+}
+
+// severityOf returns the configured severity of rule, the most specific
+// entry winning.
+func (c Config) severityOf(rule string) (Severity, bool) {
+	best, rank := Severity(""), -1
+	for p, s := range c.Severity {
+		if ok, r := matchRule(p, rule); ok && (r > rank || r == rank && p < string(best)) {
+			best, rank = Severity(strings.ToLower(string(s))), r
+		}
+	}
+	if rank < 0 {
+		return "", false
+	}
+	switch best {
+	case Error, Warning, Off:
+		return best, true
+	}
+	return "", false
+}
+
+func (c Config) file() string {
+	if c.File != "" {
+		return c.File
+	}
+	return "publish.yaml"
+}
+
+func (c Config) validWaivers() []Waiver {
+	var out []Waiver
+	for _, w := range c.Waivers {
+		if strings.TrimSpace(w.Reason) != "" && knownPattern(w.Rule) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// check returns the findings about the configuration itself.
+func (c Config) check() []Finding {
+	var out []Finding
+	add := func(rule, msg string) {
+		out = append(out, Finding{Rule: rule, Severity: Error, Path: c.file(), Message: msg, Hint: catalogByID[rule].Hint})
+	}
+	keys := make([]string, 0, len(c.Severity))
+	for k := range c.Severity {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !knownPattern(k) {
+			add(RuleConfig, fmt.Sprintf("lint severity for %q: no such rule (see docs/lint-rules.md)", k))
+		}
+		switch Severity(strings.ToLower(string(c.Severity[k]))) {
+		case Error, Warning, Off:
+		default:
+			add(RuleConfig, fmt.Sprintf("lint severity %q for %s: use error, warning or off", c.Severity[k], k))
+		}
+	}
+	if c.KubernetesVersion != "" {
+		if _, err := semver.ParseTolerant(c.KubernetesVersion); err != nil {
+			add(RuleConfig, fmt.Sprintf("kubernetesVersion %q is not a version (e.g. 1.33): %v", c.KubernetesVersion, err))
+		}
+	}
+	for i, w := range c.Waivers {
+		what := fmt.Sprintf("waiver %d (rule %q", i+1, w.Rule)
+		if w.Artifact != "" {
+			what += fmt.Sprintf(", artifact %s", w.Artifact)
+		}
+		if w.Version != "" {
+			what += fmt.Sprintf(", version %s", w.Version)
+		}
+		what += ")"
+		switch {
+		case strings.TrimSpace(w.Rule) == "":
+			add(RuleWaiver, what+" names no rule: it waives nothing")
+		case !knownPattern(w.Rule):
+			add(RuleWaiver, what+" names no known rule (see docs/lint-rules.md): it waives nothing")
+		case w.Rule == RuleWaiver || w.Rule == RuleConfig:
+			add(RuleWaiver, what+": findings about the configuration cannot be waived")
+		}
+		if strings.TrimSpace(w.Reason) == "" {
+			add(RuleWaiver, what+" has no reason: it waives nothing until it says why the findings are acceptable")
+		}
+	}
+	return out
+}
+
+// finish removes duplicate findings and sorts them.
+func finish(fs []Finding) []Finding {
+	Sort(fs)
+	out := fs[:0]
+	for i, f := range fs {
+		if i > 0 && f == fs[i-1] {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// Sort orders findings by path, line, column, rule, then the rest.
+func Sort(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		switch {
+		case a.Path != b.Path:
+			return a.Path < b.Path
+		case a.Line != b.Line:
+			return a.Line < b.Line
+		case a.Column != b.Column:
+			return a.Column < b.Column
+		case a.Rule != b.Rule:
+			return a.Rule < b.Rule
+		case a.BundlePath != b.BundlePath:
+			return a.BundlePath < b.BundlePath
+		case a.Message != b.Message:
+			return a.Message < b.Message
+		}
+		return a.Severity < b.Severity
+	})
+}
+
+// parallel runs f(0..n-1) on at most GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
