@@ -4,9 +4,22 @@ import (
 	"io"
 	"log"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/operator-publish/publish/internal/gitops"
 )
 
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
 
 func catalogOpts(url string) gitops.Options { return gitops.Options{URL: url} }
+
+type gitCheckout struct {
+	Branch string
+	Create bool
+	Hash   plumbing.Hash
+}
+
+func (c gitCheckout) opts() *git.CheckoutOptions {
+	return &git.CheckoutOptions{Branch: plumbing.ReferenceName(c.Branch), Create: c.Create, Hash: c.Hash}
+}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -26,7 +25,6 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/render"
-	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/yaml"
 )
 
@@ -466,51 +464,6 @@ func carryOver(current, previous []render.Artifact, mapping bool) {
 			}
 		}
 	}
-}
-
-// fetchBundles reads the bundle of every manifest marked in work (all when
-// work is nil), concurrently; the others stay nil. Errors name
-// the manifest file; a missing or invalid bundle is an *InputError.
-func fetchBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest, work []bool) ([]*bundle.Bundle, error) {
-	out := make([]*bundle.Bundle, len(ms))
-	var mu sync.Mutex
-	var inputs, infra []error
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for i, m := range ms {
-		if work != nil && !work[i] {
-			continue
-		}
-		g.Go(func() error {
-			b, err := bundle.Fetch(gctx, m.Spec.Artifact, mc.SrcOptions()...)
-			if err != nil {
-				var nf *bundle.NotFoundError
-				var inv *bundle.InvalidError
-				mu.Lock()
-				defer mu.Unlock()
-				loc := fmt.Sprintf("%s:%d", m.Path, m.Lines["spec.artifact"])
-				if errors.As(err, &nf) || errors.As(err, &inv) {
-					inputs = append(inputs, fmt.Errorf("%s: %w", loc, err))
-				} else {
-					host := strings.SplitN(m.Spec.Artifact, "/", 2)[0]
-					infra = append(infra, fmt.Errorf("%s: %w", loc, mirror.Describe("reading bundle "+m.Spec.Artifact, host, errors.Unwrap(err))))
-				}
-				return nil
-			}
-			out[i] = b
-			return nil
-		})
-	}
-	_ = g.Wait()
-	sortErrs(infra)
-	sortErrs(inputs)
-	if len(infra) > 0 {
-		return nil, errors.Join(append(infra, inputs...)...)
-	}
-	if len(inputs) > 0 {
-		return nil, inputErr(errors.Join(inputs...))
-	}
-	return out, nil
 }
 
 func sortErrs(errs []error) {

@@ -439,3 +439,64 @@ func TestEmptySourceRefused(t *testing.T) {
 		t.Fatalf("with --allow-empty: %+v %v", res, err)
 	}
 }
+
+// TestPlanPullRequest: a pull request adding a version gets a plan that
+// lists the upgrade, the images missing at the destination and the
+// rendered files that would change, with no registry or catalog write.
+func TestPlanPullRequest(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	head, _ := f.repo.Head()
+	wt, _ := f.repo.Worktree()
+	if err := wt.Checkout(gitCheckout{Branch: "refs/heads/feature", Create: true, Hash: head.Hash()}.opts()); err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []string{"manager", "worker"} {
+		pushRandom(t, f.src+"/tiny/"+img+":v1.2.0")
+	}
+	dir := t.TempDir()
+	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", "1.2.0")
+	})
+	img, _ := bundle.Build(dir)
+	remote.Write(mustRef(t, f.src+"/tiny/bundle:v1.2.0"), img)
+	f.writeManifest(t, "tiny", "1.2.0")
+	f.commit(t, "tiny 1.2.0")
+
+	catalogBefore := f.catalogFile(t, "publish/state.yaml")
+	p, err := PlanRun(context.Background(), PlanOptions{
+		Options: Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)},
+		PR:      true, TargetBranch: "master",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Source.BaseFrom != "merge-base" || p.Source.All {
+		t.Errorf("source: %+v", p.Source)
+	}
+	if len(p.Artifacts) != 1 || p.Artifacts[0].Action != "upgraded" || len(p.Artifacts[0].Versions) != 1 || p.Artifacts[0].Versions[0].Version != "1.2.0" {
+		t.Fatalf("artifacts: %+v", p.Artifacts)
+	}
+	if p.Summary.ImagesToCopy != 3 || p.Summary.ImagesMissing != 3 {
+		t.Errorf("images: %+v", p.Summary)
+	}
+	if len(p.Files) != 1 || p.Files[0].Path != "rendered/global/tiny/artifactversion_tiny.v1.2.0.yaml" || p.Files[0].Change != "added" {
+		t.Errorf("files: %+v", p.Files)
+	}
+	if !strings.Contains(p.Diff, "+  tag: v1.2.0") {
+		t.Errorf("diff:\n%s", p.Diff)
+	}
+	md := p.Markdown()
+	for _, want := range []string{"1 upgraded", "`tiny` | upgraded | 1.2.0 (added) | 3 (3)", "artifactversion_tiny.v1.2.0.yaml", "```diff"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	// No writes: the destination lacks the new bundle, the catalog is unchanged.
+	if _, err := remote.Head(mustRef(t, f.dst+"/mirror/tiny/bundle:v1.2.0")); err == nil {
+		t.Error("plan mirrored the bundle")
+	}
+	if f.catalogFile(t, "publish/state.yaml") != catalogBefore {
+		t.Error("plan changed the catalog")
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/spf13/cobra"
+)
+
+// PlanFindingsError is returned when the plan holds lint errors (exit 1);
+// the findings were already printed and annotated.
+type planFindingsError struct{ n int }
+
+func (e *planFindingsError) Error() string {
+	return fmt.Sprintf("plan: %d lint errors", e.n)
+}
+
+func newPlanCmd() *cobra.Command {
+	var (
+		c                                                   commonFlags
+		o                                                   pipeline.PlanOptions
+		catalogURL, catalogBranch, catalogUser, catalogPass string
+		caFile, planJSON                                    string
+	)
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Review a change: what a run would list, upgrade, delist, mirror and render, with no writes",
+		Long: `plan computes what ` + "`publish run`" + ` would do, without writing anything: bundles are
+read at the source, the destination only gets HEAD requests (when the
+credentials allow), and the catalog is rendered into a throw-away clone that
+is never pushed. It needs no write token.
+
+In a pull request (GitHub Actions pull_request events, GitLab merge request
+pipelines, or --target-branch) it compares HEAD with its merge base on the
+target branch; elsewhere with the source commit of the last publish.
+
+It prints a Markdown plan (also the job summary in GitHub Actions), annotates
+lint findings at file:line, and with --plan-json writes the plan as JSON
+(docs/plan-json.md). Exit 1 when there is a lint error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			if catalogURL == "" {
+				return &usageError{fmt.Errorf("--catalog URL|PATH is required (the catalog Git repo; read access is enough)")}
+			}
+			if err := c.check(); err != nil {
+				return err
+			}
+			o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
+			o.Render = c.renderConfig()
+			if loadedConfig != nil {
+				o.Lint = loadedConfig.Lint
+			}
+			o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, caFile
+			o.Catalog.URL, o.Catalog.Branch = catalogURL, catalogBranch
+			o.Catalog.Username, o.Catalog.Password = catalogUser, catalogPass
+			if caFile != "" && strings.HasPrefix(catalogURL, "https://") {
+				pem, err := os.ReadFile(caFile)
+				if err != nil {
+					return &usageError{fmt.Errorf("--ca-file: %w", err)}
+				}
+				o.Catalog.CABundle = pem
+			}
+			if o.TargetBranch != "" {
+				o.PR = true
+			} else if ciEnv != nil {
+				if pr, target := ciEnv.PullRequest(); pr {
+					o.PR, o.TargetBranch = true, target
+				}
+			}
+			o.Log = cmd.ErrOrStderr()
+			plan, err := pipeline.PlanRun(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			md := plan.Markdown()
+			fmt.Fprint(cmd.OutOrStdout(), md)
+			if planJSON != "" {
+				data, err := json.MarshalIndent(plan, "", "  ")
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(planJSON, append(data, '\n'), 0o644); err != nil {
+					return fmt.Errorf("--plan-json: %w", err)
+				}
+			}
+			var names []string
+			for _, a := range plan.Artifacts {
+				names = append(names, a.Name)
+			}
+			changed := "false"
+			if len(plan.Files) > 0 {
+				changed = "true"
+			}
+			setOutputs(cmd, map[string]string{
+				ci.OutputChanged:   changed,
+				ci.OutputArtifacts: strings.Join(names, "\n"),
+				ci.OutputPlanJSON:  planJSON,
+			})
+			if ciEnv != nil {
+				ciEnv.Annotate(plan.Findings)
+				if err := ciEnv.Summary(md); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI summary: %v\n", err)
+				}
+			}
+			if plan.Summary.Errors > 0 {
+				return &pipeline.InputError{Err: &planFindingsError{n: plan.Summary.Errors}}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	c.register(fs)
+	fs.StringVar(&catalogURL, "catalog", "", "catalog Git repo: URL or local path (read access is enough)")
+	fs.StringVar(&catalogBranch, "catalog-branch", "main", "catalog branch")
+	fs.StringVar(&catalogUser, "catalog-username", "", "user name for an HTTPS catalog repo")
+	fs.StringVar(&catalogPass, "catalog-password", "", "password or token for an HTTPS catalog repo (read access)")
+	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
+	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
+	fs.StringVar(&o.Mirror.Dst.Username, "dst-username", "", "destination registry user name, to check which images are missing (read access)")
+	fs.StringVar(&o.Mirror.Dst.Password, "dst-password", "", "destination registry password or token (read access)")
+	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust")
+	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the merge base with the target branch in a pull request, else the source commit of the last publish)")
+	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
+	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
+	fs.StringVar(&planJSON, "plan-json", "", "also write the plan as JSON to this file (docs/plan-json.md)")
+	withEnvHelp(fs)
+	return cmd
+}

@@ -1,0 +1,441 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/render"
+	"golang.org/x/sync/errgroup"
+)
+
+// PlanSchemaVersion is the version of the plan JSON (docs/plan-json.md).
+const PlanSchemaVersion = 1
+
+// Plan is what `publish plan` reports: what a `publish run` of this source
+// would list, upgrade, delist and relist, the images it would mirror, the
+// lint findings, and the rendered files it would change. Its JSON form is
+// documented in docs/plan-json.md.
+type Plan struct {
+	SchemaVersion int                 `json:"schemaVersion"`
+	Source        PlanSource          `json:"source"`
+	Cluster       string              `json:"cluster"`
+	Summary       PlanSummary         `json:"summary"`
+	Artifacts     []PlanArtifact      `json:"artifacts"`
+	Findings      []lint.Finding      `json:"findings"`
+	Files         []gitops.FileChange `json:"files"`
+	Diff          string              `json:"diff"`
+}
+
+// PlanSource says what was compared.
+type PlanSource struct {
+	Head     string   `json:"head,omitempty"`
+	Base     string   `json:"base,omitempty"`
+	BaseFrom string   `json:"baseFrom,omitempty"` // flag, merge-base, ci, state, none
+	All      bool     `json:"all"`                // no usable base: every version counted as changed
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PlanSummary counts the plan.
+type PlanSummary struct {
+	Listed        int `json:"listed"`
+	Upgraded      int `json:"upgraded"`
+	Delisted      int `json:"delisted"`
+	Relisted      int `json:"relisted"`
+	Errors        int `json:"errors"`
+	Warnings      int `json:"warnings"`
+	ImagesToCopy  int `json:"imagesToMirror"`
+	ImagesMissing int `json:"imagesMissing"`
+	FilesChanged  int `json:"filesChanged"`
+}
+
+// PlanArtifact is one artifact whose listing or versions change.
+type PlanArtifact struct {
+	Name     string        `json:"name"`
+	Action   string        `json:"action"` // listed, upgraded, delisted, relisted, changed
+	Versions []PlanVersion `json:"versions"`
+}
+
+// PlanVersion is one version of a PlanArtifact that changes.
+type PlanVersion struct {
+	Version string      `json:"version"`
+	Tag     string      `json:"tag"`
+	Action  string      `json:"action"` // added, modified, delisted, relisted
+	Images  []PlanImage `json:"images,omitempty"`
+}
+
+// PlanImage is one image a run would mirror for a version.
+type PlanImage struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	// AtDestination: "yes", "missing", or "unknown" (no read access or no
+	// answer: the plan never needs write credentials).
+	AtDestination string `json:"atDestination"`
+}
+
+// PlanOptions configures PlanRun. Catalog needs read access only.
+type PlanOptions struct {
+	Options
+	// PR compares HEAD with its merge base on TargetBranch (pull-request
+	// review); else with the source commit of the last publish, like run.
+	PR           bool
+	TargetBranch string
+}
+
+// Plan computes the plan without any registry or Git write: bundles are read
+// at the source, the destination only gets HEAD requests, and the catalog is
+// rendered into a throw-away clone that is never pushed.
+//
+// It returns the plan and an error only for infrastructure problems; lint
+// errors are findings in the plan (Summary.Errors), which the CLI turns into
+// exit code 1.
+func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
+	o.defaults()
+	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
+
+	root := packagesRoot(o.Options.Source, o.PackagesDir)
+	ms, scanErr := manifest.Scan(o.Options.Source, root)
+	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
+		return nil, inputErr(scanErr)
+	}
+	files, err := manifest.ReadFiles(o.Options.Source, root)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	if o.Mirror.SrcHosts == nil {
+		o.Mirror.SrcHosts = sourceHosts(ms)
+	}
+	mc, err := mirror.New(o.Mirror)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	repo, err := gitops.Clone(ctx, o.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	state, err := gitops.ReadState(repo.Dir)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	if repo.Empty || len(state.Artifacts) == 0 {
+		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+			return nil, err
+		}
+	}
+	if err := render.CheckOverlay(repo.Dir, o.Cluster); err != nil {
+		return nil, inputErr(err)
+	}
+
+	if o.Changed == nil {
+		dr, err := diff.Compute(ctx, diff.Options{
+			Repo: o.Options.Source, PackagesDir: o.PackagesDir, Base: o.Base,
+			PR: o.PR, TargetBranch: o.TargetBranch,
+			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.Log,
+		})
+		if err != nil {
+			p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", err)}}
+		} else {
+			o.Changed = dr.Changed
+			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
+		}
+	}
+	work := selectWork(ms, state.Artifacts, o.Changed)
+	dirty := dirtyFiles(o.Options.Source, files)
+	for i, m := range ms {
+		if dirty[m.Path] {
+			work[i] = true
+		}
+	}
+	bundles, byErr, err := readBundles(ctx, mc, ms, work)
+	if err != nil {
+		return nil, err
+	}
+	p.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
+	if p.Findings == nil {
+		p.Findings = []lint.Finding{}
+	}
+
+	mapper := mc
+	if mc.DstHost() == "" {
+		mapper, _ = mirror.New(mirror.Options{DstRegistry: "unmapped.invalid"})
+	}
+	current, err := Artifacts(mapper, ms, bundles, nil)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	carryOver(current, state.Artifacts, mc.DstHost() == "")
+	next := render.Merge(state.Artifacts, current)
+	p.Artifacts = planArtifacts(state.Artifacts, next, ms, work)
+	if mc.DstHost() != "" {
+		planImages(ctx, mc, p.Artifacts, ms, bundles)
+	}
+
+	if err := RenderInto(repo.Dir, o.Cluster, o.Render, next); err != nil {
+		return nil, err
+	}
+	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
+	if err != nil {
+		return nil, err
+	}
+	if changedFiles != nil {
+		p.Files = changedFiles
+	}
+	p.Diff = patch
+	p.summarise()
+	return p, nil
+}
+
+// planArtifacts lists the artifacts whose listing changes between the
+// previous state and next, and the changed versions of unchanged artifacts.
+func planArtifacts(prev, next []render.Artifact, ms []*manifest.PackageManifest, work []bool) []PlanArtifact {
+	pa := map[string]render.Artifact{}
+	for _, a := range prev {
+		pa[a.Name] = a
+	}
+	modified := map[[2]string]bool{}
+	for i, m := range ms {
+		if work[i] {
+			modified[[2]string{m.Artifact, m.Version.String()}] = true
+		}
+	}
+	var out []PlanArtifact
+	for _, a := range next {
+		p, had := pa[a.Name]
+		art := PlanArtifact{Name: a.Name}
+		switch {
+		case !had && a.Present:
+			art.Action = "listed"
+		case had && p.Present && !a.Present:
+			art.Action = "delisted"
+		case had && !p.Present && a.Present:
+			art.Action = "relisted"
+		}
+		pv := map[string]render.Version{}
+		for _, v := range p.Versions {
+			pv[v.Tag] = v
+		}
+		for _, v := range a.Versions {
+			old, ok := pv[v.Tag]
+			var action string
+			switch {
+			case !ok && v.Present:
+				action = "added"
+			case ok && old.Present && !v.Present:
+				action = "delisted"
+			case ok && !old.Present && v.Present:
+				action = "relisted"
+			case v.Present && modified[[2]string{a.Name, v.Version}]:
+				action = "modified"
+			}
+			if action == "" {
+				continue
+			}
+			art.Versions = append(art.Versions, PlanVersion{Version: v.Version, Tag: v.Tag, Action: action})
+			if action == "added" && art.Action == "" {
+				art.Action = "upgraded"
+			}
+		}
+		if art.Action == "" && len(art.Versions) > 0 {
+			art.Action = "changed"
+		}
+		if art.Action != "" {
+			out = append(out, art)
+		}
+	}
+	return out
+}
+
+// planImages fills the images each added, modified or relisted version
+// would mirror, with HEAD requests at the destination.
+func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, ms []*manifest.PackageManifest, bundles []*bundle.Bundle) {
+	byKey := map[[2]string]int{}
+	for i, m := range ms {
+		byKey[[2]string{m.Artifact, m.Version.String()}] = i
+	}
+	type job struct{ a, v int }
+	var jobs []job
+	for ai := range arts {
+		for vi, v := range arts[ai].Versions {
+			if v.Action == "delisted" {
+				continue
+			}
+			i, ok := byKey[[2]string{arts[ai].Name, v.Version}]
+			if !ok {
+				continue
+			}
+			refs := append([]string(nil), ms[i].Spec.RelatedImages...)
+			if bundles[i] != nil {
+				refs = append(refs, bundles[i].Images...)
+			}
+			refs = append(unique(refs), ms[i].Spec.Artifact)
+			for _, r := range refs {
+				arts[ai].Versions[vi].Images = append(arts[ai].Versions[vi].Images, PlanImage{Source: r})
+			}
+			jobs = append(jobs, job{ai, vi})
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, j := range jobs {
+		imgs := arts[j.a].Versions[j.v].Images
+		for k := range imgs {
+			g.Go(func() error {
+				imgs[k].Destination, imgs[k].AtDestination = headAtDestination(gctx, mc, imgs[k].Source)
+				return nil
+			})
+		}
+	}
+	_ = g.Wait()
+}
+
+func unique(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func headAtDestination(ctx context.Context, mc *mirror.Client, ref string) (string, string) {
+	src, err := mc.ParseReference(ref)
+	if err != nil {
+		return "", "unknown"
+	}
+	dst, err := mc.Destination(src)
+	if err != nil {
+		return "", "unknown"
+	}
+	_, err = remote.Head(dst, append(mc.DstOptions(), remote.WithContext(ctx))...)
+	switch {
+	case err == nil:
+		return dst.String(), "yes"
+	case mirror.IsNotFound(err):
+		return dst.String(), "missing"
+	}
+	// 401/403 without read credentials, or no answer: the plan does not need
+	// to know, and never asks for write access.
+	return dst.String(), "unknown"
+}
+
+func (p *Plan) summarise() {
+	s := PlanSummary{}
+	for _, a := range p.Artifacts {
+		switch a.Action {
+		case "listed":
+			s.Listed++
+		case "upgraded":
+			s.Upgraded++
+		case "delisted":
+			s.Delisted++
+		case "relisted":
+			s.Relisted++
+		}
+		for _, v := range a.Versions {
+			for _, img := range v.Images {
+				s.ImagesToCopy++
+				if img.AtDestination == "missing" {
+					s.ImagesMissing++
+				}
+			}
+		}
+	}
+	for _, f := range p.Findings {
+		switch f.Severity {
+		case lint.Error:
+			s.Errors++
+		case lint.Warning:
+			s.Warnings++
+		}
+	}
+	s.FilesChanged = len(p.Files)
+	p.Summary = s
+}
+
+// maxDiffLines is where the Markdown plan stops showing the diff inline.
+const maxDiffLines = 400
+
+// Markdown renders the plan for a PR comment or job summary.
+func (p *Plan) Markdown() string {
+	var b strings.Builder
+	s := p.Summary
+	b.WriteString("## publish plan\n\n")
+	if s.Listed+s.Upgraded+s.Delisted+s.Relisted == 0 && len(p.Artifacts) == 0 {
+		b.WriteString("No listing changes.\n\n")
+	} else {
+		fmt.Fprintf(&b, "**%d listed, %d upgraded, %d delisted, %d relisted**; %d images to mirror, %d missing at the destination.\n\n",
+			s.Listed, s.Upgraded, s.Delisted, s.Relisted, s.ImagesToCopy, s.ImagesMissing)
+		b.WriteString("| artifact | action | versions | images (missing at destination) |\n|---|---|---|---|\n")
+		for _, a := range p.Artifacts {
+			var vs []string
+			imgs, missing := 0, 0
+			for _, v := range a.Versions {
+				vs = append(vs, v.Version+" ("+v.Action+")")
+				for _, i := range v.Images {
+					imgs++
+					if i.AtDestination == "missing" {
+						missing++
+					}
+				}
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %d (%d) |\n", a.Name, a.Action, strings.Join(vs, ", "), imgs, missing)
+		}
+		b.WriteString("\n")
+	}
+	if p.Source.All {
+		b.WriteString("> **Note:** no usable base commit; every version was treated as changed.\n\n")
+	}
+	for _, w := range p.Source.Warnings {
+		fmt.Fprintf(&b, "> warning: %s\n\n", w)
+	}
+	if len(p.Findings) == 0 {
+		b.WriteString("### Lint\n\nlint ok\n\n")
+	} else {
+		fmt.Fprintf(&b, "### Lint: %d errors, %d warnings\n\n", s.Errors, s.Warnings)
+		for _, f := range p.Findings {
+			loc := f.Path
+			if f.Line > 0 {
+				loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
+			}
+			fmt.Fprintf(&b, "- **%s** `%s` %s (`%s`)\n", f.Severity, loc, f.Message, f.Rule)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "### Rendered files (%s): %d would change\n\n", "rendered/"+p.Cluster, len(p.Files))
+	for _, f := range p.Files {
+		fmt.Fprintf(&b, "- %s `%s`\n", f.Change, f.Path)
+	}
+	if p.Diff != "" {
+		lines := strings.Count(p.Diff, "\n")
+		open := ""
+		if lines <= 60 {
+			open = " open"
+		}
+		fmt.Fprintf(&b, "\n<details%s><summary>diff (%d lines)</summary>\n\n```diff\n", open, lines)
+		d := p.Diff
+		if lines > maxDiffLines {
+			d = strings.Join(strings.SplitN(d, "\n", maxDiffLines+1)[:maxDiffLines], "\n") + fmt.Sprintf("\n… %d more lines: see the plan JSON\n", lines-maxDiffLines)
+		}
+		b.WriteString(d)
+		if !strings.HasSuffix(d, "\n") {
+			b.WriteString("\n")
+		}
+		b.WriteString("```\n\n</details>\n")
+	}
+	return b.String()
+}
