@@ -113,31 +113,145 @@ func Build(root, cluster string) (Files, error) {
 	if err := CheckOverlay(root, cluster); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, ClustersDir, cluster)
-	opts := krusty.MakeDefaultOptions()
-	k := krusty.MakeKustomizer(opts)
-	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	// kustomize checks every new resource against all earlier ones (its
+	// resource map appends in linear time), so one build of N objects costs
+	// N². The generated base is built in chunks of artifacts instead, each
+	// through the same overlay, in an in-memory copy of the catalog: the
+	// cost grows linearly. Overlays transform objects one by one (labels,
+	// patches, prefixes, namespaces), which chunking does not change; what
+	// an overlay adds besides them comes out of every chunk identically.
+	mem, groups, err := loadCatalog(root)
 	if err != nil {
-		// Name files as the user sees them in the catalog repo, not in our temporary clone.
-		msg := strings.ReplaceAll(err.Error(), root+string(filepath.Separator), "")
-		return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("kustomize build: %s", msg)}
+		return nil, &OverlayError{Cluster: cluster, Err: err}
 	}
 	files := Files{}
+	for start := 0; start < len(groups) || start == 0; start += chunkArtifacts {
+		end := min(start+chunkArtifacts, len(groups))
+		var resources []string
+		for _, g := range groups[start:end] {
+			resources = append(resources, g.files...)
+		}
+		if err := writeChunkKustomization(mem, resources); err != nil {
+			return nil, &OverlayError{Cluster: cluster, Err: err}
+		}
+		if err := buildChunk(mem, cluster, files); err != nil {
+			return nil, err
+		}
+		if len(groups) == 0 {
+			break
+		}
+	}
+	return files, nil
+}
+
+// chunkArtifacts is how many artifacts one kustomize build renders.
+const chunkArtifacts = 20
+
+// memRoot is where the catalog sits in the in-memory file system.
+const memRoot = "/catalog"
+
+type artifactFiles struct {
+	name  string
+	files []string // relative to publish/generated
+}
+
+// loadCatalog copies the catalog at root into an in-memory file system,
+// except .git, rendered/ and the generated base, whose files are returned
+// grouped by artifact directory (and also copied).
+func loadCatalog(root string) (filesys.FileSystem, []artifactFiles, error) {
+	mem := filesys.MakeFsInMemory()
+	byArtifact := map[string]*artifactFiles{}
+	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedDir))
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == ".git" || rel == RenderedDir {
+				return filepath.SkipDir
+			}
+			return mem.MkdirAll(path.Join(memRoot, rel))
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(p, genRoot+string(filepath.Separator)) {
+			g, _ := filepath.Rel(genRoot, p)
+			g = filepath.ToSlash(g)
+			dir, _, nested := strings.Cut(g, "/")
+			if !nested {
+				return nil // the base's kustomization.yaml: replaced per chunk
+			}
+			if byArtifact[dir] == nil {
+				byArtifact[dir] = &artifactFiles{name: dir}
+			}
+			byArtifact[dir].files = append(byArtifact[dir].files, g)
+		}
+		return mem.WriteFile(path.Join(memRoot, rel), data)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	groups := make([]artifactFiles, 0, len(byArtifact))
+	for _, g := range byArtifact {
+		sort.Strings(g.files)
+		groups = append(groups, *g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].name < groups[j].name })
+	return mem, groups, nil
+}
+
+func writeChunkKustomization(mem filesys.FileSystem, resources []string) error {
+	if resources == nil {
+		resources = []string{}
+	}
+	data, err := yaml.Marshal(Object{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources})
+	if err != nil {
+		return err
+	}
+	if err := mem.MkdirAll(path.Join(memRoot, GeneratedDir)); err != nil {
+		return err
+	}
+	return mem.WriteFile(path.Join(memRoot, GeneratedDir, "kustomization.yaml"), data)
+}
+
+// buildChunk runs the overlay once and adds its objects to files; an
+// object the overlay adds by itself comes out of every chunk: identical
+// copies are fine, different ones are an error.
+func buildChunk(mem filesys.FileSystem, cluster string, files Files) error {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(mem, path.Join(memRoot, ClustersDir, cluster))
+	if err != nil {
+		// Name files as the user sees them in the catalog repo.
+		msg := strings.ReplaceAll(err.Error(), memRoot+"/", "")
+		return &OverlayError{Cluster: cluster, Err: fmt.Errorf("kustomize build: %s", msg)}
+	}
+	seen := map[string]bool{}
 	for _, res := range rm.Resources() {
 		p, err := renderedPath(cluster, res)
 		if err != nil {
-			return nil, &OverlayError{Cluster: cluster, Err: err}
-		}
-		if _, dup := files[p]; dup {
-			return nil, &OverlayError{Cluster: cluster, Err: fmt.Errorf("two objects render to %s", p)}
+			return &OverlayError{Cluster: cluster, Err: err}
 		}
 		data, err := res.AsYAML()
 		if err != nil {
-			return nil, &OverlayError{Cluster: cluster, Err: err}
+			return &OverlayError{Cluster: cluster, Err: err}
+		}
+		if seen[p] {
+			return &OverlayError{Cluster: cluster, Err: fmt.Errorf("two objects render to %s", p)}
+		}
+		seen[p] = true
+		if old, dup := files[p]; dup && !bytes.Equal(old, data) {
+			return &OverlayError{Cluster: cluster, Err: fmt.Errorf("two different objects render to %s", p)}
 		}
 		files[p] = data
 	}
-	return files, nil
+	return nil
 }
 
 // CheckOverlay reports an *OverlayError when cluster is not a plain name or
