@@ -90,16 +90,17 @@ func plural(n int, word string) string {
 
 func formatText(w io.Writer, fs []Finding) error {
 	bw := bufio.NewWriter(w)
+	indent := strings.NewReplacer("\n", "\n      ")
 	for _, f := range fs {
-		fmt.Fprintf(bw, "%s: %s: %s [%s]\n", location(f), f.Severity, f.Message, f.Rule)
+		fmt.Fprintf(bw, "%s: %s: %s [%s]\n", location(f), f.Severity, indent.Replace(f.Message), f.Rule)
 		if f.BundlePath != "" {
 			fmt.Fprintf(bw, "    in bundle: %s\n", f.BundlePath)
 		}
 		if f.Hint != "" {
-			fmt.Fprintf(bw, "    hint: %s\n", f.Hint)
+			fmt.Fprintf(bw, "    hint: %s\n", indent.Replace(f.Hint))
 		}
 		if f.Waiver != "" {
-			fmt.Fprintf(bw, "    waived: %s\n", f.Waiver)
+			fmt.Fprintf(bw, "    waived: %s\n", indent.Replace(f.Waiver))
 		}
 	}
 	s := Summarize(fs)

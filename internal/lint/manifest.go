@@ -26,12 +26,11 @@ type mfile struct {
 	raw  []byte
 	text []byte // raw without BOM, invalid UTF-8 replaced
 
-	lines    [][]byte
-	root     *yaml.Node            // the document's top node, nil when it does not parse
-	keys     map[string]*yaml.Node // key node of each dotted path (first occurrence)
-	vals     map[string]*yaml.Node // value node of each dotted path (aliases resolved)
-	pm       *manifest.PackageManifest
-	parseErr error
+	lines [][]byte
+	root  *yaml.Node                // the document's top node, nil when it does not parse
+	keys  map[string]*yaml.Node     // key node of each dotted path (first occurrence)
+	vals  map[string]*yaml.Node     // value node of each dotted path (aliases resolved)
+	pm    *manifest.PackageManifest // lenient (built from the tree) when Parse fails but the identity is sound
 
 	artifact, version string // best effort, for Finding.Artifact/Version
 	// related are the spec.relatedImages entries that are valid references,
@@ -40,11 +39,6 @@ type mfile struct {
 	// relatedText is every non-empty spec.relatedImages entry, valid or not.
 	relatedText []string
 	arch        []string
-	// lenient is true when pm was built from the YAML tree because
-	// manifest.Parse rejects the file for a reason that does not stop the
-	// bundle and repo rules (e.g. an unknown field or a bad relatedImages
-	// entry).
-	lenient bool
 	// channels and defaultChannel of the bundle, set by bundleRules.
 	channels       []string
 	defaultChannel string
@@ -97,37 +91,40 @@ func checkManifest(path string, data []byte) *mfile {
 	}
 	f.tabs()
 	pm, err := manifest.Parse(path, data)
-	f.pm, f.parseErr = pm, err
 	if pm != nil {
+		f.pm = pm
 		f.artifact, f.version = pm.Artifact, pm.Version.String()
 	} else {
 		f.pm = f.lenientManifest()
-		f.lenient = f.pm != nil
 	}
 	if err != nil {
-		hasError := false
-		for _, x := range f.fs {
-			if x.Severity == Error {
-				hasError = true
-			}
-		}
-		if !hasError {
-			msg := err.Error()
-			var me *manifest.Error
-			line := 1
-			if errors.As(err, &me) {
-				msg = me.Msg
-				if me.Line > 0 {
-					line = me.Line
-				}
-			}
-			f.add(RuleManifestParse, line, f.firstCol(line), msg, "")
-		}
+		f.explainParse(err)
 	}
 	for i := range f.fs {
 		f.fs[i].Artifact, f.fs[i].Version = f.artifact, f.version
 	}
 	return f
+}
+
+// explainParse reports the error of manifest.Parse as manifest/parse
+// unless a finding of severity error already explains it. The rules cover
+// every rejection known (the fuzz test checks it), so this is a safety net.
+func (f *mfile) explainParse(err error) {
+	for _, x := range f.fs {
+		if x.Severity == Error {
+			return
+		}
+	}
+	msg := err.Error()
+	line := 1
+	var me *manifest.Error
+	if errors.As(err, &me) {
+		msg = me.Msg
+		if me.Line > 0 {
+			line = me.Line
+		}
+	}
+	f.add(RuleManifestParse, line, f.firstCol(line), msg, "")
 }
 
 // add records a finding of rule at line:col with the catalog's severity and
@@ -500,7 +497,7 @@ func (f *mfile) checkTag(v *yaml.Node, fp string) {
 		return
 	}
 	switch v.ShortTag() {
-	case "!!str", "!!null", "!!binary":
+	case "!!str", "!!null":
 		return
 	}
 	var x any
@@ -725,7 +722,7 @@ func (f *mfile) checkFields() {
 	}
 
 	// spec.info.
-	if s, _ := f.str("spec.info.displayName"); strings.TrimSpace(s) == "" {
+	if s, _ := f.str("spec.info.displayName"); strings.TrimSpace(s) == "" && (f.vals["spec.info.displayName"] == nil || f.vals["spec.info.displayName"].Kind == yaml.ScalarNode) {
 		f.addAt(RuleManifestDisplayName, f.node("spec.info.displayName"), "spec.info.displayName is empty: the OperatorHub page has no name to show", "")
 	}
 	if s, ok := f.str("spec.info.icon"); ok && s != "" {
@@ -820,6 +817,9 @@ func fullReference(s string) string {
 	r, err := name.ParseReference(s)
 	if err != nil {
 		return ""
+	}
+	if _, ok := r.(name.Tag); ok && !strings.Contains(s[strings.LastIndex(s, "/")+1:], ":") {
+		return "" // no tag: do not suggest latest
 	}
 	repo := r.Context().RepositoryStr()
 	full := r.Context().RegistryStr() + "/" + repo

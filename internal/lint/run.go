@@ -85,10 +85,11 @@ type Input struct {
 	// becomes a finding (bundle/not-found, bundle/one-csv, bundle/invalid,
 	// bundle/fetch).
 	BundleErrors map[string]error
-	// Annotations are the raw metadata/annotations.yaml annotations of the
-	// bundles, by manifest path. bundle.Bundle does not keep them; without
-	// them the bundle/mediatype and bundle/layout rules do not run and the
-	// channel rules read bundle.Bundle.Loaded.
+	// Annotations override the bundles' raw metadata/annotations.yaml
+	// (bundle.Bundle.Annotations), by manifest path; optional. Without
+	// either (a bundle without annotations.yaml) the bundle/mediatype and
+	// bundle/layout rules do not run and the package and channel rules read
+	// bundle.Bundle.Loaded.
 	Annotations map[string]map[string]string
 	// Images checks existence and platforms of spec.relatedImages; nil skips
 	// images/not-found, images/platform and images/check.
@@ -156,7 +157,11 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 	parallel(len(withBundle), func(i int) {
 		f := withBundle[i]
 		b := in.Bundles[f.path]
-		per[i] = f.bundleRules(b, in.Annotations[f.path], k8s)
+		ann := in.Annotations[f.path]
+		if ann == nil {
+			ann = b.Annotations
+		}
+		per[i] = f.bundleRules(b, ann, k8s)
 	})
 	for _, p := range per {
 		fs = append(fs, p...)

@@ -137,8 +137,13 @@ func runValidators(b *bundle.Bundle, k8s string) []vfinding {
 		if o != nil && o.GetKind() == v1alpha1.ClusterServiceVersionKind && o.GetAPIVersion() == v1alpha1.SchemeGroupVersion.String() {
 			var csv v1alpha1.ClusterServiceVersion
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &csv); err != nil {
-				out = append(out, vfinding{rule: RuleValidatorDeprecatedAPI, sev: Warning,
-					msg: fmt.Sprintf("the CSV does not convert to a ClusterServiceVersion (%v): the deprecated-API check skipped its CRD and webhook references", err)})
+				msg := fmt.Sprintf("the deprecated-API check skipped the CSV's CRD and webhook references: the CSV does not convert to a ClusterServiceVersion (%v)", err)
+				hint := ""
+				if bad := nonTextAnnotations(o.Object); len(bad) > 0 {
+					msg = fmt.Sprintf("the deprecated-API check skipped the CSV's CRD and webhook references: CSV annotation %s is not text in the YAML", strings.Join(bad, ", "))
+					hint = quoteHint
+				}
+				out = append(out, vfinding{rule: RuleValidatorDeprecatedAPI, sev: Warning, msg: msg, hint: hint})
 				continue
 			}
 		}
@@ -186,6 +191,21 @@ func runValidators(b *bundle.Bundle, k8s string) []vfinding {
 		}
 		return out[i].msg < out[j].msg
 	})
+	return out
+}
+
+// nonTextAnnotations lists the annotations of an unstructured object whose
+// YAML value is not text (an unquoted yes loads as a boolean), as
+// "name (value)".
+func nonTextAnnotations(obj map[string]any) []string {
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	var out []string
+	for _, k := range sortedKeys(ann) {
+		if _, ok := ann[k].(string); !ok {
+			out = append(out, fmt.Sprintf("%s (%v)", k, ann[k]))
+		}
+	}
 	return out
 }
 

@@ -21,7 +21,8 @@ type File struct {
 // ReadFiles finds the same files as Scan (every manifest.yaml below root
 // whose kind is PackageManifest or that does not parse far enough to tell)
 // and returns their content, sorted by path, without parsing them. Paths are
-// relative to base as in Scan. Unreadable files are reported in the joined
+// relative to base and slash-separated as in Scan, so that they equal the
+// PackageManifest.Path of the same file. Unreadable files are reported in the joined
 // error and left out; a missing root is an error naming the directory.
 func ReadFiles(base, root string) ([]File, error) {
 	st, err := os.Stat(root)
@@ -43,7 +44,7 @@ func ReadFiles(base, root string) ([]File, error) {
 		if d.Name() != FileName {
 			return nil
 		}
-		rel := filepath.ToSlash(p)
+		rel := p
 		if base != "" {
 			if r, err := filepath.Rel(base, p); err == nil {
 				rel = filepath.ToSlash(r)
