@@ -36,7 +36,7 @@ func run() int {
 	if errors.As(err, &le) {
 		// Findings carry their own severity; annotate them in CI too.
 		fmt.Fprintln(os.Stderr, err)
-		if ciEnv != nil {
+		if ciEnv != nil && ciEnv.Name() != ci.None {
 			ciEnv.Annotate(le.Findings)
 		}
 	} else {

@@ -103,7 +103,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 				ci.OutputArtifacts: strings.Join(names, "\n"),
 				ci.OutputPlanJSON:  planJSON,
 			})
-			if ciEnv != nil {
+			if ciEnv != nil && ciEnv.Name() != ci.None {
 				ciEnv.Annotate(plan.Findings)
 				if err := ciEnv.Summary(md); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI summary: %v\n", err)

@@ -220,3 +220,33 @@ func TestGitLabMergeRequest(t *testing.T) {
 		t.Errorf("code quality report (%v): %s", err, data)
 	}
 }
+
+// TestLintCommand: `publish lint` reads the bundles and checks the images,
+// prints violet-like text, and SARIF for code scanning; a broken manifest
+// is exit 1 with file:line:col.
+func TestLintCommand(t *testing.T) {
+	w := newPRWorld(t)
+	out, code := w.publish(nil, "lint")
+	if code != 0 || !strings.Contains(out, "lint ok") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	out, code = w.publish(nil, "lint", "--format", "sarif", "packages/tiny/1.2.0")
+	var sarif struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Results []struct {
+				RuleID string `json:"ruleId"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sarif) != nil || sarif.Version != "2.1.0" || len(sarif.Runs) != 1 {
+		t.Fatalf("sarif: exit %d:\n%s", code, out)
+	}
+	p := filepath.Join(w.source, "packages/tiny/1.2.0/manifest.yaml")
+	data, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(data), "version: v1.2.0", "version: v1.2.0\n  color: blue", 1)), 0o644)
+	out, code = w.publish(nil, "lint")
+	if code != 1 || !strings.Contains(out, "packages/tiny/1.2.0/manifest.yaml:9:3") || !strings.Contains(out, "lint failed") {
+		t.Fatalf("broken manifest: exit %d:\n%s", code, out)
+	}
+}

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
+)
+
+// LintOptions configures Lint (`publish lint`).
+type LintOptions struct {
+	Source      string
+	PackagesDir string
+	// Paths limits the report to these files or directories (relative to
+	// Source); the repo-wide rules still see every manifest.
+	Paths  []string
+	Mirror mirror.Options
+	Lint   lint.Config
+	// Offline skips the bundle images: manifest and repo rules only.
+	Offline bool
+	// Images checks that every related image exists in the source registry
+	// and offers each platform of spec.arch (manifest requests only).
+	Images bool
+}
+
+// Lint lints the package repo: every manifest, and (unless Offline) every
+// bundle. Registry failures reading a bundle become bundle/fetch findings.
+func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
+	if o.Source == "" {
+		o.Source = "."
+	}
+	if o.PackagesDir == "" {
+		o.PackagesDir = "packages"
+	}
+	root := packagesRoot(o.Source, o.PackagesDir)
+	files, err := manifest.ReadFiles(o.Source, root)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	ms, _ := manifest.Scan(o.Source, root)
+	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
+	if !o.Offline {
+		if o.Mirror.SrcHosts == nil {
+			o.Mirror.SrcHosts = sourceHosts(ms)
+		}
+		mc, err := mirror.New(o.Mirror)
+		if err != nil {
+			return nil, inputErr(err)
+		}
+		work := make([]bool, len(ms))
+		for i, m := range ms {
+			work[i] = selected(m.Path, o.Paths)
+		}
+		bundles, byErr, infra := readBundles(ctx, mc, ms, work)
+		for i, m := range ms {
+			if bundles[i] != nil {
+				in.Bundles[m.Path] = bundles[i]
+			}
+		}
+		in.BundleErrors = byErr
+		if infra != nil {
+			// Unreadable bundles are findings here: lint reports, it does not stop.
+			for _, e := range splitErrs(infra) {
+				for _, m := range ms {
+					if strings.HasPrefix(e.Error(), m.Path+":") {
+						in.BundleErrors[m.Path] = e
+					}
+				}
+			}
+		}
+		if o.Images {
+			in.Images = lint.RegistryChecker{Parse: mc.ParseReference, Options: mc.SrcOptions()}
+		}
+	}
+	var out []lint.Finding
+	for _, f := range lint.Run(ctx, o.Lint, in) {
+		if selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// selected reports whether path (slash, relative to the source) is one of
+// paths or below one of them; no paths selects everything.
+func selected(path string, paths []string) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	for _, p := range paths {
+		p = strings.TrimSuffix(filepath.ToSlash(filepath.Clean(p)), "/")
+		if p == "." || path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func splitErrs(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
