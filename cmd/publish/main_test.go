@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -46,6 +48,26 @@ func TestUsageErrors(t *testing.T) {
 		var ue *usageError
 		if !errors.As(err, &ue) {
 			t.Errorf("%v: got %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
+
+// TestConfigPrecedence: flag > PUBLISH_* > publish.yaml > default.
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\ndstRegistry: file.example.com\nnamespace: from-file\nlibrary: from-file\n"), 0o644)
+	cmd := newRunCmd()
+	fs := cmd.Flags()
+	t.Setenv("PUBLISH_NAMESPACE", "from-env")
+	if err := fs.Parse([]string{"--source", dir, "--library", "from-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	for flag, want := range map[string]string{"dst-registry": "file.example.com", "namespace": "from-env", "library": "from-flag", "cluster": "global"} {
+		if got := fs.Lookup(flag).Value.String(); got != want {
+			t.Errorf("--%s = %q, want %q", flag, got, want)
 		}
 	}
 }

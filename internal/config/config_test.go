@@ -1,0 +1,60 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, FileName)
+	if c, err := Load(p, false); c != nil || err != nil {
+		t.Fatalf("missing optional file: %v %v", c, err)
+	}
+	if _, err := Load(p, true); err == nil {
+		t.Fatal("missing required file accepted")
+	}
+	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+dstRegistry: reg.example.com/ops
+plainHTTP: true
+concurrency: 8
+imagePullSecrets: [a, b]
+lint:
+  severity:
+    manifest/related-image-digest: error
+  waivers:
+  - rule: bundle/validator/crd
+    artifact: etcd
+    reason: upstream
+`), 0o644)
+	c, err := Load(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.Values()
+	for k, want := range map[string]string{"dst-registry": "reg.example.com/ops", "plain-http": "true", "concurrency": "8", "image-pull-secret": "a,b"} {
+		if v[k] != want {
+			t.Errorf("%s = %q, want %q", k, v[k], want)
+		}
+	}
+	if _, set := v["namespace"]; set {
+		t.Error("unset field in Values")
+	}
+	if c.Lint.Severity["manifest/related-image-digest"] != "error" || len(c.Lint.Waivers) != 1 || c.Lint.File != p {
+		t.Errorf("lint: %+v", c.Lint)
+	}
+	for name, tc := range map[string]struct{ body, want string }{
+		"unknown field": {"apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\ndstRegistr: x\n", "publish.yaml:3: unknown field dstRegistr"},
+		"wrong type":    {"apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nconcurrency: many\n", "publish.yaml:3:"},
+		"wrong kind":    {"apiVersion: v1\nkind: ConfigMap\n", "apiVersion/kind"},
+		"password":      {"apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\ndstPassword: x\n", "unknown field dstPassword"},
+	} {
+		os.WriteFile(p, []byte(tc.body), 0o644)
+		if _, err := Load(p, false); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", name, err, tc.want)
+		}
+	}
+}
