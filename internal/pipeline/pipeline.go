@@ -202,24 +202,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
 	}
 
-	repo, err := gitops.Clone(ctx, o.Catalog)
+	repo, state, err := openCatalog(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer repo.Close()
-	if repo.NewBranch {
-		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
-	}
-	state, err := gitops.ReadState(repo.Dir)
-	if err != nil {
-		return nil, inputErr(err)
-	}
-	if repo.Empty || len(state.Artifacts) == 0 {
-		// First publish: add the template's files that the repo lacks.
-		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
-			return nil, err
-		}
-	}
 	if o.Changed == nil {
 		dr, err := diff.Compute(ctx, diff.Options{
 			Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
@@ -238,20 +225,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return nil, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
 	}
-	// Fail on a missing overlay before spending time on registries.
-	if err := render.CheckOverlay(repo.Dir, o.Cluster); err != nil {
-		return nil, inputErr(err)
-	}
-
-	work := selectWork(ms, state.Artifacts, o.Changed)
-	if dirty := dirtyFiles(o.Source, files); len(dirty) > 0 {
-		o.logf("warning: %d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", len(dirty))
-		for i, m := range ms {
-			if dirty[m.Path] {
-				work[i] = true
-			}
-		}
-	}
+	work := o.workSet(ms, files, state.Artifacts)
 	bundles, byErr, err := readBundles(ctx, mc, ms, work)
 	if err != nil {
 		return nil, err
@@ -536,6 +510,51 @@ func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bun
 	return out, nil
 }
 
+// openCatalog clones the catalog, reads its state, seeds a first publish
+// from the template and checks the cluster overlay, before any time is
+// spent on registries. The caller closes the clone.
+func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, error) {
+	repo, err := gitops.Clone(ctx, o.Catalog)
+	if err != nil {
+		return nil, nil, err
+	}
+	if repo.NewBranch {
+		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
+	}
+	state, err := gitops.ReadState(repo.Dir)
+	if err == nil && (repo.Empty || len(state.Artifacts) == 0) {
+		// First publish: add the template's files that the repo lacks.
+		err = repo.Seed(publish.CatalogTemplate, "catalog-repo-template")
+	} else if err != nil {
+		err = inputErr(err)
+	}
+	if err == nil {
+		if oerr := render.CheckOverlay(repo.Dir, o.Cluster); oerr != nil {
+			err = inputErr(oerr)
+		}
+	}
+	if err != nil {
+		repo.Close()
+		return nil, nil, err
+	}
+	return repo, state, nil
+}
+
+// workSet marks the versions to read, lint and mirror: changed since the
+// base, unknown to the state, or edited on disk without a commit.
+func (o *Options) workSet(ms []*manifest.PackageManifest, files []manifest.File, state []render.Artifact) []bool {
+	work := selectWork(ms, state, o.Changed)
+	if dirty := dirtyFiles(o.Source, files); len(dirty) > 0 {
+		o.logf("warning: %d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", len(dirty))
+		for i, m := range ms {
+			if dirty[m.Path] {
+				work[i] = true
+			}
+		}
+	}
+	return work
+}
+
 // pushAttempts bounds how often a rejected push is retried.
 const pushAttempts = 4
 
@@ -557,20 +576,12 @@ func publishWithRetry(ctx context.Context, o Options, repo *gitops.Repo, state *
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		fresh, err := gitops.Clone(ctx, o.Catalog)
+		fresh, freshState, err := openCatalog(ctx, o)
 		if err != nil {
 			return err
 		}
 		defer fresh.Close()
-		repo = fresh
-		if state, err = gitops.ReadState(repo.Dir); err != nil {
-			return inputErr(err)
-		}
-		if repo.Empty || len(state.Artifacts) == 0 {
-			if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
-				return err
-			}
-		}
+		repo, state = fresh, freshState
 		if newer, why := supersededBy(o.Source, res.SourceCommit, state.Source.Commit); newer {
 			o.logf("catalog: %s; nothing to do", why)
 			res.Changes, res.Commit, res.Files = render.Changes{}, "", nil

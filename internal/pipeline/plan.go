@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -119,23 +118,11 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, inputErr(err)
 	}
-	repo, err := gitops.Clone(ctx, o.Catalog)
+	repo, state, err := openCatalog(ctx, o.Options)
 	if err != nil {
 		return nil, err
 	}
 	defer repo.Close()
-	state, err := gitops.ReadState(repo.Dir)
-	if err != nil {
-		return nil, inputErr(err)
-	}
-	if repo.Empty || len(state.Artifacts) == 0 {
-		if err := repo.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
-			return nil, err
-		}
-	}
-	if err := render.CheckOverlay(repo.Dir, o.Cluster); err != nil {
-		return nil, inputErr(err)
-	}
 
 	if o.Changed == nil {
 		dr, err := diff.Compute(ctx, diff.Options{
@@ -150,13 +137,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 		}
 	}
-	work := selectWork(ms, state.Artifacts, o.Changed)
-	dirty := dirtyFiles(o.Options.Source, files)
-	for i, m := range ms {
-		if dirty[m.Path] {
-			work[i] = true
-		}
-	}
+	work := o.workSet(ms, files, state.Artifacts)
 	bundles, byErr, err := readBundles(ctx, mc, ms, work)
 	if err != nil {
 		return nil, err
