@@ -21,10 +21,10 @@ func (e *planFindingsError) Error() string {
 
 func newPlanCmd() *cobra.Command {
 	var (
-		c                                                   commonFlags
-		o                                                   pipeline.PlanOptions
-		catalogURL, catalogBranch, catalogUser, catalogPass string
-		caFile, planJSON                                    string
+		c        commonFlags
+		o        pipeline.PlanOptions
+		r        remoteFlags
+		planJSON string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -46,26 +46,8 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
 			}
-			if catalogURL == "" {
-				return &usageError{fmt.Errorf("--catalog URL|PATH is required (the catalog Git repo; read access is enough)")}
-			}
-			if err := c.check(); err != nil {
+			if err := r.apply(&c, &o.Options); err != nil {
 				return err
-			}
-			o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
-			o.Render = c.renderConfig()
-			if loadedConfig != nil {
-				o.Lint = loadedConfig.Lint
-			}
-			o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, caFile
-			o.Catalog.URL, o.Catalog.Branch = catalogURL, catalogBranch
-			o.Catalog.Username, o.Catalog.Password = catalogUser, catalogPass
-			if caFile != "" && strings.HasPrefix(catalogURL, "https://") {
-				pem, err := os.ReadFile(caFile)
-				if err != nil {
-					return &usageError{fmt.Errorf("--ca-file: %w", err)}
-				}
-				o.Catalog.CABundle = pem
 			}
 			if o.TargetBranch != "" {
 				o.PR = true
@@ -117,15 +99,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 	}
 	fs := cmd.Flags()
 	c.register(fs)
-	fs.StringVar(&catalogURL, "catalog", "", "catalog Git repo: URL or local path (read access is enough)")
-	fs.StringVar(&catalogBranch, "catalog-branch", "main", "catalog branch")
-	fs.StringVar(&catalogUser, "catalog-username", "", "user name for an HTTPS catalog repo")
-	fs.StringVar(&catalogPass, "catalog-password", "", "password or token for an HTTPS catalog repo (read access)")
-	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
-	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
-	fs.StringVar(&o.Mirror.Dst.Username, "dst-username", "", "destination registry user name, to check which images are missing (read access)")
-	fs.StringVar(&o.Mirror.Dst.Password, "dst-password", "", "destination registry password or token (read access)")
-	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust")
+	r.register(fs, "read")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the merge base with the target branch in a pull request, else the source commit of the last publish)")
 	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")

@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
-	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/spf13/cobra"
@@ -52,10 +50,9 @@ func (c *commonFlags) renderConfig() render.Config {
 
 func newRunCmd() *cobra.Command {
 	var (
-		c                                                   commonFlags
-		o                                                   pipeline.Options
-		catalogURL, catalogBranch, catalogUser, catalogPass string
-		caFile                                              string
+		c commonFlags
+		o pipeline.Options
+		r remoteFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -71,32 +68,11 @@ are delisted (present: false), never deleted.`,
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
 			}
-			if catalogURL == "" {
-				return &usageError{fmt.Errorf("--catalog URL|PATH is required (the catalog Git repo)")}
-			}
-			if err := c.check(); err != nil {
+			if err := r.apply(&c, &o); err != nil {
 				return err
 			}
 			if c.dstRegistry == "" {
 				return &usageError{fmt.Errorf("--dst-registry HOST[:PORT][/PREFIX] is required")}
-			}
-			o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
-			if loadedConfig != nil {
-				o.Lint = loadedConfig.Lint
-			}
-			o.Render = c.renderConfig()
-			o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, caFile
-			o.Catalog.URL, o.Catalog.Branch = catalogURL, catalogBranch
-			o.Catalog.Username, o.Catalog.Password = catalogUser, catalogPass
-			if caFile != "" && strings.HasPrefix(catalogURL, "https://") {
-				pem, err := os.ReadFile(caFile)
-				if err != nil {
-					return &usageError{fmt.Errorf("--ca-file: %w", err)}
-				}
-				o.Catalog.CABundle = pem
-			}
-			if _, err := mirror.New(o.Mirror); err != nil {
-				return &usageError{err}
 			}
 			if o.Mirror.Concurrency < 1 {
 				return &usageError{fmt.Errorf("--concurrency must be at least 1, not %d", o.Mirror.Concurrency)}
@@ -114,15 +90,7 @@ are delisted (present: false), never deleted.`,
 	}
 	fs := cmd.Flags()
 	c.register(fs)
-	fs.StringVar(&catalogURL, "catalog", "", "catalog Git repo: URL or local path")
-	fs.StringVar(&catalogBranch, "catalog-branch", "main", "catalog branch to publish to")
-	fs.StringVar(&catalogUser, "catalog-username", "", "user name for an HTTPS catalog repo")
-	fs.StringVar(&catalogPass, "catalog-password", "", "password or token for an HTTPS catalog repo")
-	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
-	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
-	fs.StringVar(&o.Mirror.Dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
-	fs.StringVar(&o.Mirror.Dst.Password, "dst-password", "", "destination registry password or token")
-	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
+	r.register(fs, "push")
 	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "images copied at once")
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from publish/state.yaml)")
