@@ -87,6 +87,7 @@ const (
 	RuleReplaces                  = "repo/replaces"
 	RuleSkips                     = "repo/skips"
 	RuleSkipRange                 = "repo/skip-range"
+	RuleEditedInPlace             = "repo/edited-in-place"
 	RuleWaiver                    = "repo/waiver"
 	RuleConfig                    = "repo/config"
 )
@@ -173,6 +174,7 @@ var catalog = []RuleInfo{
 	{ID: RuleReplaces, Severity: Error, Summary: "The CSV's spec.replaces names an older version of the artifact present in the repository (unless it predates every version there).", Hint: "Fix spec.replaces, or add the replaced version's manifest back."},
 	{ID: RuleSkips, Severity: Warning, Summary: "The CSV's spec.skips names versions that exist, unless they predate every version in the repository.", Hint: "Remove stale entries from spec.skips."},
 	{ID: RuleSkipRange, Severity: Error, Summary: "The CSV annotation olm.skipRange is a valid semver range (e.g. '>=1.0.0 <1.2.0').", Hint: "Write a range such as '>=1.0.0 <1.2.0' (quote it in YAML)."},
+	{ID: RuleEditedInPlace, Severity: Warning, Summary: "A version that is already published was edited in place (found by change detection; skipped without it): clusters that installed it do not see the change.", Hint: "Publish the change as a new version; edit a published version only to correct what no cluster depends on."},
 	{ID: RuleWaiver, Severity: Error, Summary: "Every waiver of the lint configuration names a known rule and gives a reason.", Hint: "Add `reason:` to the waiver (it is the audit trail), or correct the rule ID."},
 	{ID: RuleConfig, Severity: Error, Summary: "The lint configuration is valid: severities name known rules and are error, warning or off; kubernetesVersion is a version.", Hint: "Correct the rule ID or the value."},
 }

@@ -8,9 +8,11 @@ import (
 	"sync"
 
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/render"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -106,4 +108,37 @@ func hasErrors(fs []lint.Finding) bool {
 		}
 	}
 	return false
+}
+
+// editedInPlace reports repo/edited-in-place for every version that change
+// detection saw modified and the state records as published: clusters that
+// installed it keep the old content. Severity and waivers come from cfg.
+func editedInPlace(cfg lint.Config, dr *diff.Result, ms []*manifest.PackageManifest, state []render.Artifact) []lint.Finding {
+	if dr == nil || dr.All {
+		return nil
+	}
+	published := map[[2]string]bool{}
+	for _, a := range state {
+		for _, v := range a.Versions {
+			if a.Present && v.Present {
+				published[[2]string{a.Name, v.Version}] = true
+			}
+		}
+	}
+	byID := map[[2]string]*manifest.PackageManifest{}
+	for _, m := range ms {
+		byID[[2]string{m.Artifact, m.Version.String()}] = m
+	}
+	info, _ := lint.Rule(lint.RuleEditedInPlace)
+	var out []lint.Finding
+	for _, c := range dr.Changes {
+		k := [2]string{c.Artifact, strings.TrimPrefix(c.Version, "v")}
+		m := byID[k]
+		if c.Kind != diff.Modified || !published[k] || m == nil {
+			continue
+		}
+		out = append(out, lint.Finding{Rule: lint.RuleEditedInPlace, Severity: info.Severity, Artifact: c.Artifact, Version: k[1],
+			Path: m.Path, Line: m.Lines["spec.version"], Message: fmt.Sprintf("version %s of %s is already published and was edited in place", k[1], c.Artifact), Hint: info.Hint})
+	}
+	return lint.Apply(cfg, out)
 }

@@ -231,6 +231,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
+	res.Findings = append(res.Findings, editedInPlace(o.Lint, res.Diff, ms, state.Artifacts)...)
 	if hasErrors(res.Findings) {
 		return res, &InputError{Err: &LintError{Findings: res.Findings}}
 	}

@@ -500,3 +500,27 @@ func TestPlanPullRequest(t *testing.T) {
 		t.Error("plan changed the catalog")
 	}
 }
+
+// TestEditedInPlace: editing a published version is reported (a warning by
+// default) and still published.
+func TestEditedInPlace(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	p := filepath.Join(f.source, "packages/tiny/1.1.0/manifest.yaml")
+	data, _ := os.ReadFile(p)
+	os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny", "displayName: Tiny Operator", 1)), 0o644)
+	f.commit(t, "edit 1.1.0 in place")
+	res := f.run(t)
+	found := false
+	for _, fi := range res.Findings {
+		if fi.Rule == "repo/edited-in-place" && fi.Version == "1.1.0" && fi.Severity == "warning" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no repo/edited-in-place finding: %+v", res.Findings)
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml"), "displayName: Tiny Operator") {
+		t.Error("the edit was not published")
+	}
+}

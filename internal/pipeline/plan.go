@@ -124,6 +124,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	defer repo.Close()
 
+	var planDiff *diff.Result
 	if o.Changed == nil {
 		dr, err := diff.Compute(ctx, diff.Options{
 			Repo: o.Options.Source, PackagesDir: o.PackagesDir, Base: o.Base,
@@ -134,6 +135,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 			p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", err)}}
 		} else {
 			o.Changed = dr.Changed
+			planDiff = dr
 			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 		}
 	}
@@ -143,6 +145,8 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 		return nil, err
 	}
 	p.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
+	p.Findings = append(p.Findings, editedInPlace(o.Lint, planDiff, ms, state.Artifacts)...)
+	lint.Sort(p.Findings)
 	if p.Findings == nil {
 		p.Findings = []lint.Finding{}
 	}
