@@ -25,6 +25,9 @@ func run() int {
 	// Before anything is printed: in GitHub Actions this masks every secret
 	// input and PUBLISH_*_PASSWORD.
 	ciEnv = ci.Detect(nil, os.Stdout)
+	for _, s := range ci.Secrets(nil) {
+		masked[s] = true // Detect masked them already
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := newRootCmd()
@@ -44,8 +47,9 @@ func run() int {
 	}
 	var ie *pipeline.InputError
 	var ue *usageError
+	var pe *pipeline.PathError
 	switch {
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.As(err, &pe):
 		return 2
 	case errors.As(err, &ie):
 		return 1

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/ci"
@@ -16,7 +17,7 @@ import (
 type planFindingsError struct{ n int }
 
 func (e *planFindingsError) Error() string {
-	return fmt.Sprintf("plan: %d lint errors", e.n)
+	return fmt.Sprintf("%d lint errors", e.n)
 }
 
 func newPlanCmd() *cobra.Command {
@@ -67,6 +68,11 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 				data, err := json.MarshalIndent(plan, "", "  ")
 				if err != nil {
 					return err
+				}
+				if dir := filepath.Dir(planJSON); dir != "." {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						return fmt.Errorf("--plan-json: %w", err)
+					}
 				}
 				if err := os.WriteFile(planJSON, append(data, '\n'), 0o644); err != nil {
 					return fmt.Errorf("--plan-json: %w", err)

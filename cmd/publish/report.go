@@ -13,7 +13,7 @@ import (
 // changedArtifacts lists the artifacts a change set touches, sorted, once.
 func changedArtifacts(ch render.Changes) []string {
 	set := map[string]bool{}
-	for _, list := range [][]string{ch.Listed, ch.Upgraded, ch.Relisted, ch.Delisted} {
+	for _, list := range [][]string{ch.Listed, ch.Upgraded, ch.Relisted, ch.Delisted, ch.Updated} {
 		for _, it := range list {
 			name, _, _ := strings.Cut(it, " ")
 			set[name] = true
@@ -56,7 +56,7 @@ func runSummary(ch render.Changes, commit string) string {
 	for _, s := range []struct {
 		title string
 		items []string
-	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}} {
+	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}, {"Updated", ch.Updated}} {
 		for _, it := range s.items {
 			fmt.Fprintf(&b, "- **%s** `%s`\n", s.title, it)
 		}

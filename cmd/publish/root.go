@@ -45,6 +45,10 @@ func envName(flag string) string {
 // tests: plain output.
 var ciEnv ci.Env
 
+// masked holds the secrets already masked in the CI log, so each is masked
+// once.
+var masked = map[string]bool{}
+
 // applyEnv sets every flag of fs that was not given on the command line from
 // its environment variable, if set, else from the GitHub Action input of the
 // same name (INPUT_<NAME>): flag > PUBLISH_* > action input > default. Every
@@ -71,8 +75,9 @@ func applyEnv(fs *pflag.FlagSet) error {
 	}
 	if ciEnv != nil {
 		fs.VisitAll(func(f *pflag.Flag) {
-			if strings.HasSuffix(f.Name, "-password") && f.Value.String() != "" {
-				ciEnv.Mask(f.Value.String())
+			if v := f.Value.String(); strings.HasSuffix(f.Name, "-password") && v != "" && !masked[v] {
+				masked[v] = true
+				ciEnv.Mask(v)
 			}
 		})
 	}

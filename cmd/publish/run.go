@@ -105,7 +105,7 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 	for _, s := range []struct {
 		title string
 		items []string
-	}{{"listed", ch.Listed}, {"upgraded", ch.Upgraded}, {"relisted", ch.Relisted}, {"delisted", ch.Delisted}} {
+	}{{"listed", ch.Listed}, {"upgraded", ch.Upgraded}, {"relisted", ch.Relisted}, {"delisted", ch.Delisted}, {"updated", ch.Updated}} {
 		for _, it := range s.items {
 			fmt.Fprintf(w, "%-9s %s\n", s.title, it)
 		}

@@ -98,6 +98,11 @@ func TestScan(t *testing.T) {
 	write("packages/etcd/README.md", "not a manifest")
 	write("packages/typo/1.0.0/manifest.yml", good)
 	write("packages/kindcase/1.0.0/manifest.yaml", strings.Replace(strings.ReplaceAll(good, "0.9.4", "1.0.0"), "kind: PackageManifest", "kind: packagemanifest", 1))
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("root:TOKEN\n"), 0o600)
+	os.MkdirAll(filepath.Join(root, "packages/leak/1.0.0"), 0o755)
+	os.Symlink(secret, filepath.Join(root, "packages/leak/1.0.0/manifest.yaml"))
+	os.Symlink(t.TempDir(), filepath.Join(root, "packages/linked"))
 	ms, err := Scan(root, filepath.Join(root, "packages"))
 	if len(ms) != 2 || ms[0].Version.String() != "0.9.2" || ms[0].Path != "packages/etcd/0.9.2/manifest.yaml" {
 		t.Fatalf("scan: %d manifests %+v", len(ms), ms)
@@ -105,7 +110,16 @@ func TestScan(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "packages/broken/1.0.0/manifest.yaml:9: unknown field arc") {
 		t.Errorf("scan error: %v", err)
 	}
-	for _, want := range []string{"packages/typo/1.0.0/manifest.yml: only files named exactly manifest.yaml", "packages/kindcase/1.0.0/manifest.yaml:1: apiVersion/kind"} {
+	if err != nil && strings.Contains(err.Error(), "TOKEN") {
+		t.Errorf("a symlinked file was read: %v", err)
+	}
+	files, _ := ReadFiles(root, filepath.Join(root, "packages"))
+	for _, f := range files {
+		if strings.Contains(f.Path, "leak") {
+			t.Errorf("ReadFiles read a symlink: %s", f.Path)
+		}
+	}
+	for _, want := range []string{"packages/leak/1.0.0/manifest.yaml: a symbolic link", "packages/linked: a symbolic link", "packages/typo/1.0.0/manifest.yml: only files named exactly manifest.yaml", "packages/kindcase/1.0.0/manifest.yaml:1: apiVersion/kind"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("scan error lacks %q: %v", want, err)
 		}

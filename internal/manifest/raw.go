@@ -41,6 +41,9 @@ func ReadFiles(base, root string) ([]File, error) {
 			}
 			return nil
 		}
+		if !d.Type().IsRegular() {
+			return nil // links and special files are never read (Scan reports them)
+		}
 		if d.Name() != FileName {
 			return nil
 		}

@@ -42,6 +42,21 @@ func Scan(base, root string) ([]*PackageManifest, error) {
 			}
 			return nil
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			rel := p
+			if base != "" {
+				if r, err := filepath.Rel(base, p); err == nil {
+					rel = filepath.ToSlash(r)
+				}
+			}
+			if strings.EqualFold(d.Name(), FileName) || !strings.Contains(d.Name(), ".") {
+				errs = append(errs, &Error{Path: rel, Msg: "a symbolic link: publish does not follow links in the package repo (one could point outside it); commit the file or directory itself"})
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
 		if d.Name() != FileName {
 			if lower := strings.ToLower(d.Name()); lower == "manifest.yml" || lower == FileName {
 				rel := p

@@ -142,3 +142,24 @@ func editedInPlace(cfg lint.Config, dr *diff.Result, ms []*manifest.PackageManif
 	}
 	return lint.Apply(cfg, out)
 }
+
+// unreadFindings turns the scan errors about files the lint engine never
+// read (symbolic links, misnamed files) into findings, so that plan and lint
+// report them instead of the version silently disappearing.
+func unreadFindings(scanErr error, files []manifest.File) []lint.Finding {
+	if scanErr == nil {
+		return nil
+	}
+	read := map[string]bool{}
+	for _, f := range files {
+		read[f.Path] = true
+	}
+	var out []lint.Finding
+	for _, e := range splitErrs(scanErr) {
+		var me *manifest.Error
+		if errors.As(e, &me) && !read[me.Path] {
+			out = append(out, lint.Finding{Rule: lint.RuleManifestParse, Severity: lint.Error, Path: me.Path, Line: me.Line, Message: me.Msg})
+		}
+	}
+	return out
+}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -41,7 +43,12 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	if err != nil {
 		return nil, inputErr(err)
 	}
-	ms, _ := manifest.Scan(o.Source, root)
+	for _, p := range o.Paths {
+		if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
+			return nil, &PathError{Path: p}
+		}
+	}
+	ms, scanErr := manifest.Scan(o.Source, root)
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
 	if !o.Offline {
 		if o.Mirror.SrcHosts == nil {
@@ -77,12 +84,22 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		}
 	}
 	var out []lint.Finding
-	for _, f := range lint.Run(ctx, o.Lint, in) {
+	all := append(lint.Run(ctx, o.Lint, in), unreadFindings(scanErr, files)...)
+	lint.Sort(all)
+	for _, f := range all {
 		if selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") {
 			out = append(out, f)
 		}
 	}
 	return out, nil
+}
+
+// PathError says a path given to lint does not exist (a usage error: a
+// typo must not make lint pass without checking anything).
+type PathError struct{ Path string }
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("%s: no such file or directory below --source", e.Path)
 }
 
 // selected reports whether path (slash, relative to the source) is one of

@@ -131,6 +131,7 @@ func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*manifest.P
 		return files, ms, nil
 	}
 	fs := lintStage(ctx, o.Lint, files, ms, make([]*bundle.Bundle, len(ms)), nil, nil)
+	fs = append(fs, unreadFindings(scanErr, files)...)
 	if hasErrors(fs) {
 		return nil, nil, &InputError{Err: &LintError{Findings: fs}}
 	}
@@ -511,6 +512,34 @@ func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bun
 	return out, nil
 }
 
+// updatedVersions lists "<artifact> <version>" for every version change
+// detection saw modified that was published before and still is.
+func updatedVersions(dr *diff.Result, prev, next []render.Artifact) []string {
+	if dr == nil || dr.All {
+		return nil
+	}
+	present := func(arts []render.Artifact) map[[2]string]bool {
+		m := map[[2]string]bool{}
+		for _, a := range arts {
+			for _, v := range a.Versions {
+				if a.Present && v.Present {
+					m[[2]string{a.Name, v.Version}] = true
+				}
+			}
+		}
+		return m
+	}
+	before, after := present(prev), present(next)
+	var out []string
+	for _, c := range dr.Changes {
+		k := [2]string{c.Artifact, strings.TrimPrefix(c.Version, "v")}
+		if c.Kind == diff.Modified && before[k] && after[k] {
+			out = append(out, k[0]+" "+k[1])
+		}
+	}
+	return out
+}
+
 // openCatalog clones the catalog, reads its state, seeds a first publish
 // from the template and checks the cluster overlay, before any time is
 // spent on registries. The caller closes the clone.
@@ -635,6 +664,7 @@ func short(h string) string {
 func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
+	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
 	if err := RenderInto(repo.Dir, o.Cluster, o.Render, next); err != nil {
 		return err
 	}
@@ -741,7 +771,7 @@ func CommitMessage(ch render.Changes, sourceCommit, sourceRepo string) string {
 	for _, p := range []struct {
 		n    int
 		verb string
-	}{{len(ch.Listed), "list"}, {len(ch.Upgraded), "upgrade"}, {len(ch.Relisted), "relist"}, {len(ch.Delisted), "delist"}} {
+	}{{len(ch.Listed), "list"}, {len(ch.Upgraded), "upgrade"}, {len(ch.Relisted), "relist"}, {len(ch.Delisted), "delist"}, {len(ch.Updated), "update"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", p.verb, p.n))
 		}
@@ -755,7 +785,7 @@ func CommitMessage(ch render.Changes, sourceCommit, sourceRepo string) string {
 	for _, s := range []struct {
 		title string
 		items []string
-	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}} {
+	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}, {"Updated in place", ch.Updated}} {
 		if len(s.items) == 0 {
 			continue
 		}

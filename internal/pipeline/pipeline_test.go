@@ -520,7 +520,23 @@ func TestEditedInPlace(t *testing.T) {
 	if !found {
 		t.Errorf("no repo/edited-in-place finding: %+v", res.Findings)
 	}
+	if len(res.Changes.Updated) != 1 || res.Changes.Updated[0] != "tiny 1.1.0" {
+		t.Errorf("changes: %+v", res.Changes)
+	}
+	if !strings.Contains(f.catalogMessage(t), "Updated in place:\n- tiny 1.1.0") {
+		t.Errorf("commit message: %s", f.catalogMessage(t))
+	}
 	if !strings.Contains(f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml"), "displayName: Tiny Operator") {
 		t.Error("the edit was not published")
 	}
+}
+
+func (f *fixture) catalogMessage(t *testing.T) string {
+	repo, _ := git.PlainOpen(f.catalog)
+	ref, err := repo.Reference("refs/heads/main", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := repo.CommitObject(ref.Hash())
+	return c.Message
 }

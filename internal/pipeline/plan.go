@@ -146,6 +146,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	p.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
 	p.Findings = append(p.Findings, editedInPlace(o.Lint, planDiff, ms, state.Artifacts)...)
+	p.Findings = append(p.Findings, unreadFindings(scanErr, files)...)
 	lint.Sort(p.Findings)
 	if p.Findings == nil {
 		p.Findings = []lint.Finding{}

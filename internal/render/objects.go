@@ -147,11 +147,12 @@ type Changes struct {
 	Upgraded []string // new versions of listed artifacts
 	Delisted []string // artifacts or versions now present: false
 	Relisted []string // artifacts or versions present again
+	Updated  []string // published versions whose manifest was edited in place
 }
 
 // Empty reports whether nothing was listed, upgraded, delisted or relisted.
 func (c Changes) Empty() bool {
-	return len(c.Listed)+len(c.Upgraded)+len(c.Delisted)+len(c.Relisted) == 0
+	return len(c.Listed)+len(c.Upgraded)+len(c.Delisted)+len(c.Relisted)+len(c.Updated) == 0
 }
 
 // Diff compares two merged artifact lists (previous state, next state).

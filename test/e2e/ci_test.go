@@ -202,9 +202,14 @@ func TestGitLabMergeRequest(t *testing.T) {
 	out, code := w.publish([]string{
 		"GITLAB_CI=true", "CI_MERGE_REQUEST_IID=3", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME=master",
 		"PUBLISH_CODEQUALITY_REPORT=" + report, "PUBLISH_CATALOG=" + w.cat, "PUBLISH_DST_REGISTRY=" + w.reg + "/mirror",
+		// As examples/gitlab-ci.yml: a report directory that does not exist yet.
+		"PUBLISH_REPORT_DIR=publish-report", "PUBLISH_PLAN_JSON=publish-report/plan.json",
 	}, "plan")
 	if code != 0 || !strings.Contains(out, "1.2.0 (added)") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(w.source, "publish-report/plan.json")); err != nil {
+		t.Errorf("plan JSON not written: %v", err)
 	}
 	data, err := os.ReadFile(report)
 	if err != nil {
@@ -229,6 +234,9 @@ func TestLintCommand(t *testing.T) {
 	out, code := w.publish(nil, "lint")
 	if code != 0 || !strings.Contains(out, "lint ok") {
 		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if out, code := w.publish(nil, "lint", "packages/no-such-operator"); code != 2 || !strings.Contains(out, "packages/no-such-operator: no such file") {
+		t.Errorf("a path that does not exist: exit %d:\n%s", code, out)
 	}
 	out, code = w.publish(nil, "lint", "--format", "sarif", "packages/tiny/1.2.0")
 	var sarif struct {
