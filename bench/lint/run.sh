@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Lint of 1,000 bundle versions: `publish lint` beside `opm render` of the
+# same bundle images, in one run against one Debian docker-registry on a
+# free loopback port. Needs docker-registry (apt-get install -y
+# docker-registry) and, for the comparison, an opm binary (OPM=/path/to/opm;
+# it builds from github.com/operator-framework/operator-registry v1.60.0
+# with -tags containers_image_openpgp).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+N=${N:-1000}
+work=$(mktemp -d)
+trap 'kill "${reg_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+cat > "$work/config.yml" <<CFG
+version: 0.1
+log: {level: info, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: $work/data}}
+http: {addr: 127.0.0.1:0}
+CFG
+docker-registry serve "$work/config.yml" 2> "$work/registry.log" &
+reg_pid=$!
+for _ in $(seq 100); do
+  addr=$(grep -o 'listening on [0-9.:]*' "$work/registry.log" | awk '{print $3}' || true)
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+[ -n "$addr" ] || { echo "docker-registry did not start" >&2; cat "$work/registry.log" >&2; exit 2; }
+go build -o "$work/publish" ./cmd/publish
+go run ./bench/lint -registry "$addr" -publish "$work/publish" -opm "${OPM:-}" -n "$N"
