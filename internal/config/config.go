@@ -88,7 +88,41 @@ func Load(path string, required bool) (*Config, error) {
 		return nil, &Error{Path: path, Line: 1, Msg: fmt.Sprintf("apiVersion/kind is %q/%q, want %s/%s", c.APIVersion, c.Kind, APIVersion, Kind)}
 	}
 	c.Lint.File = path
+	c.Lint.Lines = lintLines(data)
 	return c, nil
+}
+
+// lintLines records the lines of the lint section's entries, so that lint
+// findings about the configuration point at them.
+func lintLines(data []byte) map[string]int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return nil
+	}
+	lines := map[string]int{}
+	doc := root.Content[0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "lint" {
+			continue
+		}
+		lint := doc.Content[i+1]
+		for j := 0; j+1 < len(lint.Content); j += 2 {
+			k, v := lint.Content[j], lint.Content[j+1]
+			switch k.Value {
+			case "severity":
+				for n := 0; n+1 < len(v.Content); n += 2 {
+					lines["severity."+v.Content[n].Value] = v.Content[n].Line
+				}
+			case "waivers":
+				for n, w := range v.Content {
+					lines[fmt.Sprintf("waivers.%d", n)] = w.Line
+				}
+			default:
+				lines[k.Value] = k.Line
+			}
+		}
+	}
+	return lines
 }
 
 var lineRE = regexp.MustCompile(`line (\d+): (.*)`)

@@ -58,3 +58,15 @@ lint:
 		}
 	}
 }
+
+func TestLintLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), FileName)
+	os.WriteFile(p, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nlint:\n  severity:\n    manifest/bom: loud\n  waivers:\n  - rule: manifest/bom\n    reason: ok\n  - rule: manifest/bom\n"), 0o644)
+	c, err := Load(p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Lint.Lines["severity.manifest/bom"] != 5 || c.Lint.Lines["waivers.1"] != 9 {
+		t.Errorf("lines: %v", c.Lint.Lines)
+	}
+}

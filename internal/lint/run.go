@@ -37,6 +37,10 @@ type Config struct {
 	// File is where the configuration was read (default publish.yaml); the
 	// findings about the configuration itself point at it.
 	File string `json:"-" yaml:"-"`
+	// Lines gives the 1-based line of configuration entries in File, keyed
+	// "severity.<rule>", "waivers.<index>", "kubernetesVersion" (set by
+	// internal/config); findings about an entry carry its line.
+	Lines map[string]int `json:"-" yaml:"-"`
 }
 
 // Waiver accepts the findings of one rule for one artifact (and version).
@@ -251,8 +255,9 @@ func (c Config) validWaivers() []Waiver {
 // check returns the findings about the configuration itself.
 func (c Config) check() []Finding {
 	var out []Finding
+	key := ""
 	add := func(rule, msg string) {
-		out = append(out, Finding{Rule: rule, Severity: Error, Path: c.file(), Message: msg, Hint: catalogByID[rule].Hint})
+		out = append(out, Finding{Rule: rule, Severity: Error, Path: c.file(), Line: c.Lines[key], Message: msg, Hint: catalogByID[rule].Hint})
 	}
 	keys := make([]string, 0, len(c.Severity))
 	for k := range c.Severity {
@@ -260,6 +265,7 @@ func (c Config) check() []Finding {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		key = "severity." + k
 		if !knownPattern(k) {
 			add(RuleConfig, fmt.Sprintf("lint severity for %q: no such rule (see docs/lint-rules.md)", k))
 		}
@@ -270,11 +276,13 @@ func (c Config) check() []Finding {
 		}
 	}
 	if c.KubernetesVersion != "" {
+		key = "kubernetesVersion"
 		if _, err := semver.ParseTolerant(c.KubernetesVersion); err != nil {
 			add(RuleConfig, fmt.Sprintf("kubernetesVersion %q is not a version (e.g. 1.33): %v", c.KubernetesVersion, err))
 		}
 	}
 	for i, w := range c.Waivers {
+		key = fmt.Sprintf("waivers.%d", i)
 		what := fmt.Sprintf("waiver %d (rule %q", i+1, w.Rule)
 		if w.Artifact != "" {
 			what += fmt.Sprintf(", artifact %s", w.Artifact)
