@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -32,6 +34,7 @@ func Scan(base, root string) ([]*PackageManifest, error) {
 	}
 	var out []*PackageManifest
 	var errs []error
+	var jobs []job
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -80,22 +83,48 @@ func Scan(base, root string) ([]*PackageManifest, error) {
 			errs = append(errs, &Error{Path: rel, Msg: err.Error()})
 			return nil
 		}
-		if !isPackageManifest(data) {
-			return nil
-		}
-		m, err := Parse(rel, data)
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
-		out = append(out, m)
+		jobs = append(jobs, job{rel, data})
 		return nil
 	})
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// Parsing dominates a large repo: parse on every core.
+	results := make([]*PackageManifest, len(jobs))
+	perr := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if !isPackageManifest(jobs[i].data) {
+					continue
+				}
+				results[i], perr[i] = Parse(jobs[i].path, jobs[i].data)
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i := range jobs {
+		if perr[i] != nil {
+			errs = append(errs, perr[i])
+		} else if results[i] != nil {
+			out = append(out, results[i])
+		}
+	}
 	Sort(out)
 	return out, errors.Join(errs...)
+}
+
+type job struct {
+	path string
+	data []byte
 }
 
 // Sort orders manifests by artifact, then semver, then path.
@@ -116,6 +145,16 @@ func Sort(ms []*PackageManifest) {
 // kind is PackageManifest, or it does not parse as a YAML mapping with a kind
 // at all (then Parse reports why). Other kinds are not ours and are skipped.
 func isPackageManifest(data []byte) bool {
+	// Fast path: a top-level "kind: X" line decides without a YAML parse.
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if k, ok := bytes.CutPrefix(line, []byte("kind:")); ok {
+			v := strings.Trim(strings.TrimSpace(string(bytes.TrimSuffix(k, []byte("\r")))), `"'`)
+			if v != "" && !strings.ContainsAny(v, "#{[&*!|>") {
+				return strings.EqualFold(v, Kind)
+			}
+			break
+		}
+	}
 	var peek struct {
 		Kind string `yaml:"kind"`
 	}
