@@ -2,11 +2,7 @@ package manifest
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
+	"strings"
 )
 
 // File is the raw content of one manifest file, for the lint rules that
@@ -25,47 +21,25 @@ type File struct {
 // PackageManifest.Path of the same file. Unreadable files are reported in the joined
 // error and left out; a missing root is an error naming the directory.
 func ReadFiles(base, root string) ([]File, error) {
-	st, err := os.Stat(root)
-	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("packages directory %s not found: pass --packages-dir relative to --source (default: packages)", root)
+	files, errs, err := walk(base, root)
+	if err != nil {
+		return nil, err
 	}
 	var out []File
-	var errs []error
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, f := range files {
+		if isPackageManifest(f.Data) {
+			out = append(out, f)
 		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // links and special files are never read (Scan reports them)
-		}
-		if d.Name() != FileName {
-			return nil
-		}
-		rel := p
-		if base != "" {
-			if r, err := filepath.Rel(base, p); err == nil {
-				rel = filepath.ToSlash(r)
-			}
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			errs = append(errs, &Error{Path: rel, Msg: err.Error()})
-			return nil
-		}
-		if isPackageManifest(data) {
-			out = append(out, File{Path: rel, Data: data})
-		}
-		return nil
-	})
-	if err != nil {
-		errs = append(errs, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, errors.Join(errs...)
+	var readErrs []error
+	for _, e := range errs {
+		// Misnamed files and links are Scan's to report; ReadFiles reports
+		// files it could not read.
+		var me *Error
+		if errors.As(e, &me) && (strings.Contains(me.Msg, "symbolic link") || strings.Contains(me.Msg, "only files named")) {
+			continue
+		}
+		readErrs = append(readErrs, e)
+	}
+	return out, errors.Join(readErrs...)
 }

@@ -28,13 +28,72 @@ const FileName = "manifest.yaml"
 // that parsed, sorted by artifact then version, and the error joins one
 // *Error per bad file. A missing root is an error naming the directory.
 func Scan(base, root string) ([]*PackageManifest, error) {
+	_, ms, err := ScanFiles(base, root)
+	return ms, err
+}
+
+// ScanFiles is Scan that also returns the raw files it read (those
+// ReadFiles returns), sorted by path: one walk, one read per file.
+func ScanFiles(base, root string) ([]File, []*PackageManifest, error) {
+	jobs, errs, err := walk(base, root)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Parsing dominates a large repo: parse on every core.
+	results := make([]*PackageManifest, len(jobs))
+	perr := make([]error, len(jobs))
+	ours := make([]bool, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if ours[i] = isPackageManifest(jobs[i].Data); ours[i] {
+					results[i], perr[i] = Parse(jobs[i].Path, jobs[i].Data)
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var files []File
+	var out []*PackageManifest
+	for i := range jobs {
+		if !ours[i] {
+			continue
+		}
+		files = append(files, jobs[i])
+		if perr[i] != nil {
+			errs = append(errs, perr[i])
+		} else {
+			out = append(out, results[i])
+		}
+	}
+	Sort(out)
+	return files, out, errors.Join(errs...)
+}
+
+// walk reads every regular file named manifest.yaml below root (paths
+// relative to base, slash-separated), sorted by path. Misnamed files and
+// symbolic links are reported in errs; a missing root is err.
+func walk(base, root string) (files []File, errs []error, err error) {
 	st, err := os.Stat(root)
 	if err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("packages directory %s not found: pass --packages-dir relative to --source (default: packages)", root)
+		return nil, nil, fmt.Errorf("packages directory %s not found: pass --packages-dir relative to --source (default: packages)", root)
 	}
-	var out []*PackageManifest
-	var errs []error
-	var jobs []job
+	relOf := func(p string) string {
+		if base != "" {
+			if r, err := filepath.Rel(base, p); err == nil {
+				return filepath.ToSlash(r)
+			}
+		}
+		return p
+	}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -46,14 +105,8 @@ func Scan(base, root string) ([]*PackageManifest, error) {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			rel := p
-			if base != "" {
-				if r, err := filepath.Rel(base, p); err == nil {
-					rel = filepath.ToSlash(r)
-				}
-			}
 			if strings.EqualFold(d.Name(), FileName) || !strings.Contains(d.Name(), ".") {
-				errs = append(errs, &Error{Path: rel, Msg: "a symbolic link: publish does not follow links in the package repo (one could point outside it); commit the file or directory itself"})
+				errs = append(errs, &Error{Path: relOf(p), Msg: "a symbolic link: publish does not follow links in the package repo (one could point outside it); commit the file or directory itself"})
 			}
 			return nil
 		}
@@ -62,69 +115,23 @@ func Scan(base, root string) ([]*PackageManifest, error) {
 		}
 		if d.Name() != FileName {
 			if lower := strings.ToLower(d.Name()); lower == "manifest.yml" || lower == FileName {
-				rel := p
-				if base != "" {
-					if r, err := filepath.Rel(base, p); err == nil {
-						rel = filepath.ToSlash(r)
-					}
-				}
-				errs = append(errs, &Error{Path: rel, Msg: "only files named exactly manifest.yaml are read: rename it, or this version is not published (and delisted if it was)"})
+				errs = append(errs, &Error{Path: relOf(p), Msg: "only files named exactly manifest.yaml are read: rename it, or this version is not published (and delisted if it was)"})
 			}
 			return nil
-		}
-		rel := p
-		if base != "" {
-			if r, err := filepath.Rel(base, p); err == nil {
-				rel = filepath.ToSlash(r)
-			}
 		}
 		data, err := os.ReadFile(p)
 		if err != nil {
-			errs = append(errs, &Error{Path: rel, Msg: err.Error()})
+			errs = append(errs, &Error{Path: relOf(p), Msg: err.Error()})
 			return nil
 		}
-		jobs = append(jobs, job{rel, data})
+		files = append(files, File{Path: relOf(p), Data: data})
 		return nil
 	})
 	if err != nil {
 		errs = append(errs, err)
 	}
-	// Parsing dominates a large repo: parse on every core.
-	results := make([]*PackageManifest, len(jobs))
-	perr := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if !isPackageManifest(jobs[i].data) {
-					continue
-				}
-				results[i], perr[i] = Parse(jobs[i].path, jobs[i].data)
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for i := range jobs {
-		if perr[i] != nil {
-			errs = append(errs, perr[i])
-		} else if results[i] != nil {
-			out = append(out, results[i])
-		}
-	}
-	Sort(out)
-	return out, errors.Join(errs...)
-}
-
-type job struct {
-	path string
-	data []byte
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	return files, errs, nil
 }
 
 // Sort orders manifests by artifact, then semver, then path.

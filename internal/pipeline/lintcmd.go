@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,16 +40,15 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		o.PackagesDir = "packages"
 	}
 	root := packagesRoot(o.Source, o.PackagesDir)
-	files, err := manifest.ReadFiles(o.Source, root)
-	if err != nil {
-		return nil, inputErr(err)
+	files, ms, scanErr := manifest.ScanFiles(o.Source, root)
+	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
+		return nil, inputErr(scanErr)
 	}
 	for _, p := range o.Paths {
 		if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
 			return nil, &PathError{Path: p}
 		}
 	}
-	ms, scanErr := manifest.Scan(o.Source, root)
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
 	if !o.Offline {
 		if o.Mirror.SrcHosts == nil {

@@ -119,13 +119,9 @@ func packagesRoot(source, packagesDir string) string {
 // touching the catalog or a registry.
 func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*manifest.PackageManifest, error) {
 	root := packagesRoot(o.Source, o.PackagesDir)
-	ms, scanErr := manifest.Scan(o.Source, root)
+	files, ms, scanErr := manifest.ScanFiles(o.Source, root)
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
 		return nil, nil, inputErr(scanErr) // the directory itself is missing
-	}
-	files, err := manifest.ReadFiles(o.Source, root)
-	if err != nil {
-		return nil, nil, inputErr(err)
 	}
 	if scanErr == nil && !hasErrors(lint.Repo(ms)) {
 		return files, ms, nil

@@ -103,13 +103,9 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
 
 	root := packagesRoot(o.Options.Source, o.PackagesDir)
-	ms, scanErr := manifest.Scan(o.Options.Source, root)
+	files, ms, scanErr := manifest.ScanFiles(o.Options.Source, root)
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
 		return nil, inputErr(scanErr)
-	}
-	files, err := manifest.ReadFiles(o.Options.Source, root)
-	if err != nil {
-		return nil, inputErr(err)
 	}
 	if o.Mirror.SrcHosts == nil {
 		o.Mirror.SrcHosts = sourceHosts(ms)
