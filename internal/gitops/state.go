@@ -27,6 +27,10 @@ type State struct {
 	// Artifacts is every artifact and version ever published, present or
 	// tombstoned, sorted; with the digests mirrored for each.
 	Artifacts []render.Artifact `json:"artifacts"`
+	// Rendered maps a cluster to the render key (render.Key: overlays and
+	// configuration) rendered/<cluster> was last written with; while it
+	// holds, only changed artifacts are rendered again.
+	Rendered map[string]string `json:"rendered,omitempty"`
 }
 
 // Source identifies the package repo commit that was last published.

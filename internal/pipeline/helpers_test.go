@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/render"
 )
 
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
@@ -22,4 +23,12 @@ type gitCheckout struct {
 
 func (c gitCheckout) opts() *git.CheckoutOptions {
 	return &git.CheckoutOptions{Branch: plumbing.ReferenceName(c.Branch), Create: c.Create, Hash: c.Hash}
+}
+
+func gitopsReadState(dir string) ([]render.Artifact, error) {
+	s, err := gitops.ReadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.Artifacts, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -661,19 +662,25 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
-	if err := RenderInto(repo.Dir, o.Cluster, o.Render, next); err != nil {
+	key, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster])
+	if err != nil {
 		return err
 	}
+	rendered := map[string]string{}
+	for c, k := range state.Rendered {
+		rendered[c] = k
+	}
+	rendered[o.Cluster] = key
 	files, err := repo.ChangedFiles()
 	if err != nil {
 		return err
 	}
 	commit, origin := SourceCommit(o.Source)
-	if len(files) == 0 && sameArtifacts(state.Artifacts, next) {
+	if len(files) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
 		o.logf("catalog: nothing changed, no commit")
 		return nil
 	}
-	newState := &gitops.State{Source: gitops.Source{Repo: origin, Commit: commit}, Artifacts: next}
+	newState := &gitops.State{Source: gitops.Source{Repo: origin, Commit: commit}, Artifacts: next, Rendered: rendered}
 	data, err := newState.Marshal()
 	if err != nil {
 		return err
@@ -707,24 +714,51 @@ func sameArtifacts(a, b []render.Artifact) bool {
 }
 
 // RenderInto writes publish/generated and rendered/<cluster> for arts (the
-// merged list, tombstones included) into the catalog working tree at root.
-// Errors from the overlay are *InputError.
-func RenderInto(root, cluster string, cfg render.Config, arts []render.Artifact) error {
+// merged list, tombstones included) into the catalog working tree at root,
+// and returns the render key (render.Key) to record in the state.
+//
+// When prevKey, the key recorded when rendered/<cluster> was last written,
+// equals the current key (same overlays, same configuration), only the
+// artifacts whose generated objects changed are rendered again; the other
+// files of rendered/<cluster> stay as they are. Otherwise everything is
+// rendered. Errors from the overlay are *InputError.
+func RenderInto(root, cluster string, cfg render.Config, arts []render.Artifact, prevKey string) (string, error) {
 	gen, err := render.Generated(cfg, arts)
 	if err != nil {
-		return inputErr(err)
+		return "", inputErr(err)
+	}
+	key, err := render.Key(root, cluster, cfg)
+	if err != nil {
+		return "", err
+	}
+	var only map[string]bool
+	if _, statErr := os.Stat(filepath.Join(root, render.RenderedDir, cluster)); prevKey != "" && prevKey == key && statErr == nil {
+		if only, err = render.ChangedArtifacts(root, gen); err != nil {
+			return "", err
+		}
 	}
 	if err := render.Write(root, []string{render.GeneratedDir}, gen); err != nil {
-		return err
+		return "", err
 	}
-	out, err := render.Build(root, cluster)
+	if only != nil && len(only) == 0 {
+		return key, nil // nothing to render again
+	}
+	out, err := render.BuildOnly(root, cluster, only)
 	if err != nil {
-		return inputErr(err)
+		return "", inputErr(err)
 	}
 	if err := validateRendered(cluster, out); err != nil {
-		return inputErr(err)
+		return "", inputErr(err)
 	}
-	return render.Write(root, []string{render.RenderedDir + "/" + cluster}, out)
+	dirs := []string{render.RenderedDir + "/" + cluster}
+	if only != nil {
+		dirs = dirs[:0]
+		for art := range only {
+			dirs = append(dirs, render.RenderedDir+"/"+cluster+"/"+art)
+		}
+		sort.Strings(dirs)
+	}
+	return key, render.Write(root, dirs, out)
 }
 
 // validateRendered checks every rendered Artifact, ArtifactVersion and

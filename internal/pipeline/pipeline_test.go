@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/render"
 	"sigs.k8s.io/yaml"
 )
 
@@ -539,4 +540,55 @@ func (f *fixture) catalogMessage(t *testing.T) string {
 	}
 	c, _ := repo.CommitObject(ref.Hash())
 	return c.Message
+}
+
+// TestIncrementalRender: after a publish records its render key, the next
+// run renders only the changed artifacts, and the catalog equals a full
+// render; an overlay change renders everything again.
+func TestIncrementalRender(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	if !strings.Contains(f.catalogFile(t, "publish/state.yaml"), "rendered:\n  global: sha256:") {
+		t.Fatalf("no render key in the state:\n%s", f.catalogFile(t, "publish/state.yaml"))
+	}
+	// A second artifact, then a change to tiny only.
+	for _, img := range []string{"manager", "worker"} {
+		pushRandom(t, f.src+"/tiny/"+img+":v1.2.0")
+	}
+	dir := t.TempDir()
+	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", "1.2.0")
+	})
+	img, _ := bundle.Build(dir)
+	remote.Write(mustRef(t, f.src+"/tiny/bundle:v1.2.0"), img)
+	f.writeManifest(t, "tiny", "1.2.0")
+	f.commit(t, "tiny 1.2.0")
+	f.run(t)
+
+	clone := t.TempDir()
+	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: f.catalog, ReferenceName: "refs/heads/main"}); err != nil {
+		t.Fatal(err)
+	}
+	state, _ := gitopsReadState(clone)
+	full := t.TempDir()
+	copyTree(t, clone, full, func(s string) string { return s })
+	os.RemoveAll(filepath.Join(full, "rendered"))
+	if _, err := RenderInto(full, "global", render.Config{}, state, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"rendered/global/tiny/artifact_tiny.yaml", "rendered/global/tiny/artifactversion_tiny.v1.2.0.yaml", "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"} {
+		a, _ := os.ReadFile(filepath.Join(clone, p))
+		b, _ := os.ReadFile(filepath.Join(full, p))
+		if len(a) == 0 || string(a) != string(b) {
+			t.Errorf("%s: incremental and full renders differ:\n%s\n---\n%s", p, a, b)
+		}
+	}
+	// An overlay change: everything is rendered again with it.
+	os.WriteFile(filepath.Join(clone, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated\nlabels:\n- pairs: {site: edge}\n"), 0o644)
+	if _, err := RenderInto(clone, "global", render.Config{}, state, "sha256:old"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := os.ReadFile(filepath.Join(clone, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml")); !strings.Contains(string(a), "site: edge") {
+		t.Errorf("overlay change not rendered everywhere:\n%s", a)
+	}
 }

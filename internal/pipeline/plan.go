@@ -163,7 +163,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 		planImages(ctx, mc, p.Artifacts, ms, bundles)
 	}
 
-	if err := RenderInto(repo.Dir, o.Cluster, o.Render, next); err != nil {
+	if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
 		return nil, err
 	}
 	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")

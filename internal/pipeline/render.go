@@ -79,7 +79,8 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			return render.Changes{}, err
 		}
 	}
-	return render.Diff(state.Artifacts, next), RenderInto(o.CatalogDir, ro.Cluster, o.Render, next)
+	_, err = RenderInto(o.CatalogDir, ro.Cluster, o.Render, next, state.Rendered[ro.Cluster])
+	return render.Diff(state.Artifacts, next), err
 }
 
 // isBareRepo reports whether dir looks like a bare Git repository (HEAD,

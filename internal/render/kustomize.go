@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -110,6 +112,13 @@ func (e *OverlayError) Unwrap() error { return e.Err }
 // Errors are *OverlayError: a missing overlay, a kustomize failure, two
 // objects with the same file name.
 func Build(root, cluster string) (Files, error) {
+	return BuildOnly(root, cluster, nil)
+}
+
+// BuildOnly is Build restricted to the artifacts in only (nil: all): the
+// objects of other artifacts are neither read nor rendered. Objects the
+// overlay adds by itself are rendered either way.
+func BuildOnly(root, cluster string, only map[string]bool) (Files, error) {
 	if err := CheckOverlay(root, cluster); err != nil {
 		return nil, err
 	}
@@ -120,7 +129,7 @@ func Build(root, cluster string) (Files, error) {
 	// cost grows linearly. Overlays transform objects one by one (labels,
 	// patches, prefixes, namespaces), which chunking does not change; what
 	// an overlay adds besides them comes out of every chunk identically.
-	mem, groups, err := loadCatalog(root)
+	mem, groups, err := loadCatalog(root, only)
 	if err != nil {
 		return nil, &OverlayError{Cluster: cluster, Err: err}
 	}
@@ -158,7 +167,7 @@ type artifactFiles struct {
 // loadCatalog copies the catalog at root into an in-memory file system,
 // except .git, rendered/ and the generated base, whose files are returned
 // grouped by artifact directory (and also copied).
-func loadCatalog(root string) (filesys.FileSystem, []artifactFiles, error) {
+func loadCatalog(root string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
 	mem := filesys.MakeFsInMemory()
 	byArtifact := map[string]*artifactFiles{}
 	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedDir))
@@ -187,6 +196,9 @@ func loadCatalog(root string) (filesys.FileSystem, []artifactFiles, error) {
 			dir, _, nested := strings.Cut(g, "/")
 			if !nested {
 				return nil // the base's kustomization.yaml: replaced per chunk
+			}
+			if only != nil && !only[dir] {
+				return nil
 			}
 			if byArtifact[dir] == nil {
 				byArtifact[dir] = &artifactFiles{name: dir}
@@ -358,4 +370,78 @@ func removeEmptyDirs(dir string) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
 		os.Remove(dir)
 	}
+}
+
+// Key identifies everything besides the artifacts that rendering depends
+// on: every file of the catalog outside .git/, rendered/ and publish/ (the
+// overlays and whatever they reference), the cluster and cfg. When the key
+// recorded at the last render is unchanged, only the artifacts whose
+// generated objects changed need rendering again.
+func Key(root, cluster string, cfg Config) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "render-key/v1\x00%s\x00%s\x00%s\x00%s\x00", cluster, cfg.Namespace, cfg.Library, strings.Join(cfg.ImagePullSecrets, ","))
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == ".git" || rel == RenderedDir || rel == "publish" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
+		h.Write(data)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ChangedArtifacts returns the artifacts whose files under
+// publish/generated in gen differ from those on disk below root (added,
+// changed or removed files).
+func ChangedArtifacts(root string, gen Files) (map[string]bool, error) {
+	changed := map[string]bool{}
+	prefix := GeneratedDir + "/"
+	for p, data := range gen {
+		rest, ok := strings.CutPrefix(p, prefix)
+		art, _, nested := strings.Cut(rest, "/")
+		if !ok || !nested {
+			continue
+		}
+		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil || !bytes.Equal(old, data) {
+			changed[art] = true
+		}
+	}
+	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedDir))
+	err := filepath.WalkDir(genRoot, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		if _, ok := gen[rel]; !ok {
+			if art, _, nested := strings.Cut(strings.TrimPrefix(rel, prefix), "/"); nested {
+				changed[art] = true
+			}
+		}
+		return nil
+	})
+	return changed, err
 }
