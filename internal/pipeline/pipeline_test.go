@@ -43,23 +43,7 @@ func newFixture(t *testing.T) *fixture {
 		catalog: t.TempDir(),
 	}
 	for _, v := range []string{"1.0.0", "1.1.0"} {
-		for _, img := range []string{"manager", "worker"} {
-			pushRandom(t, f.src+"/tiny/"+img+":v"+v)
-		}
-		dir := t.TempDir()
-		copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
-			s = strings.ReplaceAll(s, "REGISTRY", f.src)
-			return strings.ReplaceAll(s, "1.0.0", v)
-		})
-		img, err := bundle.Build(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, _ := name.ParseReference(f.src + "/tiny/bundle:v" + v)
-		if err := remote.Write(ref, img); err != nil {
-			t.Fatal(err)
-		}
-		f.writeManifest(t, "tiny", v)
+		f.pushVersion(t, v)
 	}
 	var err error
 	if f.repo, err = git.PlainInit(f.source, false); err != nil {
@@ -298,17 +282,7 @@ func TestRunOnlyChanged(t *testing.T) {
 		t.Fatalf("unchanged rerun read %d bundles, mirrored %d images, commit %q", res.BundlesRead, len(res.Mirror.Images), res.Commit)
 	}
 	// A new version that the (wrong) predicate calls unchanged is still published.
-	for _, img := range []string{"manager", "worker"} {
-		pushRandom(t, f.src+"/tiny/"+img+":v1.2.0")
-	}
-	dir := t.TempDir()
-	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
-		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", "1.2.0")
-	})
-	img, _ := bundle.Build(dir)
-	remote.Write(mustRef(t, f.src+"/tiny/bundle:v1.2.0"), img)
-	f.writeManifest(t, "tiny", "1.2.0")
-	f.commit(t, "tiny 1.2.0")
+	f.addVersion(t, "1.2.0")
 	res, err = Run(context.Background(), Options{
 		Source: f.source, Changed: none,
 		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
@@ -452,17 +426,7 @@ func TestPlanPullRequest(t *testing.T) {
 	if err := wt.Checkout(gitCheckout{Branch: "refs/heads/feature", Create: true, Hash: head.Hash()}.opts()); err != nil {
 		t.Fatal(err)
 	}
-	for _, img := range []string{"manager", "worker"} {
-		pushRandom(t, f.src+"/tiny/"+img+":v1.2.0")
-	}
-	dir := t.TempDir()
-	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
-		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", "1.2.0")
-	})
-	img, _ := bundle.Build(dir)
-	remote.Write(mustRef(t, f.src+"/tiny/bundle:v1.2.0"), img)
-	f.writeManifest(t, "tiny", "1.2.0")
-	f.commit(t, "tiny 1.2.0")
+	f.addVersion(t, "1.2.0")
 
 	catalogBefore := f.catalogFile(t, "publish/state.yaml")
 	p, err := PlanRun(context.Background(), PlanOptions{
@@ -552,17 +516,7 @@ func TestIncrementalRender(t *testing.T) {
 		t.Fatalf("no render key in the state:\n%s", f.catalogFile(t, "publish/state.yaml"))
 	}
 	// A second artifact, then a change to tiny only.
-	for _, img := range []string{"manager", "worker"} {
-		pushRandom(t, f.src+"/tiny/"+img+":v1.2.0")
-	}
-	dir := t.TempDir()
-	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
-		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", "1.2.0")
-	})
-	img, _ := bundle.Build(dir)
-	remote.Write(mustRef(t, f.src+"/tiny/bundle:v1.2.0"), img)
-	f.writeManifest(t, "tiny", "1.2.0")
-	f.commit(t, "tiny 1.2.0")
+	f.addVersion(t, "1.2.0")
 	f.run(t)
 
 	clone := t.TempDir()
@@ -591,4 +545,32 @@ func TestIncrementalRender(t *testing.T) {
 	if a, _ := os.ReadFile(filepath.Join(clone, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml")); !strings.Contains(string(a), "site: edge") {
 		t.Errorf("overlay change not rendered everywhere:\n%s", a)
 	}
+}
+
+// pushVersion pushes tiny version v (bundle and its two images) to the
+// source registry and writes its manifest.
+func (f *fixture) pushVersion(t *testing.T, v string) {
+	t.Helper()
+	for _, img := range []string{"manager", "worker"} {
+		pushRandom(t, f.src+"/tiny/"+img+":v"+v)
+	}
+	dir := t.TempDir()
+	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
+		return strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", v)
+	})
+	img, err := bundle.Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustRef(t, f.src+"/tiny/bundle:v"+v), img); err != nil {
+		t.Fatal(err)
+	}
+	f.writeManifest(t, "tiny", v)
+}
+
+// addVersion is pushVersion and a commit of the package repo.
+func (f *fixture) addVersion(t *testing.T, v string) {
+	t.Helper()
+	f.pushVersion(t, v)
+	f.commit(t, "tiny "+v)
 }
