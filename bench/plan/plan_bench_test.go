@@ -1,4 +1,6 @@
-// Package planbench measures the registry-free stages of `publish plan` on
+// Package planbench measures `publish plan`. BenchmarkPlanRun times the whole
+// plan (incremental); BenchmarkPlanStages the registry-free stages of a plan
+// that reads everything (first publish, fallback), on
 // a generated repo of 2,000 artifacts x 5 versions with 5,000 commits (the
 // generator of bench/diff): change detection, scan, lint of the manifests,
 // and rendering the whole catalog through kustomize.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -62,6 +63,12 @@ func ReadState(root string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseState(data)
+}
+
+// ParseState parses and validates the bytes of publish/state.yaml (as
+// ReadState does for a file). Errors name StatePath and say to restore it.
+func ParseState(data []byte) (*State, error) {
 	var s State
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
@@ -135,4 +142,117 @@ func (s *State) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StateIndex is publish/state.yaml split by artifact without parsing the
+// artifacts: `publish plan` parses only those a change touches, so that its
+// cost grows with the change, not with the catalog. It relies on the
+// canonical form Marshal writes (one "- " item per artifact at the start of
+// a line below "artifacts:", its "  name: " line inside); SplitState
+// refuses anything else.
+type StateIndex struct {
+	// Header is the state without its artifacts (source, render keys).
+	Header *State
+	chunks map[string][]byte
+}
+
+// SplitState indexes data (publish/state.yaml bytes). Errors: the file is
+// not in Marshal's canonical form, or its header does not parse; ReadState
+// then says what is wrong.
+func SplitState(data []byte) (*StateIndex, error) {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	var head bytes.Buffer
+	idx := &StateIndex{chunks: map[string][]byte{}}
+	in := false
+	var cur []byte
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		name := ""
+		for _, l := range bytes.Split(cur, []byte("\n")) {
+			if n, ok := bytes.CutPrefix(l, []byte("  name: ")); ok {
+				name = string(bytes.TrimSpace(n))
+				break
+			}
+			if n, ok := bytes.CutPrefix(l, []byte("- name: ")); ok {
+				name = string(bytes.TrimSpace(n))
+				break
+			}
+		}
+		if !dns1123.MatchString(name) || idx.chunks[name] != nil {
+			return fmt.Errorf("%s: an artifact entry without a unique plain name", StatePath)
+		}
+		idx.chunks[name] = cur
+		cur = nil
+		return nil
+	}
+	for _, l := range lines {
+		switch {
+		case bytes.Equal(bytes.TrimRight(l, "\n"), []byte("artifacts:")):
+			in = true
+			head.WriteString("artifacts: []\n")
+			continue
+		case in && bytes.HasPrefix(l, []byte("- ")):
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			cur = append([]byte(nil), l...)
+			continue
+		case in && bytes.HasPrefix(l, []byte("  ")) && cur != nil:
+			cur = append(cur, l...)
+			continue
+		case in:
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			in = false
+		}
+		head.Write(l)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	h, err := ParseState(head.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Artifacts) > 0 {
+		return nil, fmt.Errorf("%s is not in the form publish writes (artifacts in flow style)", StatePath)
+	}
+	idx.Header = h
+	return idx, nil
+}
+
+// Names returns the artifact names in the state, sorted.
+func (x *StateIndex) Names() []string {
+	out := make([]string, 0, len(x.chunks))
+	for n := range x.chunks {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Artifact parses and validates the entry of artifact name; ok is false
+// when the state has none.
+func (x *StateIndex) Artifact(name string) (a render.Artifact, ok bool, err error) {
+	chunk := x.chunks[name]
+	if chunk == nil {
+		return a, false, nil
+	}
+	var s struct {
+		Artifacts []render.Artifact `json:"artifacts"`
+	}
+	if err := yaml.UnmarshalStrict(append([]byte("artifacts:\n"), chunk...), &s); err != nil {
+		return a, false, fmt.Errorf("catalog %s, artifact %s: %v (it is written by publish; restore it from the catalog's git history)", StatePath, name, err)
+	}
+	if len(s.Artifacts) != 1 || s.Artifacts[0].Name != name {
+		return a, false, fmt.Errorf("catalog %s, artifact %s: not one entry", StatePath, name)
+	}
+	st := &State{Artifacts: s.Artifacts}
+	if err := st.validate(); err != nil {
+		return a, false, fmt.Errorf("catalog %s is not valid: %w", StatePath, err)
+	}
+	return s.Artifacts[0], true, nil
 }

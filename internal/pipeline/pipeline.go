@@ -483,7 +483,7 @@ func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bun
 				a.Description = b.Description
 			}
 		}
-		v := render.Version{Version: m.Version.String(), Tag: m.Tag(), Present: true}
+		v := render.Version{Version: m.Version.String(), Tag: m.Tag(), Present: true, Path: m.Path}
 		if r, ok := digests[m.Spec.Artifact]; ok {
 			v.BundleDigest = r.Digest
 		}

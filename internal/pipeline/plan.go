@@ -100,8 +100,20 @@ type PlanOptions struct {
 // exit code 1.
 func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	o.defaults()
-	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
+	p, err := planIncremental(ctx, o)
+	var ni errNotIncremental
+	if !errors.As(err, &ni) {
+		return p, err
+	}
+	o.logf("plan: reading the whole package repo and catalog: %s", ni.why)
+	return planFull(ctx, o)
+}
 
+// planFull makes the plan from every manifest of the package repo and a
+// checkout of the catalog: what PlanRun does when the incremental plan does
+// not apply.
+func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
+	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
 	root := packagesRoot(o.Options.Source, o.PackagesDir)
 	files, ms, scanErr := manifest.ScanFiles(o.Options.Source, root)
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
@@ -135,6 +147,31 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 		}
 	}
+	next, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, planDiff, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
+		return nil, err
+	}
+	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
+	if err != nil {
+		return nil, err
+	}
+	if changedFiles != nil {
+		p.Files = changedFiles
+	}
+	p.Diff = patch
+	p.summarise()
+	return p, nil
+}
+
+// planContent fills the findings, artifacts and images of p from the
+// manifests read (files, ms, scanErr) and the published state, and returns
+// the merged artifacts to render. With touched (the incremental plan), ms
+// holds only the versions of the touched artifacts: the others are taken
+// from the state as they are.
+func planContent(ctx context.Context, o PlanOptions, p *Plan, mc *mirror.Client, files []manifest.File, ms []*manifest.PackageManifest, scanErr error, state *gitops.State, planDiff *diff.Result, touched map[string]bool) ([]render.Artifact, error) {
 	work := o.workSet(ms, files, state.Artifacts)
 	bundles, byErr, err := readBundles(ctx, mc, ms, work)
 	if err != nil {
@@ -157,25 +194,32 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 		return nil, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, mc.DstHost() == "")
+	if touched != nil {
+		for _, a := range state.Artifacts {
+			if touched[a.Name] || !a.Present {
+				continue
+			}
+			a.Versions = presentVersions(a.Versions)
+			current = append(current, a)
+		}
+	}
 	next := render.Merge(state.Artifacts, current)
 	p.Artifacts = planArtifacts(state.Artifacts, next, ms, work)
 	if mc.DstHost() != "" {
 		planImages(ctx, mc, p.Artifacts, ms, bundles)
 	}
+	return next, nil
+}
 
-	if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
-		return nil, err
+// presentVersions returns the versions that are present, in a new slice.
+func presentVersions(vs []render.Version) []render.Version {
+	var out []render.Version
+	for _, v := range vs {
+		if v.Present {
+			out = append(out, v)
+		}
 	}
-	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
-	if err != nil {
-		return nil, err
-	}
-	if changedFiles != nil {
-		p.Files = changedFiles
-	}
-	p.Diff = patch
-	p.summarise()
-	return p, nil
+	return out
 }
 
 // planArtifacts lists the artifacts whose listing changes between the

@@ -59,6 +59,10 @@ type Version struct {
 	Present      bool    `json:"present"`
 	BundleDigest string  `json:"bundleDigest,omitempty"`
 	Images       []Image `json:"images,omitempty"` // related images mirrored
+	// Path is the manifest file the version was last published from,
+	// relative to the package repo (slash-separated); `publish plan` reads
+	// the other versions of a changed artifact from there. Not rendered.
+	Path string `json:"path,omitempty"`
 }
 
 // Image records one mirrored image: the lock of what a version names.

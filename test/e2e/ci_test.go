@@ -144,6 +144,9 @@ func TestGitHubActionsPullRequest(t *testing.T) {
 	if !strings.Contains(out, "::add-mask::"+secret) {
 		t.Errorf("the secret input was not masked:\n%s", out)
 	}
+	if strings.Contains(out, "reading the whole package repo") {
+		t.Errorf("the plan of a published catalog was not incremental:\n%s", out)
+	}
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, secret) && !strings.HasPrefix(line, "::add-mask::") {
 			t.Errorf("the secret appears outside a mask command: %s", line)
