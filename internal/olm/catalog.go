@@ -261,12 +261,21 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 	type gvk = property.GVK
 	provided := map[gvk]bool{}
 	required := map[gvk]bool{}
-	pkgProp := property.MustBuildPackage(pkg, b.Version)
+	// The bundle's properties as opm's bundle parser collects them
+	// (pkg/registry/parse.go): metadata/properties.yaml, then the package
+	// of metadata/annotations.yaml, then the CSV's olm.properties
+	// annotation, each once. The last olm.package wins.
+	var csvProps []property.Property
+	if a := b.CSV.Annotations["olm.properties"]; a != "" {
+		if json.Unmarshal([]byte(a), &csvProps) != nil {
+			csvProps = nil // opm only warns
+		}
+	}
+	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackage(pkg, b.Version)), csvProps...)
+	var pkgProp property.Property
 	var others []property.Property
 	seen := map[string]bool{}
-	// metadata/properties.yaml first, then the properties opm derives, each
-	// once (pkg/registry/parse.go propertySet).
-	for i, p := range fileProps {
+	for i, p := range all {
 		if seen[p.String()] {
 			continue
 		}
@@ -275,13 +284,13 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 		case property.TypeGVK:
 			var v gvk
 			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return fail(fmt.Errorf("metadata properties entry %d (%s): %v", i, p.Type, err))
+				return fail(fmt.Errorf("property %d (%s): %v", i, p.Type, err))
 			}
 			provided[v] = true
 		case property.TypePackage:
 			var v property.Package
 			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return fail(fmt.Errorf("metadata properties entry %d (%s): %v", i, p.Type, err))
+				return fail(fmt.Errorf("property %d (%s): %v", i, p.Type, err))
 			}
 			pkgProp = property.MustBuildPackage(v.PackageName, v.Version)
 		default:
@@ -377,8 +386,8 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 
 // relatedImages lists the CSV's spec.relatedImages, then the bundle image,
 // then the images of the install-strategy deployments' containers and
-// initContainers, each once (opm's getRelatedImages; opm leaves the
-// deployment images in map order, here they are sorted).
+// initContainers, each once (opm's getRelatedImages), sorted by image as
+// opm render writes them.
 func relatedImages(b *bundle.Bundle, image string) []declcfg.RelatedImage {
 	var out []declcfg.RelatedImage
 	seen := map[string]bool{}
@@ -401,10 +410,16 @@ func relatedImages(b *bundle.Bundle, image string) []declcfg.RelatedImage {
 			}
 		}
 	}
-	sort.Strings(deployed)
 	for _, img := range deployed {
 		out = append(out, declcfg.RelatedImage{Image: img})
 	}
+	// opm render sorts them by image (alpha/action/render.go); ties by name.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Image != out[j].Image {
+			return out[i].Image < out[j].Image
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }
 
@@ -434,10 +449,33 @@ func metadataProperties(files map[string][]byte) (props, deps []property.Propert
 			deps = f.Dependencies
 		}
 	}
-	for _, p := range append(append([]property.Property(nil), props...), deps...) {
-		if p.Type == "" || len(bytes.TrimSpace(p.Value)) == 0 {
-			return nil, nil, fmt.Errorf("metadata/: a property or dependency needs a type and a value")
+	for _, list := range [][]property.Property{props, deps} {
+		for i, p := range list {
+			if p.Type == "" || len(bytes.TrimSpace(p.Value)) == 0 {
+				return nil, nil, fmt.Errorf("metadata/: a property or dependency needs a type and a value")
+			}
+			if list[i].Value, err = unescapedJSON(p.Value); err != nil {
+				return nil, nil, fmt.Errorf("metadata/: property %s: %v", p.Type, err)
+			}
 		}
 	}
 	return props, deps, nil
+}
+
+// unescapedJSON re-encodes a JSON value without HTML escaping (">" stays
+// ">", not "\u003e"), as opm writes values read from YAML.
+func unescapedJSON(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
 }

@@ -99,4 +99,3 @@ func TestBuildCorpusCatalog(t *testing.T) {
 	}
 	_ = context.Background()
 }
-

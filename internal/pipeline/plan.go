@@ -101,6 +101,9 @@ type PlanOptions struct {
 func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	o.defaults()
 	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
+	if err := checkTarget(o.Target); err != nil {
+		return nil, err
+	}
 
 	root := packagesRoot(o.Options.Source, o.PackagesDir)
 	files, ms, scanErr := manifest.ScanFiles(o.Options.Source, root)
@@ -163,7 +166,11 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 		planImages(ctx, mc, p.Artifacts, ms, bundles)
 	}
 
-	if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
+	if o.Target == TargetOLM {
+		// The catalog image is built and pushed by run; the CatalogSource
+		// changes with its digest only.
+		p.Source.Warnings = append(p.Source.Warnings, "target olm: the catalog image and rendered/"+o.Cluster+"/"+CatalogSourceFile+" are built by publish run; the listing changes above are what the catalog will hold")
+	} else if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
 		return nil, err
 	}
 	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
