@@ -59,6 +59,10 @@ func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, err
 	}
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "root")
+	// An empty catalog (every package delisted) is still a valid image.
+	if err := os.MkdirAll(filepath.Join(root, ConfigsDir), 0o755); err != nil {
+		return nil, err
+	}
 	for _, p := range sortedKeys(files) {
 		if !strings.HasPrefix(p, ConfigsDir+"/") || strings.Contains(p, "..") {
 			return nil, fmt.Errorf("catalog file %q is not below %s/", p, ConfigsDir)
