@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -155,5 +157,39 @@ func TestRunOLMTarget(t *testing.T) {
 	f.runOLM(t)
 	if pkgs, imgs := f.catalogBundles(t); len(pkgs) != 0 || len(imgs) != 0 {
 		t.Fatalf("after delisting tiny: packages %v bundles %v", pkgs, imgs)
+	}
+}
+
+// TestRenderOLMTarget: `publish render` of an olm cluster rewrites the
+// CatalogSource from the catalog image recorded in publish/state.yaml (no
+// registry access), and says what to do when there is none yet.
+func TestRenderOLMTarget(t *testing.T) {
+	f := newFixture(t)
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
+	f.runOLM(t)
+	before := f.catalogFile(t, "rendered/edge/"+CatalogSourceFile)
+
+	clone := t.TempDir()
+	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: f.catalog, ReferenceName: "refs/heads/main"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := RenderOptions{
+		Source: f.source, CatalogDir: clone, Cluster: "edge", Target: TargetOLM,
+		OLM: OLMOptions{Source: olm.SourceOptions{PollInterval: "5m"}},
+	}
+	if _, err := Render(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(clone, "rendered", "edge", CatalogSourceFile))
+	if want := strings.Replace(before, "interval: 30m", "interval: 5m", 1); string(after) != want {
+		t.Errorf("rendered CatalogSource:\n%s\nwant:\n%s", after, want)
+	}
+
+	opts.Cluster = "lab"
+	_, err := Render(context.Background(), opts)
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish run --target olm") {
+		t.Errorf("cluster without a catalog image: %v", err)
 	}
 }
