@@ -15,7 +15,7 @@ import (
 
 // corpusEntries loads every bundle of the shared corpus that has
 // metadata/ (the bundle format) straight from disk, grouped by package.
-func corpusEntries(t *testing.T) map[string][]Entry {
+func corpusEntries(t testing.TB) map[string][]Entry {
 	t.Helper()
 	shared := testenv.RequireShared(t)
 	dirs, err := testenv.CorpusBundleDirs(filepath.Join(shared, "corpus"))
@@ -98,4 +98,26 @@ func TestBuildCorpusCatalog(t *testing.T) {
 		}
 	}
 	_ = context.Background()
+}
+
+// BenchmarkCatalogCorpus builds the catalog of the corpus bundles (from
+// disk) and its image layer with the serve cache: the work a run of an
+// olm cluster adds after the bundles are read.
+func BenchmarkCatalogCorpus(b *testing.B) {
+	entries := corpusEntries(b)
+	ps := packagesOf(entries)
+	b.ResetTimer()
+	for b.Loop() {
+		cfg, err := Build(ps)
+		if err != nil {
+			b.Fatal(err)
+		}
+		files, err := Files(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Layer(context.Background(), files, 1001); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
