@@ -42,6 +42,7 @@ func (r *remoteFlags) apply(c *commonFlags, o *pipeline.Options) error {
 		return err
 	}
 	o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
+	o.Target, o.OLM = c.target, c.olmOptions()
 	o.Render = c.renderConfig()
 	if loadedConfig != nil {
 		o.Lint = loadedConfig.Lint

@@ -33,6 +33,7 @@ mirrors nothing and commits nothing; use it to preview an overlay change.`,
 			ch, err := pipeline.Render(cmd.Context(), pipeline.RenderOptions{
 				Source: c.source, PackagesDir: c.packagesDir, CatalogDir: catalogDir, Cluster: c.cluster,
 				Render: c.renderConfig(), DstRegistry: c.dstRegistry, PlainHTTP: c.plainHTTP,
+				Target: c.target, OLM: c.olmOptions(),
 			})
 			if err != nil {
 				return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ type commonFlags struct {
 	namespace, library           string
 	pullSecrets                  []string
 	configFile                   string
+	target                       string
 }
 
 func (c *commonFlags) register(fs *pflag.FlagSet) {
@@ -31,6 +33,7 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.library, "library", "platform", "value of the cpaas.io/library label")
 	fs.StringSliceVar(&c.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
 	fs.StringVar(&c.configFile, "config", "", "publish.yaml to read (default: publish.yaml at the root of --source, when present)")
+	fs.StringVar(&c.target, "target", "", "what the cluster runs: alauda (Artifact and ArtifactVersion objects) or olm (upstream OLM: catalog image and CatalogSource) (default: publish.yaml clusters.<cluster>.target, else alauda)")
 }
 
 // check rejects flag values that cannot work (exit code 2).
@@ -41,7 +44,27 @@ func (c *commonFlags) check() error {
 	if c.packagesDir == "" {
 		return &usageError{fmt.Errorf("--packages-dir must not be empty")}
 	}
+	if c.target == "" {
+		c.target = loadedConfig.Target(c.cluster)
+	}
+	if c.target == "" {
+		c.target = pipeline.TargetAlauda
+	}
+	if c.target != pipeline.TargetAlauda && c.target != pipeline.TargetOLM {
+		return &usageError{fmt.Errorf("--target %q: want %s or %s", c.target, pipeline.TargetAlauda, pipeline.TargetOLM)}
+	}
 	return nil
+}
+
+// olmOptions returns the olm target's settings for the cluster from
+// publish.yaml (clusters.<cluster>.olm).
+func (c *commonFlags) olmOptions() pipeline.OLMOptions {
+	o := loadedConfig.ClusterOLM(c.cluster)
+	cs := o.CatalogSource
+	return pipeline.OLMOptions{
+		CatalogImage: o.CatalogImage, BaseImage: o.BaseImage, Images: o.Images,
+		Source: olm.SourceOptions{Name: cs.Name, Namespace: cs.Namespace, DisplayName: cs.DisplayName, Publisher: cs.Publisher, PollInterval: cs.PollInterval},
+	}
 }
 
 func (c *commonFlags) renderConfig() render.Config {

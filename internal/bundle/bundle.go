@@ -62,7 +62,11 @@ type Bundle struct {
 	Package      string // metadata/annotations.yaml package
 	// Annotations is metadata/annotations.yaml as written (nil when the
 	// bundle has none); lint checks its labels.
-	Annotations    map[string]string
+	Annotations map[string]string
+	// Metadata holds the files of metadata/ by file name, as written
+	// (annotations.yaml, dependencies.yaml, properties.yaml): the OLM
+	// catalog (internal/olm) reads dependencies and properties from them.
+	Metadata       map[string][]byte
 	Channels       []string
 	DefaultChannel string
 	// Images is every image the CSV deploys: deployment containers and
@@ -348,8 +352,13 @@ func Load(dir string) (*Bundle, error) {
 		}
 		ann = af.Annotations
 	}
+	meta, err := readMetadata(filepath.Join(dir, "metadata"))
+	if err != nil {
+		return nil, err
+	}
 	csv := lb.CSV
 	b := &Bundle{
+		Metadata:       meta,
 		CSV:            csv,
 		Loaded:         lb,
 		CSVName:        csv.Name,
@@ -372,6 +381,30 @@ func Load(dir string) (*Bundle, error) {
 		}
 	}
 	return b, nil
+}
+
+// readMetadata reads the regular files of a bundle's metadata/ directory
+// (nil when there is none).
+func readMetadata(dir string) (map[string][]byte, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &InvalidError{Err: fmt.Errorf("metadata/: %v", err)}
+	}
+	out := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, &InvalidError{Err: fmt.Errorf("metadata/%s: %v", e.Name(), err)}
+		}
+		out[e.Name()] = data
+	}
+	return out, nil
 }
 
 // Images returns every image csv deploys: the containers and initContainers

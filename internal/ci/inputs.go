@@ -49,6 +49,7 @@ var inputs = []Input{
 	{Name: "base", Flag: "base"},
 	{Name: "no-fetch", Flag: "no-fetch"},
 	{Name: "config", Flag: "config"},
+	{Name: "target", Flag: "target"},
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 }

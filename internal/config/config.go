@@ -47,8 +47,78 @@ type Config struct {
 	// Lint re-grades rules and waives known findings (docs/lint-rules.md).
 	Lint lint.Config `yaml:"lint,omitempty"`
 
+	// Clusters holds per-cluster settings, by cluster (overlay) name: what
+	// the cluster runs (target) and, for upstream OLM, the catalog.
+	Clusters map[string]Cluster `yaml:"clusters,omitempty"`
+
 	// Path is the file it was read from.
 	Path string `yaml:"-"`
+}
+
+// Targets: what a cluster runs.
+const (
+	// TargetAlauda publishes Artifact and ArtifactVersion objects (the
+	// default).
+	TargetAlauda = "alauda"
+	// TargetOLM publishes to upstream OLM: a file-based catalog image and a
+	// CatalogSource (internal/olm).
+	TargetOLM = "olm"
+)
+
+// Cluster is the publish.yaml entry of one cluster.
+type Cluster struct {
+	// Target is TargetAlauda (default) or TargetOLM; --target wins.
+	Target string `yaml:"target,omitempty"`
+	// OLM configures the olm target.
+	OLM OLM `yaml:"olm,omitempty"`
+}
+
+// OLM configures the upstream OLM target of a cluster. Every field is
+// optional.
+type OLM struct {
+	// CatalogImage is the repository, with an optional tag (default: the
+	// cluster name), the catalog image is pushed to, e.g.
+	// registry.local/olm/catalog. Default: olm/publish-catalog below
+	// --dst-registry.
+	CatalogImage string `yaml:"catalogImage,omitempty"`
+	// BaseImage is the opm image the catalog is built on, as published
+	// upstream (default quay.io/operator-framework/opm:v1.60.0); it is
+	// mirrored to the destination like a related image and read from there.
+	BaseImage string `yaml:"baseImage,omitempty"`
+	// Images are OLM's own images (olm, opm, configmap-operator-registry…)
+	// to mirror along, so that OLM itself can be installed from the
+	// destination registry.
+	Images []string `yaml:"images,omitempty"`
+	// CatalogSource sets the rendered CatalogSource.
+	CatalogSource CatalogSource `yaml:"catalogSource,omitempty"`
+}
+
+// CatalogSource configures the rendered CatalogSource
+// (operators.coreos.com/v1alpha1).
+type CatalogSource struct {
+	Name        string `yaml:"name,omitempty"`        // default operator-publish
+	Namespace   string `yaml:"namespace,omitempty"`   // default olm
+	DisplayName string `yaml:"displayName,omitempty"` // spec.displayName
+	Publisher   string `yaml:"publisher,omitempty"`   // spec.publisher
+	// PollInterval is spec.updateStrategy.registryPoll.interval (a
+	// duration such as 10m, the default; "off" for none).
+	PollInterval string `yaml:"pollInterval,omitempty"`
+}
+
+// Target returns the target publish.yaml sets for cluster ("" when none).
+func (c *Config) Target(cluster string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Clusters[cluster].Target
+}
+
+// ClusterOLM returns the OLM settings of cluster (zero when none).
+func (c *Config) ClusterOLM(cluster string) OLM {
+	if c == nil {
+		return OLM{}
+	}
+	return c.Clusters[cluster].OLM
 }
 
 // Error is a problem in publish.yaml at a 1-based line.
@@ -87,6 +157,11 @@ func Load(path string, required bool) (*Config, error) {
 	if c.APIVersion != APIVersion || c.Kind != Kind {
 		return nil, &Error{Path: path, Line: 1, Msg: fmt.Sprintf("apiVersion/kind is %q/%q, want %s/%s", c.APIVersion, c.Kind, APIVersion, Kind)}
 	}
+	for name, cl := range c.Clusters {
+		if cl.Target != "" && cl.Target != TargetAlauda && cl.Target != TargetOLM {
+			return nil, &Error{Path: path, Line: clusterLine(data, name), Msg: fmt.Sprintf("clusters.%s.target is %q: want %s or %s", name, cl.Target, TargetAlauda, TargetOLM)}
+		}
+	}
 	c.Lint.File = path
 	c.Lint.Lines = lintLines(data)
 	return c, nil
@@ -123,6 +198,27 @@ func lintLines(data []byte) map[string]int {
 		}
 	}
 	return lines
+}
+
+// clusterLine returns the line of clusters.<name> (0 when not found).
+func clusterLine(data []byte, name string) int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return 0
+	}
+	doc := root.Content[0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value != "clusters" {
+			continue
+		}
+		cl := doc.Content[i+1]
+		for j := 0; j+1 < len(cl.Content); j += 2 {
+			if cl.Content[j].Value == name {
+				return cl.Content[j].Line
+			}
+		}
+	}
+	return 0
 }
 
 var lineRE = regexp.MustCompile(`line (\d+): (.*)`)

@@ -62,6 +62,19 @@ func Alauda() (*Validator, error) {
 	return v, nil
 }
 
+// FromCRDs returns a Validator for the given CRDs (for example the OLM
+// CRDs of github.com/operator-framework/api/crds). Versions without a
+// schema are skipped; an invalid schema is an error.
+func FromCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) (*Validator, error) {
+	v := &Validator{kinds: map[schema.GroupVersionKind]version{}}
+	for _, crd := range crds {
+		if err := v.add(crd); err != nil {
+			return nil, fmt.Errorf("CRD %s: %w", crd.Name, err)
+		}
+	}
+	return v, nil
+}
+
 // Knows reports whether a CRD for apiVersion/kind was loaded.
 func (v *Validator) Knows(apiVersion, kind string) bool {
 	gv, err := schema.ParseGroupVersion(apiVersion)

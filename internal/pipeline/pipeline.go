@@ -69,6 +69,11 @@ type Options struct {
 	NoFetch bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Target is what the cluster runs: TargetAlauda ("" too) or TargetOLM
+	// (olm.go); OLM configures the latter.
+	Target string
+	OLM    OLMOptions
+	olm    *olmRun
 }
 
 // Result is what a run did.
@@ -181,6 +186,9 @@ func redactURL(u string) string {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	res := &Result{}
+	if err := checkTarget(o.Target); err != nil {
+		return nil, err
+	}
 	files, ms, err := scanAndLint(ctx, o)
 	if err != nil {
 		return nil, err
@@ -243,7 +251,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
 	}
 
-	var related, bundleRefs []mirror.Target
+	if err := o.prepareOLM(ctx, mc, ms, bundles, work); err != nil {
+		return res, err
+	}
+	related, bundleRefs := o.olmTargets(), []mirror.Target(nil)
 	for i, m := range ms {
 		if !work[i] {
 			continue
@@ -555,7 +566,7 @@ func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, e
 	} else if err != nil {
 		err = inputErr(err)
 	}
-	if err == nil {
+	if err == nil && o.Target != TargetOLM {
 		if oerr := render.CheckOverlay(repo.Dir, o.Cluster); oerr != nil {
 			err = inputErr(oerr)
 		}
@@ -662,7 +673,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
-	key, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster])
+	key, err := o.renderCluster(ctx, repo.Dir, next, state.Rendered[o.Cluster])
 	if err != nil {
 		return err
 	}

@@ -100,6 +100,12 @@ type PlanOptions struct {
 // exit code 1.
 func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	o.defaults()
+	if err := checkTarget(o.Target); err != nil {
+		return nil, err
+	}
+	if o.Target == TargetOLM {
+		return planFull(ctx, o)
+	}
 	p, err := planIncremental(ctx, o)
 	var ni errNotIncremental
 	if !errors.As(err, &ni) {
@@ -147,11 +153,15 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 		}
 	}
-	next, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, planDiff, nil)
+	next, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, planDiff)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
+	if o.Target == TargetOLM {
+		// The catalog image is built and pushed by run; the CatalogSource
+		// changes with its digest only.
+		p.Source.Warnings = append(p.Source.Warnings, "target olm: the catalog image and rendered/"+o.Cluster+"/"+CatalogSourceFile+" are built by publish run; the listing changes above are what the catalog will hold")
+	} else if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
 		return nil, err
 	}
 	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
@@ -168,10 +178,9 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 
 // planContent fills the findings, artifacts and images of p from the
 // manifests read (files, ms, scanErr) and the published state, and returns
-// the merged artifacts to render. With touched (the incremental plan), ms
-// holds only the versions of the touched artifacts: the others are taken
-// from the state as they are.
-func planContent(ctx context.Context, o PlanOptions, p *Plan, mc *mirror.Client, files []manifest.File, ms []*manifest.PackageManifest, scanErr error, state *gitops.State, planDiff *diff.Result, touched map[string]bool) ([]render.Artifact, error) {
+// the merged artifacts to render. The incremental plan passes only the
+// touched artifacts' manifests and state entries.
+func planContent(ctx context.Context, o PlanOptions, p *Plan, mc *mirror.Client, files []manifest.File, ms []*manifest.PackageManifest, scanErr error, state *gitops.State, planDiff *diff.Result) ([]render.Artifact, error) {
 	work := o.workSet(ms, files, state.Artifacts)
 	bundles, byErr, err := readBundles(ctx, mc, ms, work)
 	if err != nil {
@@ -194,32 +203,12 @@ func planContent(ctx context.Context, o PlanOptions, p *Plan, mc *mirror.Client,
 		return nil, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, mc.DstHost() == "")
-	if touched != nil {
-		for _, a := range state.Artifacts {
-			if touched[a.Name] || !a.Present {
-				continue
-			}
-			a.Versions = presentVersions(a.Versions)
-			current = append(current, a)
-		}
-	}
 	next := render.Merge(state.Artifacts, current)
 	p.Artifacts = planArtifacts(state.Artifacts, next, ms, work)
 	if mc.DstHost() != "" {
 		planImages(ctx, mc, p.Artifacts, ms, bundles)
 	}
 	return next, nil
-}
-
-// presentVersions returns the versions that are present, in a new slice.
-func presentVersions(vs []render.Version) []render.Version {
-	var out []render.Version
-	for _, v := range vs {
-		if v.Present {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // planArtifacts lists the artifacts whose listing changes between the

@@ -150,7 +150,7 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 
 	o.Changed = dr.Changed
-	sub, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, dr, nil)
+	sub, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, dr)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,10 @@ type RenderOptions struct {
 	// publish/state.yaml; known artifacts keep their recorded registry.
 	DstRegistry string
 	PlainHTTP   bool
+	// Target and OLM as in Options: for TargetOLM the CatalogSource is
+	// rendered from the catalog image recorded in publish/state.yaml.
+	Target string
+	OLM    OLMOptions
 }
 
 // Render writes publish/generated and rendered/<cluster> into CatalogDir
@@ -33,6 +37,9 @@ type RenderOptions struct {
 func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	ro := Options{Source: o.Source, PackagesDir: o.PackagesDir, Cluster: o.Cluster}
 	ro.defaults()
+	if err := checkTarget(o.Target); err != nil {
+		return render.Changes{}, err
+	}
 	if st, err := os.Stat(o.CatalogDir); err != nil || !st.IsDir() {
 		return render.Changes{}, inputErr(fmt.Errorf("--catalog-dir %q: not a directory (a local checkout of the catalog repo)", o.CatalogDir))
 	}
@@ -79,7 +86,11 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			return render.Changes{}, err
 		}
 	}
-	_, err = RenderInto(o.CatalogDir, ro.Cluster, o.Render, next, state.Rendered[ro.Cluster])
+	if o.Target == TargetOLM {
+		err = renderOLMFromState(o.CatalogDir, ro.Cluster, o.OLM.Source, o.Render.ImagePullSecrets, state)
+	} else {
+		_, err = RenderInto(o.CatalogDir, ro.Cluster, o.Render, next, state.Rendered[ro.Cluster])
+	}
 	return render.Diff(state.Artifacts, next), err
 }
 

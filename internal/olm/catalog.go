@@ -1,0 +1,481 @@
+// Package olm publishes to upstream Operator Lifecycle Manager (OLM): a
+// file-based catalog (FBC, https://olm.operatorframework.io/docs/reference/file-based-catalogs/)
+// built from the published bundles and validated with operator-registry's
+// declarative-config model, a catalog image holding it under /configs on
+// top of an opm base image, built without a daemon, and a CatalogSource that
+// points a cluster at that image by digest.
+//
+// The olm.bundle entries are what `opm render` of the bundle image gives
+// (operator-registry v1.60.0, alpha/action/render.go and
+// pkg/registry/registry_to_model.go): the same properties (olm.package,
+// olm.gvk, olm.gvk.required, olm.package.required, metadata/properties.yaml,
+// one olm.bundle.object per manifest) in the same order, and the same
+// relatedImages.
+package olm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	semver "github.com/blang/semver/v4"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+	"github.com/operator-publish/publish/internal/bundle"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Entry is one published version of a package: its bundle, as read by
+// internal/bundle, and the reference OLM pulls it from.
+type Entry struct {
+	Bundle *bundle.Bundle
+	// Image is the bundle image reference written into the catalog: the
+	// destination repository by digest (host/repo@sha256:...).
+	Image string
+}
+
+// Package is one OLM package (= Artifact name) and its published versions;
+// delisted versions are simply not in Entries.
+type Package struct {
+	Name    string
+	Entries []Entry
+}
+
+// Build returns the file-based catalog of pkgs: for every package with at
+// least one entry, an olm.package, one olm.channel per channel its bundles
+// name (metadata/annotations.yaml), and an olm.bundle per entry. Packages
+// without entries are left out (a package whose last version was delisted
+// disappears from the catalog). The result is sorted and validated
+// (Validate); errors name the package and bundle.
+func Build(pkgs []Package) (*declcfg.DeclarativeConfig, error) {
+	cfg := &declcfg.DeclarativeConfig{}
+	var errs []error
+	sorted := append([]Package(nil), pkgs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, p := range sorted {
+		if len(p.Entries) == 0 {
+			continue
+		}
+		if err := addPackage(cfg, p); err != nil {
+			errs = append(errs, fmt.Errorf("package %s: %w", p.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := Validate(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+type versioned struct {
+	name    string
+	version semver.Version
+	b       *bundle.Bundle
+}
+
+func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
+	var vs []versioned
+	byCSV := map[string]string{}
+	for _, e := range p.Entries {
+		if e.Bundle == nil || e.Bundle.CSV == nil {
+			return fmt.Errorf("bundle %s was not read", e.Image)
+		}
+		if prev, ok := byCSV[e.Bundle.CSVName]; ok {
+			return fmt.Errorf("bundles %s and %s have the same CSV name %s: OLM needs one bundle per CSV name; delist one of them", prev, e.Image, e.Bundle.CSVName)
+		}
+		byCSV[e.Bundle.CSVName] = e.Image
+		v, err := semver.ParseTolerant(e.Bundle.Version)
+		if err != nil {
+			return fmt.Errorf("bundle %s: CSV spec.version %q is not a semantic version", e.Bundle.CSVName, e.Bundle.Version)
+		}
+		b, err := BundleEntry(p.Name, e)
+		if err != nil {
+			return err
+		}
+		cfg.Bundles = append(cfg.Bundles, b)
+		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle})
+	}
+	sort.SliceStable(vs, func(i, j int) bool { return vs[i].version.LT(vs[j].version) })
+
+	byChannel := map[string][]versioned{}
+	for _, v := range vs {
+		chs := v.b.Channels
+		if len(chs) == 0 {
+			chs = []string{"stable"}
+		}
+		for _, ch := range chs {
+			byChannel[ch] = append(byChannel[ch], v)
+		}
+	}
+	names := make([]string, 0, len(byChannel))
+	for ch := range byChannel {
+		names = append(names, ch)
+	}
+	sort.Strings(names)
+	for _, ch := range names {
+		cfg.Channels = append(cfg.Channels, declcfg.Channel{
+			Schema: declcfg.SchemaChannel, Name: ch, Package: p.Name, Entries: channelEntries(byChannel[ch]),
+		})
+	}
+
+	// The newest version decides the default channel, icon and
+	// description, as it does on the Alauda side.
+	newest := vs[len(vs)-1].b
+	def := newest.DefaultChannel
+	if _, ok := byChannel[def]; !ok {
+		def = ""
+		chs := newest.Channels
+		if len(chs) == 0 {
+			chs = []string{"stable"}
+		}
+		def = chs[0]
+	}
+	pkg := declcfg.Package{Schema: declcfg.SchemaPackage, Name: p.Name, DefaultChannel: def, Description: newest.CSV.Spec.Description}
+	if len(newest.CSV.Spec.Icon) > 0 && newest.CSV.Spec.Icon[0].Data != "" {
+		pkg.Icon = &declcfg.Icon{Data: []byte(newest.CSV.Spec.Icon[0].Data), MediaType: newest.CSV.Spec.Icon[0].MediaType}
+	}
+	cfg.Packages = append(cfg.Packages, pkg)
+	return nil
+}
+
+// channelEntries returns the entries of one channel, vs sorted by version.
+// The CSVs' own upgrade graph (spec.replaces, spec.skips, the
+// olm.skipRange annotation) is kept when it forms a valid channel with the
+// versions published (one head, every bundle reachable from it by
+// replaces or skipped); otherwise, typically after a delisting or when only
+// some versions are published, each bundle replaces the previous published
+// version and keeps its skips and skipRange, so that the channel stays
+// valid and upgrades follow the version order.
+func channelEntries(vs []versioned) []declcfg.ChannelEntry {
+	in := map[string]bool{}
+	for _, v := range vs {
+		in[v.name] = true
+	}
+	own := make([]declcfg.ChannelEntry, len(vs))
+	for i, v := range vs {
+		own[i] = declcfg.ChannelEntry{
+			Name:      v.name,
+			Replaces:  v.b.CSV.Spec.Replaces,
+			Skips:     append([]string(nil), v.b.CSV.Spec.Skips...),
+			SkipRange: v.b.CSV.Annotations["olm.skipRange"],
+		}
+	}
+	if validChannel(own) {
+		return sortEntries(own)
+	}
+	chain := make([]declcfg.ChannelEntry, len(vs))
+	for i, e := range own {
+		chain[i] = e
+		if i > 0 {
+			chain[i].Replaces = vs[i-1].name
+		} else if in[e.Replaces] {
+			chain[i].Replaces = ""
+		}
+		// A skip of a published older version would cut the chain at it;
+		// replaces reaches it anyway.
+		var skips []string
+		for _, s := range e.Skips {
+			if s != chain[i].Replaces {
+				skips = append(skips, s)
+			}
+		}
+		chain[i].Skips = skips
+	}
+	return sortEntries(chain)
+}
+
+func sortEntries(es []declcfg.ChannelEntry) []declcfg.ChannelEntry {
+	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
+	return es
+}
+
+// validChannel applies the rules of operator-registry's
+// model.Channel.validateReplacesChain: exactly one head (no incoming
+// replaces or skips), no cycle, and every bundle on the replaces chain from
+// the head or skipped by some bundle.
+func validChannel(es []declcfg.ChannelEntry) bool {
+	byName := map[string]declcfg.ChannelEntry{}
+	incoming := map[string]bool{}
+	skipped := map[string]bool{}
+	for _, e := range es {
+		byName[e.Name] = e
+		if e.Replaces != "" {
+			incoming[e.Replaces] = true
+		}
+		for _, s := range e.Skips {
+			incoming[s], skipped[s] = true, true
+		}
+	}
+	var heads []string
+	for _, e := range es {
+		if !incoming[e.Name] {
+			heads = append(heads, e.Name)
+		}
+	}
+	if len(heads) != 1 {
+		return false
+	}
+	reached := map[string]bool{heads[0]: true}
+	for cur, ok := byName[heads[0]]; ok; cur, ok = byName[cur.Replaces] {
+		if skipped[cur.Replaces] {
+			break
+		}
+		if reached[cur.Replaces] {
+			return false // cycle
+		}
+		reached[cur.Replaces] = true
+	}
+	for _, e := range es {
+		if !reached[e.Name] && !skipped[e.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// BundleEntry returns the olm.bundle of e in package pkg, as `opm render`
+// of the bundle image would (see the package documentation), with
+// e.Image as its image.
+func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
+	b := e.Bundle
+	fail := func(err error) (declcfg.Bundle, error) {
+		return declcfg.Bundle{}, fmt.Errorf("bundle %s: %w", b.CSVName, err)
+	}
+	if b.Loaded == nil || b.CSV == nil {
+		return fail(errors.New("no ClusterServiceVersion"))
+	}
+	if b.Version == "" {
+		return fail(errors.New("CSV spec.version is empty: OLM needs a version"))
+	}
+	fileProps, deps, err := metadataProperties(b.Metadata)
+	if err != nil {
+		return fail(err)
+	}
+
+	type gvk = property.GVK
+	provided := map[gvk]bool{}
+	required := map[gvk]bool{}
+	// The bundle's properties as opm's bundle parser collects them
+	// (pkg/registry/parse.go): metadata/properties.yaml, then the package
+	// of metadata/annotations.yaml, then the CSV's olm.properties
+	// annotation, each once. The last olm.package wins.
+	var csvProps []property.Property
+	if a := b.CSV.Annotations["olm.properties"]; a != "" {
+		if json.Unmarshal([]byte(a), &csvProps) != nil {
+			csvProps = nil // opm only warns
+		}
+	}
+	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackage(pkg, b.Version)), csvProps...)
+	var pkgProp property.Property
+	var others []property.Property
+	seen := map[string]bool{}
+	for i, p := range all {
+		if seen[p.String()] {
+			continue
+		}
+		seen[p.String()] = true
+		switch p.Type {
+		case property.TypeGVK:
+			var v gvk
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				return fail(fmt.Errorf("property %d (%s): %v", i, p.Type, err))
+			}
+			provided[v] = true
+		case property.TypePackage:
+			var v property.Package
+			if err := json.Unmarshal(p.Value, &v); err != nil {
+				return fail(fmt.Errorf("property %d (%s): %v", i, p.Type, err))
+			}
+			pkgProp = property.MustBuildPackage(v.PackageName, v.Version)
+		default:
+			others = append(others, p)
+		}
+	}
+	var pkgRequired []property.Property
+	for i, d := range deps {
+		switch d.Type {
+		case property.TypeGVK:
+			var v gvk
+			if err := json.Unmarshal(d.Value, &v); err != nil {
+				return fail(fmt.Errorf("metadata dependencies entry %d (%s): %v", i, d.Type, err))
+			}
+			required[v] = true
+		case property.TypePackage:
+			var v property.Package
+			if err := json.Unmarshal(d.Value, &v); err != nil {
+				return fail(fmt.Errorf("metadata dependencies entry %d (%s): %v", i, d.Type, err))
+			}
+			pkgRequired = append(pkgRequired, property.MustBuildPackageRequired(v.PackageName, v.Version))
+		default:
+			others = append(others, d)
+		}
+	}
+	for _, crd := range b.Loaded.V1CRDs {
+		for _, v := range crd.Spec.Versions {
+			provided[gvk{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = true
+		}
+	}
+	for _, crd := range b.Loaded.V1beta1CRDs {
+		for _, v := range crd.Spec.Versions {
+			provided[gvk{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = true
+		}
+		if crd.Spec.Version != "" {
+			provided[gvk{Group: crd.Spec.Group, Version: crd.Spec.Version, Kind: crd.Spec.Names.Kind}] = true
+		}
+	}
+	for _, a := range b.CSV.Spec.APIServiceDefinitions.Owned {
+		provided[gvk{Group: a.Group, Version: a.Version, Kind: a.Kind}] = true
+	}
+	for _, c := range b.CSV.Spec.CustomResourceDefinitions.Required {
+		plural, group, ok := strings.Cut(c.Name, ".")
+		if !ok || plural == "" {
+			return fail(fmt.Errorf("required CRD %q: name is not <plural>.<group>", c.Name))
+		}
+		required[gvk{Group: group, Version: c.Version, Kind: c.Kind}] = true
+	}
+	for _, a := range b.CSV.Spec.APIServiceDefinitions.Required {
+		required[gvk{Group: a.Group, Version: a.Version, Kind: a.Kind}] = true
+	}
+
+	props := []property.Property{pkgProp}
+	for g := range provided {
+		props = append(props, property.MustBuildGVK(g.Group, g.Version, g.Kind))
+	}
+	for g := range required {
+		props = append(props, property.MustBuildGVKRequired(g.Group, g.Version, g.Kind))
+	}
+	props = append(props, pkgRequired...)
+	props = append(props, others...)
+	for i, obj := range b.Loaded.Objects {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			return fail(fmt.Errorf("manifest object %d: %v", i, err))
+		}
+		props = append(props, property.MustBuildBundleObject(data))
+	}
+	sort.SliceStable(props, func(i, j int) bool {
+		if props[i].Type != props[j].Type {
+			return props[i].Type < props[j].Type
+		}
+		return string(props[i].Value) < string(props[j].Value)
+	})
+	// opm render puts the objects last (alpha/action/render.go).
+	var head, objs []property.Property
+	for _, p := range props {
+		if p.Type == property.TypeBundleObject || p.Type == property.TypeCSVMetadata {
+			objs = append(objs, p)
+		} else {
+			head = append(head, p)
+		}
+	}
+	return declcfg.Bundle{
+		Schema:        declcfg.SchemaBundle,
+		Name:          b.CSVName,
+		Package:       pkg,
+		Image:         e.Image,
+		Properties:    append(head, objs...),
+		RelatedImages: relatedImages(b, e.Image),
+	}, nil
+}
+
+// relatedImages lists the CSV's spec.relatedImages, then the bundle image,
+// then the images of the install-strategy deployments' containers and
+// initContainers, each once (opm's getRelatedImages), sorted by image as
+// opm render writes them.
+func relatedImages(b *bundle.Bundle, image string) []declcfg.RelatedImage {
+	var out []declcfg.RelatedImage
+	seen := map[string]bool{}
+	for _, ri := range b.CSV.Spec.RelatedImages {
+		out = append(out, declcfg.RelatedImage{Name: ri.Name, Image: ri.Image})
+		seen[ri.Image] = true
+	}
+	if image != "" && !seen[image] {
+		out = append(out, declcfg.RelatedImage{Image: image})
+		seen[image] = true
+	}
+	var deployed []string
+	if b.CSV.Spec.InstallStrategy.StrategyName == "deployment" {
+		for _, d := range b.CSV.Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+			for _, c := range append(append([]corev1.Container(nil), d.Spec.Template.Spec.Containers...), d.Spec.Template.Spec.InitContainers...) {
+				if !seen[c.Image] {
+					seen[c.Image] = true
+					deployed = append(deployed, c.Image)
+				}
+			}
+		}
+	}
+	for _, img := range deployed {
+		out = append(out, declcfg.RelatedImage{Image: img})
+	}
+	// opm render sorts them by image (alpha/action/render.go); ties by name.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Image != out[j].Image {
+			return out[i].Image < out[j].Image
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// metadataProperties reads the properties and dependencies files of a
+// bundle's metadata/ directory the way opm does (pkg/registry/parse.go):
+// the first file, in name order, with a non-empty properties list, and the
+// first with a non-empty dependencies list.
+func metadataProperties(files map[string][]byte) (props, deps []property.Property, err error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		var f struct {
+			Properties   []property.Property `json:"properties"`
+			Dependencies []property.Property `json:"dependencies"`
+		}
+		data, err := yaml.YAMLToJSON(files[n])
+		if err != nil || json.Unmarshal(data, &f) != nil {
+			continue // not a properties or dependencies file
+		}
+		if props == nil && len(f.Properties) > 0 {
+			props = f.Properties
+		}
+		if deps == nil && len(f.Dependencies) > 0 {
+			deps = f.Dependencies
+		}
+	}
+	for _, list := range [][]property.Property{props, deps} {
+		for i, p := range list {
+			if p.Type == "" || len(bytes.TrimSpace(p.Value)) == 0 {
+				return nil, nil, fmt.Errorf("metadata/: a property or dependency needs a type and a value")
+			}
+			if list[i].Value, err = unescapedJSON(p.Value); err != nil {
+				return nil, nil, fmt.Errorf("metadata/: property %s: %v", p.Type, err)
+			}
+		}
+	}
+	return props, deps, nil
+}
+
+// unescapedJSON re-encodes a JSON value without HTML escaping (">" stays
+// ">", not "\u003e"), as opm writes values read from YAML.
+func unescapedJSON(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
