@@ -86,7 +86,7 @@ func (e *engine) op(ctx context.Context, st *imageState, f func(context.Context)
 
 // imageState collects what happened to one image.
 type imageState struct {
-	retries    int64
+	retries    atomic.Int64
 	signatures atomic.Int64
 }
 
@@ -114,7 +114,7 @@ type rawManifest struct {
 	mt  types.MediaType
 }
 
-func (r rawManifest) RawManifest() ([]byte, error)         { return r.raw, nil }
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 
 // getManifest reads the manifest src@digest and checks its digest.
@@ -596,7 +596,7 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 			if _, ok := src.(name.Digest); ok && IsNotFound(err) && strings.Contains(err.Error(), "reading manifest "+digest.String()) {
 				input = true // a pinned digest the source does not have
 			}
-			res.Retries = int(st.retries)
+			res.Retries = int(st.retries.Load())
 			return fail(input, Describe("copying", dst.Context().RegistryStr(), err))
 		}
 	}
@@ -605,7 +605,7 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 			return fail(false, Describe("copying signatures", dst.Context().RegistryStr(), err))
 		}
 	}
-	res.Retries = int(st.retries)
+	res.Retries = int(st.retries.Load())
 	res.Signatures = int(st.signatures.Load())
 	return res, nil
 }
@@ -614,5 +614,3 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 func notFound(ref name.Reference) error {
 	return &transport.Error{StatusCode: 404, Errors: []transport.Diagnostic{{Code: transport.ManifestUnknownErrorCode, Message: "manifest unknown: " + ref.String()}}}
 }
-
-

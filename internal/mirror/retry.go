@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,7 +75,8 @@ type budget struct {
 	policy     RetryPolicy
 	tries      int           // tries started
 	retryAfter time.Duration // Retry-After of the last failed response
-	retries    *int64        // counter of the image, may be nil
+	retries    *atomic.Int64 // counter of the image, may be nil
+	refused    error         // set once a Retry-After was too long: no more tries
 }
 
 type budgetKey struct{}
@@ -90,17 +92,21 @@ func budgetFrom(ctx context.Context) *budget {
 func (b *budget) next() (wait time.Duration, ok bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.refused != nil {
+		return 0, false, b.refused
+	}
 	if b.tries >= b.policy.Attempts {
 		return 0, false, nil
 	}
 	ra := b.retryAfter
 	b.retryAfter = 0
 	if ra > b.policy.MaxRetryAfter {
-		return 0, false, fmt.Errorf("the registry asks to retry after %v, longer than %v", ra, b.policy.MaxRetryAfter)
+		b.refused = fmt.Errorf("the registry asks to retry after %v, longer than %v: try again later", ra, b.policy.MaxRetryAfter)
+		return 0, false, b.refused
 	}
 	b.tries++
 	if b.retries != nil {
-		*b.retries++
+		b.retries.Add(1)
 	}
 	wait = b.policy.backoff(b.tries)
 	if ra > wait {
@@ -149,6 +155,12 @@ type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// exhaustedError is an operation that failed every try of its budget.
+type exhaustedError struct{ err error }
+
+func (e *exhaustedError) Error() string { return e.err.Error() }
+func (e *exhaustedError) Unwrap() error { return e.err }
 
 // timeoutError is a request that made no progress for the per-request
 // timeout.
@@ -203,7 +215,8 @@ func Retryable(err error) bool {
 		return false
 	}
 	var pe *PermanentError
-	if errors.As(err, &pe) {
+	var ex *exhaustedError
+	if errors.As(err, &pe) || errors.As(err, &ex) {
 		return false
 	}
 	var te *transport.Error
@@ -357,9 +370,8 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			retryErr = fmt.Errorf("%s %s: %s", r.Method, r.URL.Redacted(), resp.Status)
 			// Keep the response until we know whether to retry.
-			wait, ok, werr := b.next()
+			wait, ok, _ := b.next()
 			if !ok {
-				_ = werr
 				return resp, nil
 			}
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
@@ -506,9 +518,14 @@ func (b *watchedBody) Close() error {
 // budget of the policy is spent; the budget travels in the context so the
 // transport's own repeats count against it. retries, when not nil, counts
 // the retries.
-func (c *Client) retry(ctx context.Context, retries *int64, op func(context.Context) error) error {
-	b := &budget{policy: c.policy, retries: retries}
-	ctx = context.WithValue(ctx, budgetKey{}, b)
+func (c *Client) retry(ctx context.Context, retries *atomic.Int64, op func(context.Context) error) error {
+	b := budgetFrom(ctx)
+	if b == nil {
+		// Nested operations (a ping inside a manifest read) share the
+		// budget of the outer one.
+		b = &budget{policy: c.policy, retries: retries}
+		ctx = context.WithValue(ctx, budgetKey{}, b)
+	}
 	for {
 		b.start()
 		err := op(ctx)
@@ -518,15 +535,19 @@ func (c *Client) retry(ctx context.Context, retries *int64, op func(context.Cont
 		if ctx.Err() != nil {
 			return err
 		}
+		var ex *exhaustedError
+		if errors.As(err, &ex) {
+			return err // a nested operation spent the shared budget
+		}
 		if !Retryable(err) {
 			return &PermanentError{Err: err}
 		}
 		wait, ok, werr := b.next()
 		if !ok {
 			if werr != nil {
-				return fmt.Errorf("%w; %v", err, werr)
+				return &exhaustedError{fmt.Errorf("%w; %v", err, werr)}
 			}
-			return fmt.Errorf("%w (gave up after %d tries)", err, b.spent())
+			return &exhaustedError{fmt.Errorf("%w (gave up after %d tries)", err, b.spent())}
 		}
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return err
