@@ -437,3 +437,116 @@ func readImage(t testing.TB, what string, img v1.Image) {
 		}
 	}
 }
+
+// TestMirrorRequestCounts counts the requests that reach the destination
+// (a Debian docker-registry behind a proxy that only counts): on the first
+// copy each unique blob is uploaded once and mounted into the other
+// repositories that need it; the no-op rerun costs one manifest HEAD per
+// image and one /v2/ ping.
+func TestMirrorRequestCounts(t *testing.T) {
+	srcReg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	dstReg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	set := pushImageSet(t, srcReg.Host, srcReg.Options(), 30, 16<<10)
+	src := testenv.StartFaultProxy(t, srcReg.URL(), srcReg.Transport(), testenv.FaultOptions{})
+	dst := testenv.StartFaultProxy(t, dstReg.URL(), dstReg.Transport(), testenv.FaultOptions{})
+
+	// The unique blobs of the set, from the source's manifests.
+	unique := map[string]bool{}
+	var refs []string
+	for _, r := range set.refs {
+		refs = append(refs, src.Host+"/"+r)
+		d, err := remote.Get(mustParse(t, srcReg.Ref(r)), srcReg.Options()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var imgs []v1.Image
+		if d.MediaType.IsIndex() {
+			idx, _ := d.ImageIndex()
+			im, _ := idx.IndexManifest()
+			for _, c := range im.Manifests {
+				img, err := idx.Image(c.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				imgs = append(imgs, img)
+			}
+		} else {
+			img, _ := d.Image()
+			imgs = append(imgs, img)
+		}
+		for _, img := range imgs {
+			m, err := img.Manifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			unique[m.Config.Digest.String()] = true
+			for _, l := range m.Layers {
+				unique[l.Digest.String()] = true
+			}
+		}
+	}
+	// The signature image's two blobs.
+	sig, err := remote.Image(mustParse(t, srcReg.Ref(strings.Split(set.signed, ":")[0]+":"+set.sigTag)), srcReg.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, _ := sig.Manifest()
+	unique[sm.Config.Digest.String()] = true
+	for _, l := range sm.Layers {
+		unique[l.Digest.String()] = true
+	}
+
+	c, err := New(Options{DstRegistry: dst.Host + "/mirror", Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Mirror(context.Background(), refs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Copied() != 30 {
+		t.Fatalf("copied %d, want 30", rep.Copied())
+	}
+	patches := dst.Count(http.MethodPatch, "/blobs/uploads/")
+	mounts := 0
+	for _, r := range dst.Requests() {
+		if r.Method == http.MethodPost && strings.Contains(r.Query, "from=") && r.Status == http.StatusCreated {
+			mounts++
+		}
+	}
+	t.Logf("first copy: %d destination requests, %d unique blobs, %d uploaded (PATCH), %d mounted", len(dst.Requests()), len(unique), patches, mounts)
+	if patches != len(unique) {
+		t.Errorf("%d blob uploads for %d unique blobs: each must be uploaded once", patches, len(unique))
+	}
+	if mounts == 0 {
+		t.Error("no cross-repository mount")
+	}
+	for _, r := range set.refs {
+		verifyCopy(t, srcReg.Host, srcReg.Options(), dstReg.Host, "mirror/", dstReg.Options(), r)
+	}
+
+	for _, sigs := range []bool{false, true} {
+		src.ResetRequests()
+		dst.ResetRequests()
+		c, err := New(Options{DstRegistry: dst.Host + "/mirror", Concurrency: 4, SkipSignatures: !sigs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := c.Mirror(context.Background(), refs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Copied() != 0 {
+			t.Errorf("rerun copied %d", rep.Copied())
+		}
+		heads := dst.Count(http.MethodHead, "/manifests/")
+		t.Logf("no-op rerun (signatures %v): %d destination requests (%d manifest HEADs), %d source requests", sigs, len(dst.Requests()), heads, len(src.Requests()))
+		want := 30 + 1 // one HEAD per image, one ping
+		if sigs {
+			want++ // HEAD of the signature tag at the destination
+		}
+		if n := len(dst.Requests()); n != want {
+			t.Errorf("no-op rerun: %d destination requests, want %d: %v", n, want, dst.Requests())
+		}
+	}
+}

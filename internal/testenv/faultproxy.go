@@ -72,9 +72,9 @@ type FaultOptions struct {
 // Request is one request FaultProxy saw, with the fault it injected and the
 // status it answered (0 for a reset).
 type Request struct {
-	Method, Path string
-	Fault        Fault
-	Status       int
+	Method, Path, Query string
+	Fault               Fault
+	Status              int
 }
 
 // FaultProxy is a reverse proxy in front of a registry that injects faults.
@@ -222,7 +222,7 @@ func (p *FaultProxy) pick(r *http.Request) Fault {
 
 func (p *FaultProxy) record(r *http.Request, f Fault, status int) {
 	p.mu.Lock()
-	p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, Fault: f, Status: status})
+	p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Fault: f, Status: status})
 	p.mu.Unlock()
 }
 
