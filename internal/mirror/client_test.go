@@ -132,6 +132,26 @@ func TestPlainHTTPHosts(t *testing.T) {
 	}
 }
 
+func TestParseChallenge(t *testing.T) {
+	for h, want := range map[string][2]string{
+		`Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull,push"`: {"Bearer", "realm=https://auth.example.com/token service=registry.example.com scope=repository:a/b:pull,push"},
+		`Basic realm="test"`:              {"Basic", "realm=test"},
+		`bearer realm=x, service="a\"b"`: {"bearer", `realm=x service=a"b`},
+		`Basic`:                           {"Basic", ""},
+	} {
+		scheme, params := parseChallenge(h)
+		var got []string
+		for _, k := range []string{"realm", "service", "scope"} {
+			if v, ok := params[k]; ok {
+				got = append(got, k+"="+v)
+			}
+		}
+		if scheme != want[0] || strings.Join(got, " ") != want[1] {
+			t.Errorf("parseChallenge(%s) = %q %q, want %q", h, scheme, got, want)
+		}
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {

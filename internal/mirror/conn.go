@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -47,6 +48,22 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 	if rc.tr != nil {
 		return rc.tr, nil
 	}
+	if scheme, sure := c.schemeOf(reg); sure {
+		// No ping: the scheme is known, credentials (if any) go with the
+		// first request, and a bearer challenge is answered when it comes.
+		auth, err := authn.Resolve(ctx, c.keychain, reg)
+		if err != nil {
+			return nil, err
+		}
+		base := &schemeTransport{host: reg.RegistryStr(), scheme: scheme, inner: c.transport}
+		lazy := &lazyBearer{reg: reg, auth: auth, base: base, insecure: scheme == "http"}
+		tr, err := transport.FromToken(reg, auth, lazy, &transport.Challenge{Scheme: "basic", Insecure: scheme == "http"}, &transport.Token{})
+		if err != nil {
+			return nil, err
+		}
+		rc.tr = tr
+		return tr, nil
+	}
 	var tr http.RoundTripper
 	err := c.retry(ctx, nil, func(ctx context.Context) error {
 		pr, err := transport.Ping(ctx, reg, c.transport)
@@ -84,4 +101,106 @@ func (c *Client) remoteOpts(ctx context.Context, reg name.Registry) ([]remote.Op
 		o = append(o, remote.WithNondistributable)
 	}
 	return o, nil
+}
+
+// schemeOf returns the scheme of reg when it is certain without a ping:
+// http for registries given as plain HTTP (--plain-http,
+// --plain-http-registry), https for the others, except loopback and
+// private addresses, where go-containerregistry's ping tells HTTP from
+// HTTPS.
+func (c *Client) schemeOf(reg name.Registry) (string, bool) {
+	if c.opts.PlainHTTP || c.plain[reg.RegistryStr()] {
+		return "http", true
+	}
+	if reg.Scheme() == "https" {
+		return "https", true
+	}
+	return "", false
+}
+
+// lazyBearer sends requests as they are (with basic credentials, if any,
+// from the transport above) until the registry answers 401 with a Bearer
+// challenge; from then on it goes through go-containerregistry's bearer
+// transport built from that challenge. It saves the /v2/ ping.
+type lazyBearer struct {
+	reg      name.Registry
+	auth     authn.Authenticator
+	base     http.RoundTripper
+	insecure bool
+
+	mu sync.Mutex
+	bt http.RoundTripper
+}
+
+func (l *lazyBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	bt := l.bt
+	l.mu.Unlock()
+	if bt != nil {
+		return bt.RoundTrip(r)
+	}
+	resp, err := l.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return resp, err
+	}
+	scheme, params := parseChallenge(resp.Header.Get("WWW-Authenticate"))
+	if !strings.EqualFold(scheme, "bearer") || (r.Body != nil && r.Body != http.NoBody && r.GetBody == nil) {
+		return resp, nil
+	}
+	tr, err := transport.FromToken(l.reg, l.auth, l.base, &transport.Challenge{Scheme: "bearer", Parameters: params, Insecure: l.insecure}, &transport.Token{})
+	if err != nil {
+		return resp, nil
+	}
+	resp.Body.Close()
+	l.mu.Lock()
+	if l.bt == nil {
+		l.bt = tr
+	}
+	bt = l.bt
+	l.mu.Unlock()
+	r2 := r.Clone(r.Context())
+	r2.Header.Del("Authorization")
+	if r.GetBody != nil {
+		if r2.Body, err = r.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	return bt.RoundTrip(r2)
+}
+
+// parseChallenge parses a WWW-Authenticate header (RFC 9110 §11.6.1):
+// the scheme and its auth-params, e.g. Bearer realm="https://auth.example.com/token",service="registry".
+func parseChallenge(h string) (string, map[string]string) {
+	h = strings.TrimSpace(h)
+	scheme, rest, _ := strings.Cut(h, " ")
+	params := map[string]string{}
+	for rest = strings.TrimSpace(rest); rest != ""; {
+		k, v, ok := strings.Cut(rest, "=")
+		if !ok {
+			break
+		}
+		k = strings.ToLower(strings.TrimSpace(k))
+		v = strings.TrimLeft(v, " ")
+		if strings.HasPrefix(v, `"`) {
+			var b strings.Builder
+			i := 1
+			for ; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' && i+1 < len(v) {
+					i++
+				}
+				b.WriteByte(v[i])
+			}
+			params[k] = b.String()
+			rest = v[min(i+1, len(v)):]
+		} else {
+			val, after, _ := strings.Cut(v, ",")
+			params[k] = strings.TrimSpace(val)
+			rest = "," + after
+			if after == "" {
+				rest = ""
+			}
+		}
+		rest = strings.TrimLeft(rest, " ,")
+	}
+	return scheme, params
 }

@@ -525,10 +525,11 @@ func TestMirrorRequestCounts(t *testing.T) {
 		verifyCopy(t, srcReg.Host, srcReg.Options(), dstReg.Host, "mirror/", dstReg.Options(), r)
 	}
 
-	for _, sigs := range []bool{false, true} {
+	for _, tc := range []struct{ sigs, plain bool }{{false, false}, {true, false}, {false, true}} {
+		sigs := tc.sigs
 		src.ResetRequests()
 		dst.ResetRequests()
-		c, err := New(Options{DstRegistry: dst.Host + "/mirror", Concurrency: 4, SkipSignatures: !sigs})
+		c, err := New(Options{DstRegistry: dst.Host + "/mirror", Concurrency: 4, SkipSignatures: !sigs, PlainHTTP: tc.plain})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -540,8 +541,11 @@ func TestMirrorRequestCounts(t *testing.T) {
 			t.Errorf("rerun copied %d", rep.Copied())
 		}
 		heads := dst.Count(http.MethodHead, "/manifests/")
-		t.Logf("no-op rerun (signatures %v): %d destination requests (%d manifest HEADs), %d source requests", sigs, len(dst.Requests()), heads, len(src.Requests()))
+		t.Logf("no-op rerun (signatures %v, plain HTTP given %v): %d destination requests (%d manifest HEADs), %d source requests", sigs, tc.plain, len(dst.Requests()), heads, len(src.Requests()))
 		want := 30 + 1 // one HEAD per image, one ping
+		if tc.plain {
+			want = 30 // the scheme is known: no ping
+		}
 		if sigs {
 			want++ // HEAD of the signature tag at the destination
 		}

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -137,5 +141,99 @@ func TestIPv6NestedPrefix(t *testing.T) {
 	}
 	for _, r := range set.refs {
 		verifyCopy(t, srcReg.Host, srcReg.Options(), dstReg.Host, "project/ops-mirror/", dstReg.Options(), r)
+	}
+}
+
+// TestBearerAuth mirrors to a registry with token authentication (Harbor,
+// Docker Hub, Quay work this way): the destination credentials are
+// exchanged for a token once. With the scheme known (plain HTTP given) no
+// /v2/ ping is sent; without, one.
+func TestBearerAuth(t *testing.T) {
+	src := startInProcess(t)
+	inner := startInProcess(t)
+	img, err := random.Image(2048, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustParse(t, src+"/a/b:v1"), img); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		switch {
+		case r.URL.Path == "/token":
+			counts["token"]++
+		case r.URL.Path == "/v2/":
+			counts["ping"]++
+		}
+		mu.Unlock()
+		if r.URL.Path == "/token" {
+			if u, p, ok := r.BasicAuth(); !ok || u != "robot" || p != "s3cret" {
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
+				return
+			}
+			fmt.Fprint(w, `{"token":"tok-123"}`)
+			return
+		}
+		if r.Header.Get("Authorization") != "Bearer tok-123" {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="http://%s/token",service="test",scope="repository:x:pull"`, r.Host))
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
+			return
+		}
+		r.URL.Scheme, r.URL.Host = "http", inner
+		r.RequestURI = ""
+		r.Header.Del("Authorization")
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(front.Close)
+	host := strings.TrimPrefix(front.URL, "http://")
+	creds := Credentials{Username: "robot", Password: "s3cret"}
+
+	for _, plain := range []bool{true, false} {
+		mu.Lock()
+		clear(counts)
+		mu.Unlock()
+		o := Options{DstRegistry: host + "/harbor-project", Dst: creds}
+		if plain {
+			o.PlainHTTPHosts = []string{host}
+		}
+		c, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Mirror(context.Background(), []string{src + "/a/b:v1"}, nil); err != nil {
+			t.Fatalf("plain HTTP given %v: %v", plain, err)
+		}
+		mu.Lock()
+		t.Logf("plain HTTP given %v: %v", plain, counts)
+		wantPing := 1
+		if plain {
+			wantPing = 0
+		}
+		if counts["ping"] != wantPing || counts["token"] != 1 {
+			t.Errorf("plain HTTP given %v: %d pings, %d token requests; want %d and 1", plain, counts["ping"], counts["token"], wantPing)
+		}
+		mu.Unlock()
+	}
+	verifyCopy(t, src, nil, inner, "harbor-project/", nil, "a/b:v1")
+
+	c, err := New(Options{DstRegistry: host + "/p", Dst: Credentials{Username: "robot", Password: "wrong"}, PlainHTTPHosts: []string{host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mirror(context.Background(), []string{src + "/a/b:v1"}, nil); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("wrong password: %v, want a 401", err)
 	}
 }
