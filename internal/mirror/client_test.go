@@ -135,9 +135,9 @@ func TestPlainHTTPHosts(t *testing.T) {
 func TestParseChallenge(t *testing.T) {
 	for h, want := range map[string][2]string{
 		`Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull,push"`: {"Bearer", "realm=https://auth.example.com/token service=registry.example.com scope=repository:a/b:pull,push"},
-		`Basic realm="test"`:              {"Basic", "realm=test"},
+		`Basic realm="test"`:             {"Basic", "realm=test"},
 		`bearer realm=x, service="a\"b"`: {"bearer", `realm=x service=a"b`},
-		`Basic`:                           {"Basic", ""},
+		`Basic`:                          {"Basic", ""},
 	} {
 		scheme, params := parseChallenge(h)
 		var got []string
