@@ -64,7 +64,7 @@ func main() {
 	}
 	tools := []tool{
 		{"publish mirror", func(dst string) error {
-			args := []string{"mirror", "--dst-registry", dst + "/publish", "--concurrency", strconv.Itoa(*concurrency)}
+			args := []string{"mirror", "--plain-http", "--dst-registry", dst + "/publish", "--concurrency", strconv.Itoa(*concurrency)}
 			for _, r := range refs {
 				args = append(args, "--image", src.host+"/"+r)
 			}
