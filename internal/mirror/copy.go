@@ -163,9 +163,6 @@ func (e *engine) copyManifest(ctx context.Context, st *imageState, srcRepo, dstR
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if !child.MediaType.IsIndex() && !child.MediaType.IsImage() && child.MediaType != "" {
-					// An index may list other artifacts; they are manifests too.
-				}
 				grand[i], errs[i] = e.copyManifest(ctx, st, srcRepo, dstRepo, child.Digest, dstRepo.Digest(child.Digest.String()))
 			}()
 		}
@@ -200,7 +197,7 @@ func (e *engine) copyManifest(ctx context.Context, st *imageState, srcRepo, dstR
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = e.ensureBlob(ctx, st, srcRepo, dstRepo, b)
+				errs[i] = e.ensureBlob(ctx, st, srcRepo, dstRepo, digest, b)
 			}()
 		}
 		wg.Wait()
@@ -237,10 +234,11 @@ func describePut(err error) error {
 // srcBlob is a blob read from the source registry on demand, described by
 // its manifest descriptor (so the media type and size are the manifest's).
 type srcBlob struct {
-	e    *engine
-	repo name.Repository
-	desc v1.Descriptor
-	ctx  context.Context
+	e        *engine
+	repo     name.Repository
+	manifest v1.Hash // of the image that names the blob
+	desc     v1.Descriptor
+	ctx      context.Context
 }
 
 func (b *srcBlob) Digest() (v1.Hash, error)            { return b.desc.Digest, nil }
@@ -251,8 +249,19 @@ func (b *srcBlob) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := remote.Layer(b.repo.Digest(b.desc.Digest.String()), o...)
-	if err != nil {
+	var l v1.Layer
+	if len(b.desc.URLs) > 0 {
+		// A foreign layer may live only at its URLs: the image's layer
+		// tries the registry, then the URLs.
+		img, err := remote.Image(b.repo.Digest(b.manifest.String()), o...)
+		if err != nil {
+			return nil, err
+		}
+		l, err = img.LayerByDigest(b.desc.Digest)
+		if err != nil {
+			return nil, err
+		}
+	} else if l, err = remote.Layer(b.repo.Digest(b.desc.Digest.String()), o...); err != nil {
 		return nil, err
 	}
 	return l.Compressed() // checks the digest as it is read
@@ -261,7 +270,7 @@ func (b *srcBlob) Compressed() (io.ReadCloser, error) {
 // ensureBlob makes the blob desc present in dstRepo: once per repository
 // and run; uploaded from the source once per destination registry and run,
 // mounted from the first repository that has it into the others.
-func (e *engine) ensureBlob(ctx context.Context, st *imageState, srcRepo, dstRepo name.Repository, desc v1.Descriptor) error {
+func (e *engine) ensureBlob(ctx context.Context, st *imageState, srcRepo, dstRepo name.Repository, manifest v1.Hash, desc v1.Descriptor) error {
 	key := dstRepo.String() + "@" + desc.Digest.String()
 	e.mu.Lock()
 	f, ok := e.blobs[key]
@@ -304,7 +313,7 @@ func (e *engine) ensureBlob(ctx context.Context, st *imageState, srcRepo, dstRep
 			return err
 		}
 		var layer v1.Layer
-		layer, err = partial.CompressedToLayer(&srcBlob{e: e, repo: srcRepo, desc: desc, ctx: ctx})
+		layer, err = partial.CompressedToLayer(&srcBlob{e: e, repo: srcRepo, manifest: manifest, desc: desc, ctx: ctx})
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +15,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/testenv"
@@ -235,5 +241,96 @@ func TestBearerAuth(t *testing.T) {
 	}
 	if _, err := c.Mirror(context.Background(), []string{src + "/a/b:v1"}, nil); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("wrong password: %v, want a 401", err)
+	}
+}
+
+// TestSignaturesAndReferrers copies what is attached to an image: an OCI
+// referrer from a source with the referrers API (go-containerregistry's
+// registry) to a destination without it (distribution 2.8, where the
+// referrers tag schema index is kept), and cosign .sig/.att tags and a
+// referrers tag index from a source without the API; --signatures=false
+// copies none of them.
+func TestSignaturesAndReferrers(t *testing.T) {
+	dstReg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	t.Cleanup(srv.Close)
+	withAPI := strings.TrimPrefix(srv.URL, "http://")
+	plainReg := testenv.StartRegistry(t, testenv.RegistryOptions{})
+
+	push := func(host string, opts []remote.Option, ref string) v1.Hash {
+		img, err := random.Image(512, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(mustParse(t, host+"/"+ref), img, opts...); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := img.Digest()
+		return d
+	}
+	attach := func(host string, opts []remote.Option, repo string, subject v1.Hash) v1.Hash {
+		art, err := random.Image(128, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		art = mutate.MediaType(art, types.OCIManifestSchema1)
+		art = mutate.ConfigMediaType(art, "application/vnd.example.sbom")
+		ref := mutate.Subject(art, v1.Descriptor{MediaType: types.DockerManifestSchema2, Digest: subject, Size: 1}).(v1.Image)
+		d, _ := ref.Digest()
+		if err := remote.Write(mustParse(t, host+"/"+repo+"@"+d.String()), ref, opts...); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	// Source with the referrers API.
+	subj := push(withAPI, nil, "team/app:v1")
+	referrer := attach(withAPI, nil, "team/app", subj)
+	// Source without it: cosign tags and the referrers tag schema.
+	plainSubj := push(plainReg.Host, plainReg.Options(), "team/tool:v1")
+	plainReferrer := attach(plainReg.Host, plainReg.Options(), "team/tool", plainSubj)
+	tag := plainSubj.Algorithm + "-" + plainSubj.Hex
+	push(plainReg.Host, plainReg.Options(), "team/tool:"+tag+".sig")
+	push(plainReg.Host, plainReg.Options(), "team/tool:"+tag+".att")
+
+	for _, sigs := range []bool{true, false} {
+		prefix := map[bool]string{true: "with", false: "without"}[sigs]
+		c, err := New(Options{DstRegistry: dstReg.Host + "/" + prefix, SkipSignatures: !sigs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := c.Mirror(context.Background(), []string{withAPI + "/team/app:v1", plainReg.Host + "/team/tool:v1"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSigs := map[bool][2]int{true: {1, 3}, false: {0, 0}}[sigs]
+		if rep.Images[0].Signatures != wantSigs[0] || rep.Images[1].Signatures != wantSigs[1] {
+			t.Errorf("signatures %v: report %+v, want %v", sigs, rep.Images, wantSigs)
+		}
+		dst := dstReg.Host + "/" + prefix + "/team/"
+		for ref, want := range map[string]bool{
+			"app@" + referrer.String():      sigs,
+			"tool@" + plainReferrer.String(): sigs,
+			"tool:" + tag + ".sig":           sigs,
+			"tool:" + tag + ".att":           sigs,
+			"tool:" + tag:                    sigs,
+		} {
+			_, err := remote.Head(mustParse(t, dst+ref), dstReg.Options()...)
+			if (err == nil) != want {
+				t.Errorf("signatures %v: %s at the destination: %v, want present=%v", sigs, ref, err, want)
+			}
+		}
+		if sigs {
+			// The destination has no referrers API: the referrer is listed in
+			// its referrers tag schema index.
+			idx, err := remote.Referrers(mustParse(t, dst+"app@"+subj.String()).(name.Digest), dstReg.Options()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			im, _ := idx.IndexManifest()
+			if len(im.Manifests) != 1 || im.Manifests[0].Digest != referrer {
+				t.Errorf("referrers at the destination: %+v, want %s", im.Manifests, referrer)
+			}
+		}
 	}
 }
