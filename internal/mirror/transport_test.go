@@ -20,8 +20,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -309,7 +309,7 @@ func TestSignaturesAndReferrers(t *testing.T) {
 		}
 		dst := dstReg.Host + "/" + prefix + "/team/"
 		for ref, want := range map[string]bool{
-			"app@" + referrer.String():      sigs,
+			"app@" + referrer.String():       sigs,
 			"tool@" + plainReferrer.String(): sigs,
 			"tool:" + tag + ".sig":           sigs,
 			"tool:" + tag + ".att":           sigs,
