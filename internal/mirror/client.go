@@ -1,6 +1,8 @@
 // Package mirror copies images from source registries to the destination
 // registry with go-containerregistry: manifests as raw bytes so digests stay
-// equal, image indexes whole, related images before bundles.
+// equal, image indexes whole, related images before bundles, signatures and
+// referrers along, each blob once per run, through resets, rate limits and
+// timeouts (retry.go), failing fast on what cannot succeed.
 package mirror
 
 import (

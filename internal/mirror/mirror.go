@@ -57,13 +57,21 @@ func (e *ImageError) Unwrap() error { return e.Err }
 
 // Mirror copies every image of related, then every image of bundles, to the
 // destination (see Destination), so that a bundle is never visible before
-// the images it names. Images in a group are copied concurrently; an image
-// whose digest is already at the destination reference is skipped after one
-// HEAD request. Manifests are copied as raw bytes (digests preserved) and
-// image indexes whole with all their children.
+// the images it names. All images of a group are worked on at once, under
+// one bound for the whole run (Options.Concurrency operations in flight);
+// each unique blob is uploaded once per run and mounted into the other
+// destination repositories that need it. An image whose digest is already
+// at the destination reference is skipped after one HEAD there (and one at
+// the source for a tag). Manifests are copied as raw bytes (digests
+// preserved), image indexes whole, and after the copy the reference and
+// every child of an index are checked by digest at the destination. Cosign
+// signature and attestation tags and OCI referrers come along unless
+// Options.SkipSignatures. Transient failures are retried (RetryPolicy);
+// permanent ones are not (Retryable).
 //
 // When any related image fails, no bundle is copied. The error joins one
-// *ImageError per failed image; the report holds the results that succeeded.
+// *ImageError per failed image, sorted by message; the report holds the
+// results that succeeded, in input order.
 func (c *Client) Mirror(ctx context.Context, related, bundles []string) (*Report, error) {
 	return c.MirrorTargets(ctx, targets(related), targets(bundles))
 }
