@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -16,6 +17,41 @@ type remoteFlags struct {
 	catalogURL, catalogBranch, catalogUser, catalogPass string
 	caFile                                              string
 	src, dst                                            mirror.Credentials
+	mirror                                              mirrorFlags
+}
+
+// mirrorFlags are the registry transport and mirror flags of run, plan and
+// mirror (internal/mirror Options).
+type mirrorFlags struct {
+	insecure              bool
+	signatures            bool
+	allowNondistributable bool
+	plainHTTPRegistries   []string
+	retries               int
+	timeout               time.Duration
+}
+
+func (m *mirrorFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&m.insecure, "insecure", false, "skip TLS certificate verification for the registries (HTTPS stays HTTPS; see --plain-http)")
+	fs.BoolVar(&m.signatures, "signatures", true, "copy cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers with each image")
+	fs.BoolVar(&m.allowNondistributable, "allow-nondistributable", false, "copy foreign (non-distributable) layers instead of failing the image")
+	fs.StringSliceVar(&m.plainHTTPRegistries, "plain-http-registry", nil, "registry HOST[:PORT] spoken to over plain HTTP, the others keep HTTPS (repeatable)")
+	fs.IntVar(&m.retries, "retries", 5, "tries per registry operation on transient errors (resets, timeouts, 408, 429, 5xx); 1: no retry")
+	fs.DurationVar(&m.timeout, "request-timeout", 60*time.Second, "per-request inactivity timeout: a registry request that moves no byte for this long is retried")
+}
+
+// apply sets the mirror options from the flags. Errors are usage errors.
+func (m *mirrorFlags) apply(o *mirror.Options) error {
+	if m.retries < 1 {
+		return &usageError{fmt.Errorf("--retries must be at least 1, not %d", m.retries)}
+	}
+	if m.timeout <= 0 {
+		return &usageError{fmt.Errorf("--request-timeout must be positive, not %v", m.timeout)}
+	}
+	o.Insecure, o.SkipSignatures, o.AllowNondistributable = m.insecure, !m.signatures, m.allowNondistributable
+	o.PlainHTTPHosts = m.plainHTTPRegistries
+	o.Retry.Attempts, o.Timeout = m.retries, m.timeout
+	return nil
 }
 
 // register adds the flags; access says what the catalog credentials need
@@ -30,6 +66,7 @@ func (r *remoteFlags) register(fs *pflag.FlagSet, access string) {
 	fs.StringVar(&r.dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
 	fs.StringVar(&r.dst.Password, "dst-password", "", "destination registry password or token ("+access+" access)")
 	fs.StringVar(&r.caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
+	r.mirror.register(fs)
 }
 
 // apply checks the flags and fills the pipeline options common to run and
@@ -49,6 +86,9 @@ func (r *remoteFlags) apply(c *commonFlags, o *pipeline.Options) error {
 	}
 	o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, r.caFile
 	o.Mirror.Src, o.Mirror.Dst = r.src, r.dst
+	if err := r.mirror.apply(&o.Mirror); err != nil {
+		return err
+	}
 	o.Catalog = gitops.Options{URL: r.catalogURL, Branch: r.catalogBranch, Username: r.catalogUser, Password: r.catalogPass}
 	if r.caFile != "" && strings.HasPrefix(r.catalogURL, "https://") {
 		pem, err := os.ReadFile(r.caFile)

@@ -114,7 +114,7 @@ are delisted (present: false), never deleted.`,
 	fs := cmd.Flags()
 	c.register(fs)
 	r.register(fs, "push")
-	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "images copied at once")
+	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "registry operations in flight at once, for all images and blobs together")
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from publish/state.yaml)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")

@@ -1,9 +1,12 @@
 // Package mirror copies images from source registries to the destination
 // registry with go-containerregistry: manifests as raw bytes so digests stay
-// equal, image indexes whole, related images before bundles.
+// equal, image indexes whole, related images before bundles, signatures and
+// referrers along, each blob once per run, through resets, rate limits and
+// timeouts (retry.go), failing fast on what cannot succeed.
 package mirror
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -13,6 +16,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -49,8 +54,29 @@ type Options struct {
 	// CAFile is a PEM file of extra CA certificates to trust (besides the
 	// system pool) for both ends.
 	CAFile string
-	// Concurrency bounds how many images are copied at once (default 4).
+	// Concurrency bounds the registry operations in flight at once, for all
+	// images and all blobs together: manifest reads and writes, blob
+	// uploads and mounts (default 4).
 	Concurrency int
+	// PlainHTTPHosts are registries (host[:port]) spoken to over plain HTTP
+	// while the others keep HTTPS; PlainHTTP covers every registry.
+	PlainHTTPHosts []string
+	// Insecure skips TLS certificate verification for every registry
+	// (HTTPS stays HTTPS; compare PlainHTTP).
+	Insecure bool
+	// SkipSignatures does not copy cosign signature and attestation tags
+	// (sha256-<hex>.sig, .att) and OCI referrers (--signatures=false).
+	SkipSignatures bool
+	// AllowNondistributable copies foreign (non-distributable) layers to
+	// the destination instead of failing the image.
+	AllowNondistributable bool
+	// Retry bounds the retries of every registry operation (zero value:
+	// the defaults of RetryPolicy).
+	Retry RetryPolicy
+	// Timeout is the per-request inactivity timeout: a request is
+	// abandoned (and retried) when no byte moves for this long (default
+	// 60s).
+	Timeout time.Duration
 }
 
 // Client holds the transport and credentials for one run.
@@ -58,8 +84,13 @@ type Client struct {
 	opts      Options
 	dstHost   string
 	dstPrefix string
-	transport http.RoundTripper
+	transport http.RoundTripper // retrying, below authentication
 	keychain  authn.Keychain
+	policy    RetryPolicy
+	plain     map[string]bool // PlainHTTPHosts
+	sleep     func(context.Context, time.Duration) error
+
+	conns sync.Map // registry string -> *regConn
 }
 
 // New validates o and returns a Client. Errors: a malformed DstRegistry, an
@@ -68,7 +99,17 @@ func New(o Options) (*Client, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
-	c := &Client{opts: o}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	c := &Client{opts: o, policy: o.Retry.withDefaults(), sleep: sleepCtx, plain: map[string]bool{}}
+	for _, h := range o.PlainHTTPHosts {
+		h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h, "http://"), "https://"), "/")
+		if !validHost(h) {
+			return nil, fmt.Errorf("plain HTTP registry %q: want HOST[:PORT]", h)
+		}
+		c.plain[h] = true
+	}
 	if o.DstRegistry != "" {
 		d := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.DstRegistry, "https://"), "http://"), "/")
 		host, prefix, _ := strings.Cut(d, "/")
@@ -87,6 +128,13 @@ func New(o Options) (*Client, error) {
 		c.dstHost, c.dstPrefix = host, prefix
 	}
 	tr := remote.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = o.Timeout
+	tr.MaxIdleConnsPerHost = 2*o.Concurrency + 8
+	tls12 := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.Insecure {
+		tls12.InsecureSkipVerify = true // --insecure: asked for explicitly
+	}
+	tr.TLSClientConfig = tls12
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
@@ -99,9 +147,9 @@ func New(o Options) (*Client, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", o.CAFile)
 		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		tr.TLSClientConfig.RootCAs = pool
 	}
-	c.transport = tr
+	c.transport = &retryTransport{inner: tr, policy: c.policy, timeout: o.Timeout, userAgent: userAgent, sleep: func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) }}
 	// Compare with the registry as go-containerregistry names it in
 	// authn.Resource: docker.io is index.docker.io there.
 	kc := &keychain{src: o.Src, dst: o.Dst}
@@ -195,6 +243,10 @@ func (c *Client) ParseReference(ref string) (name.Reference, error) {
 	var nopts []name.Option
 	if c.opts.PlainHTTP {
 		nopts = append(nopts, name.Insecure)
+	} else if len(c.plain) > 0 {
+		if r, err := name.ParseReference(ref); err == nil && c.plain[r.Context().RegistryStr()] {
+			nopts = append(nopts, name.Insecure)
+		}
 	}
 	return name.ParseReference(ref, nopts...)
 }
@@ -234,14 +286,23 @@ func refSuffix(r name.Reference) string {
 	return ""
 }
 
-// SrcOptions returns the remote options for reading from source registries.
+// userAgent is sent with every registry request.
+const userAgent = "operator-publish (go-containerregistry)"
+
+// neverRetry turns go-containerregistry's own retries off: this client's
+// transport and Client.retry retry, within one budget per operation.
+func neverRetry(error) bool { return false }
+
+// SrcOptions returns the remote options for reading from source registries
+// (bundle images, lint checks): the client's transport (TLS, timeouts,
+// retries) and keychain.
 func (c *Client) SrcOptions() []remote.Option {
-	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithUserAgent("operator-publish")}
+	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithRetryPredicate(neverRetry), remote.WithRetryStatusCodes()}
 }
 
 // DstOptions returns the remote options for the destination registry.
 func (c *Client) DstOptions() []remote.Option {
-	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithUserAgent("operator-publish"), remote.WithJobs(4)}
+	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithRetryPredicate(neverRetry), remote.WithRetryStatusCodes(), remote.WithJobs(c.opts.Concurrency)}
 }
 
 // keychain sends the destination credentials to the destination host, the

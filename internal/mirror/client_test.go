@@ -102,6 +102,56 @@ func TestDestination(t *testing.T) {
 	})
 }
 
+// TestPlainHTTPHosts: plain HTTP for the listed registries only; the
+// others keep HTTPS.
+func TestPlainHTTPHosts(t *testing.T) {
+	c, err := New(Options{DstRegistry: "harbor.example.com/p", PlainHTTPHosts: []string{"legacy.example.com:5000", "http://[fd00::1]:5000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]string{
+		"legacy.example.com:5000/a/b:v1": "http",
+		"[fd00::1]:5000/a/b:v1":          "http",
+		"legacy.example.com/a/b:v1":      "https",
+		"quay.io/a/b:v1":                 "https",
+	} {
+		r, err := c.ParseReference(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := r.Context().Scheme(); s != want {
+			t.Errorf("%s: scheme %s, want %s", ref, s, want)
+		}
+	}
+	dst, _ := c.ParseReference("quay.io/a/b:v1")
+	if d, _ := c.Destination(dst); d.Context().Scheme() != "https" {
+		t.Errorf("destination %s: scheme %s", d, d.Context().Scheme())
+	}
+	if _, err := New(Options{PlainHTTPHosts: []string{"bad host"}}); err == nil {
+		t.Error("a malformed plain HTTP registry was accepted")
+	}
+}
+
+func TestParseChallenge(t *testing.T) {
+	for h, want := range map[string][2]string{
+		`Bearer realm="https://auth.example.com/token",service="registry.example.com",scope="repository:a/b:pull,push"`: {"Bearer", "realm=https://auth.example.com/token service=registry.example.com scope=repository:a/b:pull,push"},
+		`Basic realm="test"`:             {"Basic", "realm=test"},
+		`bearer realm=x, service="a\"b"`: {"bearer", `realm=x service=a"b`},
+		`Basic`:                          {"Basic", ""},
+	} {
+		scheme, params := parseChallenge(h)
+		var got []string
+		for _, k := range []string{"realm", "service", "scope"} {
+			if v, ok := params[k]; ok {
+				got = append(got, k+"="+v)
+			}
+		}
+		if scheme != want[0] || strings.Join(got, " ") != want[1] {
+			t.Errorf("parseChallenge(%s) = %q %q, want %q", h, scheme, got, want)
+		}
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {

@@ -10,9 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"golang.org/x/sync/errgroup"
 )
 
 // Result is the outcome of mirroring one image.
@@ -21,6 +19,12 @@ type Result struct {
 	Destination string // reference at the destination
 	Digest      string // manifest digest, equal at both ends
 	Skipped     bool   // the destination already had this digest
+	// Signatures counts the signature, attestation and referrer manifests
+	// copied with the image (cosign tags, OCI referrers).
+	Signatures int
+	// Retries counts the requests and operations tried again after a
+	// transient failure.
+	Retries int
 }
 
 // Report lists the results of a mirror run, in the order of the input.
@@ -53,13 +57,21 @@ func (e *ImageError) Unwrap() error { return e.Err }
 
 // Mirror copies every image of related, then every image of bundles, to the
 // destination (see Destination), so that a bundle is never visible before
-// the images it names. Images in a group are copied concurrently; an image
-// whose digest is already at the destination reference is skipped after one
-// HEAD request. Manifests are copied as raw bytes (digests preserved) and
-// image indexes whole with all their children.
+// the images it names. All images of a group are worked on at once, under
+// one bound for the whole run (Options.Concurrency operations in flight);
+// each unique blob is uploaded once per run and mounted into the other
+// destination repositories that need it. An image whose digest is already
+// at the destination reference is skipped after one HEAD there (and one at
+// the source for a tag). Manifests are copied as raw bytes (digests
+// preserved), image indexes whole, and after the copy the reference and
+// every child of an index are checked by digest at the destination. Cosign
+// signature and attestation tags and OCI referrers come along unless
+// Options.SkipSignatures. Transient failures are retried (RetryPolicy);
+// permanent ones are not (Retryable).
 //
 // When any related image fails, no bundle is copied. The error joins one
-// *ImageError per failed image; the report holds the results that succeeded.
+// *ImageError per failed image, sorted by message; the report holds the
+// results that succeeded, in input order.
 func (c *Client) Mirror(ctx context.Context, related, bundles []string) (*Report, error) {
 	return c.MirrorTargets(ctx, targets(related), targets(bundles))
 }
@@ -83,37 +95,41 @@ func targets(refs []string) []Target {
 // MirrorTargets is Mirror with a destination tag per image.
 func (c *Client) MirrorTargets(ctx context.Context, related, bundles []Target) (*Report, error) {
 	rep := &Report{}
-	rr, err := c.copyAll(ctx, related)
+	e := c.newEngine()
+	rr, err := e.copyAll(ctx, related)
 	rep.Images = append(rep.Images, rr...)
 	if err != nil {
 		return rep, err
 	}
-	br, err := c.copyAll(ctx, bundles)
+	br, err := e.copyAll(ctx, bundles)
 	rep.Images = append(rep.Images, br...)
 	return rep, err
 }
 
-func (c *Client) copyAll(ctx context.Context, ts []Target) ([]Result, error) {
+// copyAll mirrors ts concurrently; the engine's bound limits the requests
+// in flight. A failed image does not stop the others: the error joins one
+// *ImageError per failed image, sorted by message.
+func (e *engine) copyAll(ctx context.Context, ts []Target) ([]Result, error) {
 	refs := uniqueTargets(ts)
 	results := make([]*Result, len(refs))
 	var mu sync.Mutex
 	var errs []error
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.opts.Concurrency)
+	var wg sync.WaitGroup
 	for i, ref := range refs {
-		g.Go(func() error {
-			r, err := c.CopyTo(gctx, ref.Ref, ref.Tag)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := e.copyImage(ctx, ref.Ref, ref.Tag)
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
-				return nil
+				return
 			}
 			results[i] = r
-			return nil
-		})
+		}()
 	}
-	_ = g.Wait()
+	wg.Wait()
 	var out []Result
 	for _, r := range results {
 		if r != nil {
@@ -146,57 +162,7 @@ func (c *Client) Copy(ctx context.Context, ref string) (*Result, error) {
 // image is read by the source reference (a digest pins it) and written to
 // <destination repository>:<tag>.
 func (c *Client) CopyTo(ctx context.Context, ref, tag string) (*Result, error) {
-	fail := func(input bool, err error) (*Result, error) {
-		return nil, &ImageError{Ref: ref, Input: input, Err: err}
-	}
-	src, err := c.ParseReference(ref)
-	if err != nil {
-		return fail(true, err)
-	}
-	dst, err := c.Destination(src)
-	if err != nil {
-		return fail(true, err)
-	}
-	if tag != "" {
-		if dst, err = c.ParseReference(dst.Context().String() + ":" + tag); err != nil {
-			return fail(true, fmt.Errorf("destination tag %q: %w", tag, err))
-		}
-	}
-	srcOpts := append(c.SrcOptions(), remote.WithContext(ctx))
-	dstOpts := append(c.DstOptions(), remote.WithContext(ctx))
-	desc, err := remote.Get(src, srcOpts...)
-	if err != nil {
-		return fail(IsNotFound(err), Describe("reading from source", src.Context().RegistryStr(), err))
-	}
-	res := &Result{Source: ref, Destination: dst.String(), Digest: desc.Digest.String()}
-	if head, err := remote.Head(dst, dstOpts...); err == nil && head.Digest == desc.Digest {
-		res.Skipped = true
-		return res, nil
-	} else if err != nil && !IsNotFound(err) {
-		return fail(false, Describe("checking destination", dst.Context().RegistryStr(), err))
-	}
-	switch {
-	case desc.MediaType.IsIndex():
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return fail(false, err)
-		}
-		err = remote.WriteIndex(dst, idx, dstOpts...)
-		if err != nil {
-			return fail(false, Describe("writing to destination", dst.Context().RegistryStr(), err))
-		}
-	case desc.MediaType.IsImage():
-		img, err := desc.Image()
-		if err != nil {
-			return fail(false, err)
-		}
-		if err := remote.Write(dst, img, dstOpts...); err != nil {
-			return fail(false, Describe("writing to destination", dst.Context().RegistryStr(), err))
-		}
-	default:
-		return fail(true, fmt.Errorf("media type %s is neither an image nor an image index", desc.MediaType))
-	}
-	return res, nil
+	return c.newEngine().copyImage(ctx, ref, tag)
 }
 
 // IsNotFound reports whether err is a registry answer saying that the

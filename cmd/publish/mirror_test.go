@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/testenv"
+)
+
+func inProcessRegistry(t *testing.T) string {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func runPublish(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	root.SetArgs(args)
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err := root.ExecuteContext(context.Background())
+	t.Logf("publish %s:\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
+	return out.String(), err
+}
+
+// TestMirrorCommandImages: `publish mirror --image` copies, reports, skips
+// on a rerun, and names a failed image with an infrastructure error (exit 2).
+func TestMirrorCommandImages(t *testing.T) {
+	src, dst := inProcessRegistry(t), inProcessRegistry(t)
+	for _, r := range []string{"team/a:v1", "team/b:v1"} {
+		img, err := random.Image(512, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := name.ParseReference(src + "/" + r)
+		if err := remote.Write(ref, img); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"mirror", "--dst-registry", dst + "/mirror", "--image", src + "/team/a:v1", "--image", src + "/team/b:v1"}
+	out, err := runPublish(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(out, "copied ") != 2 {
+		t.Errorf("want two copied lines:\n%s", out)
+	}
+	out, err = runPublish(t, args...)
+	if err != nil || strings.Count(out, "present ") != 2 {
+		t.Errorf("rerun: %v\n%s", err, out)
+	}
+	missing := src + "/team/missing:v1"
+	out, err = runPublish(t, append(args, "--image", missing, "--retries", "1")...)
+	var ue *usageError
+	var ie *pipeline.InputError
+	if err == nil || errors.As(err, &ue) || errors.As(err, &ie) {
+		t.Fatalf("err = %v, want an infrastructure error (exit 2)", err)
+	}
+	if !strings.Contains(out, "failed   "+missing) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("the report does not name %s:\n%s", missing, out)
+	}
+	if _, err := runPublish(t, "mirror", "--image", src+"/team/a:v1"); !errors.As(err, &ue) {
+		t.Errorf("no --dst-registry: %v, want a usage error", err)
+	}
+}
+
+// TestMirrorCommandPackages mirrors one package of the shared corpus, given
+// as a path: its related images first, then its bundle under the version's
+// tag; the other packages are not touched.
+func TestMirrorCommandPackages(t *testing.T) {
+	corpus, ok := testenv.CorpusDir()
+	if !ok {
+		testenv.RequireShared(t)
+	}
+	if testing.Short() {
+		t.Skip("corpus test: skipped with -short")
+	}
+	src, dst := inProcessRegistry(t), inProcessRegistry(t)
+	repo := t.TempDir()
+	c, err := testenv.BuildCorpus(context.Background(), corpus, src, filepath.Join(repo, "packages"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg testenv.CorpusPackage
+	for _, p := range c.Packages {
+		if len(p.RelatedImages) > 0 {
+			pkg = p
+			break
+		}
+	}
+	rel, err := filepath.Rel(repo, filepath.Dir(pkg.ManifestPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPublish(t, "mirror", "--source", repo, "--dst-registry", dst+"/m", rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "copied "); n != len(pkg.RelatedImages)+1 {
+		t.Errorf("%d images copied, want %d related + the bundle:\n%s", n, len(pkg.RelatedImages), out)
+	}
+	bundle, _ := name.ParseReference(pkg.BundleRef)
+	d, err := remote.Head(mustRef(t, dst+"/m/"+bundle.Context().RepositoryStr()+":v"+pkg.Version))
+	if err != nil || d.Digest.String() != pkg.BundleDigest {
+		t.Errorf("bundle at the destination: %v %v, want %s", d, err, pkg.BundleDigest)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "packages")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
