@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"os"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -75,3 +76,14 @@ func mustRef(t *testing.T, s string) name.Reference {
 }
 
 func ctx(t *testing.T) context.Context { return t.Context() }
+
+func copyTruncated(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data[:len(data)*3/4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

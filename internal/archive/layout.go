@@ -271,11 +271,13 @@ type VerifyResult struct {
 // they name present with the size they say, every PackageManifest parsing.
 // Errors name the archive and the entry.
 func Verify(path string, lim Limits, progress *Progress) (*VerifyResult, error) {
-	return walkFile(path, lim, progress, nil)
+	return walkFileWith(path, lim, progress, nil, nil)
 }
 
-// walkFile runs a scanner over the archive at path and checks the checksum.
-func walkFile(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error) (*VerifyResult, error) {
+// walkFileWith runs a scanner over the archive at path, handing configs and
+// layers to blob, and checks the checksum. start receives the Contents
+// being filled before the walk begins.
+func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error, start func(*Contents)) (*VerifyResult, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -292,6 +294,9 @@ func walkFile(path string, lim Limits, progress *Progress, blob func(e Entry, bo
 	progress.Start(st.Size())
 	h := sha256.New()
 	s := &scanner{c: newContents(lim), blob: blob}
+	if start != nil {
+		start(s.c)
+	}
 	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -108,6 +108,9 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 			body.h, body.want = sha256.New(), e.Digest.Hex
 		}
 		if err := visit(e, body); err != nil {
+			if body.err != nil {
+				return streamErr(e.Name, counted, body.err)
+			}
 			var ee *EntryError
 			if errors.As(err, &ee) {
 				return err
@@ -221,6 +224,7 @@ type entryReader struct {
 	h    hash.Hash
 	want string
 	done bool
+	err  error // the stream failed (not the digest check)
 }
 
 func (e *entryReader) Read(p []byte) (int, error) {
@@ -228,6 +232,9 @@ func (e *entryReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
 	if e.h != nil && n > 0 {
 		e.h.Write(p[:n])
 	}
