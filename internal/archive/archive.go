@@ -36,6 +36,11 @@ const (
 	// AnnotationKind is "bundle" for a bundle image, "image" for a related
 	// image. Bundles are pushed after every related image.
 	AnnotationKind = "io.operator-publish.kind"
+	// AnnotationSourceCommit and AnnotationSourceRepo, on index.json itself,
+	// name the package repo commit the archive was made from (recorded in
+	// the catalog's publish/state.yaml by push --catalog).
+	AnnotationSourceCommit = "io.operator-publish.source-commit"
+	AnnotationSourceRepo   = "io.operator-publish.source-repo"
 )
 
 // Kinds of index.json entries (AnnotationKind).

@@ -4,8 +4,8 @@ import (
 	"context"
 	"io"
 	"log"
-	"os"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 

@@ -42,6 +42,8 @@ type Contents struct {
 	// (positions in Images) whose image needs it.
 	Owners   map[string][]int
 	Packages []File
+	// Annotations are index.json's own annotations.
+	Annotations map[string]string
 	// Blobs and BlobBytes count configs and layers (each once).
 	Blobs     int
 	BlobBytes int64
@@ -139,6 +141,7 @@ func (c *Contents) readIndex(data []byte) error {
 		return fmt.Errorf("not a valid image index: %v", err)
 	}
 	c.indexSeen = true
+	c.Annotations = idx.Annotations
 	for i, d := range idx.Manifests {
 		ref := d.Annotations[AnnotationSource]
 		if ref == "" {

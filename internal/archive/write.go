@@ -63,6 +63,8 @@ type PackageOptions struct {
 	Concurrency int
 	// Progress, when set, is told the blob bytes as they are written.
 	Progress *Progress
+	// Annotations go on index.json itself (AnnotationSourceCommit, say).
+	Annotations map[string]string
 }
 
 // DefaultLevel is the default gzip level: the fastest that compresses.
@@ -146,7 +148,7 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return o.Images[order[a]].Ref < o.Images[order[b]].Ref })
-	idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex}
+	idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Annotations: o.Annotations}
 	seen := map[string]bool{}
 	var imgs []ImageResult
 	for _, i := range order {
