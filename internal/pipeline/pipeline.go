@@ -69,6 +69,10 @@ type Options struct {
 	NoFetch bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// SourceCommitOverride and SourceRepoOverride, when set, are recorded as
+	// the source of the publish instead of Source's Git HEAD and origin
+	// (push --catalog: the commit the archive was packaged from).
+	SourceCommitOverride, SourceRepoOverride string
 }
 
 // Result is what a run did.
@@ -675,7 +679,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	if err != nil {
 		return err
 	}
-	commit, origin := SourceCommit(o.Source)
+	commit, origin := o.sourceCommit()
 	if len(files) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
 		o.logf("catalog: nothing changed, no commit")
 		return nil
