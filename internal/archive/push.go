@@ -30,6 +30,10 @@ type PushOptions struct {
 	Jobs int
 	// TempDir holds the blobs waiting to be uploaded ("": os.TempDir()).
 	TempDir string
+	// Check, when set, is called once with the first image's source
+	// reference before anything is pushed (mirror.Client.CheckDestination:
+	// a wrong password is one clear error).
+	Check func(src string) error
 	// SkipPush reads and checks the archive and that every image is already
 	// at the destination, and pushes nothing (resources only).
 	SkipPush bool
@@ -88,7 +92,15 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 		o.Jobs = 4
 	}
 	opts := append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))
-	p := &pusher{o: o, opts: opts, res: &PushResult{}}
+	puller, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := remote.NewPusher(opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Jobs)
 	p.g, p.gctx = g, gctx
@@ -102,6 +114,9 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 		return nil, walkErr
 	}
 	if waitErr != nil {
+		waitErr = &RegistryError{Err: waitErr}
+	}
+	if waitErr != nil {
 		return nil, fmt.Errorf("%s: %w (run the same command again to resume: what was pushed is skipped)", path, waitErr)
 	}
 	if err := ctx.Err(); err != nil {
@@ -109,14 +124,15 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	}
 	p.res.SHA256, p.res.Checksum, p.res.Contents = vr.SHA256, vr.Checksum, vr.Contents
 	if err := p.manifests(ctx); err != nil {
-		return nil, err
+		return nil, &RegistryError{Err: err}
 	}
 	return p.res, nil
 }
 
 type pusher struct {
-	o    PushOptions
-	opts []remote.Option
+	o      PushOptions
+	puller *remote.Puller
+	rp     *remote.Pusher
 	c    *Contents
 	res  *PushResult
 	g    *errgroup.Group
@@ -144,6 +160,9 @@ func (p *pusher) dest() error {
 				d = d.Context().Tag(im.Tag)
 			}
 			p.dsts = append(p.dsts, d)
+		}
+		if p.o.Check != nil && !p.o.SkipPush && len(p.c.Images) > 0 {
+			p.mapErr = p.o.Check(p.c.Images[0].Ref)
 		}
 	})
 	return p.mapErr
@@ -187,7 +206,7 @@ func (p *pusher) precheck() error {
 	skipped := map[string]bool{}
 	for _, pr := range pairs {
 		g.Go(func() error {
-			l, err := remote.Layer(pr.repo.Digest(pr.d), append(p.opts, remote.WithContext(gctx))...)
+			l, err := p.puller.Layer(gctx, pr.repo.Digest(pr.d))
 			if err != nil {
 				return err
 			}
@@ -223,11 +242,11 @@ func (p *pusher) precheck() error {
 func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	if p.missing == nil {
 		if err := p.precheck(); err != nil {
-			return err
+			return &RegistryError{Err: err}
 		}
 	}
 	if err := p.gctx.Err(); err != nil {
-		return err
+		return &RegistryError{Err: err}
 	}
 	repos := p.missing[e.Digest.String()]
 	if len(repos) == 0 {
@@ -261,7 +280,7 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 			if i > 0 {
 				up = &remote.MountableLayer{Layer: l, Reference: repos[0].Digest(e.Digest.String())}
 			}
-			if err := remote.WriteLayer(repo, up, append(p.opts, remote.WithContext(p.gctx))...); err != nil {
+			if err := p.rp.Upload(p.gctx, repo, up); err != nil {
 				return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
 			}
 		}
@@ -323,10 +342,9 @@ func (p *pusher) manifests(ctx context.Context) error {
 
 // image puts one image's manifests (children first) and its tag.
 func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (*PushedImage, error) {
-	opts := append(p.opts, remote.WithContext(ctx))
 	d := im.Desc.Digest.String()
 	r := &PushedImage{Source: im.Ref, Destination: dst.String(), Digest: d, Bundle: im.Bundle}
-	if head, err := remote.Head(dst, opts...); err == nil && head.Digest == im.Desc.Digest {
+	if head, err := p.puller.Head(ctx, dst); err == nil && head.Digest == im.Desc.Digest {
 		r.Skipped = true
 		return r, nil
 	} else if p.o.SkipPush {
@@ -335,12 +353,12 @@ func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (
 		}
 		return nil, fmt.Errorf("--skip-push: not at the destination (%v): push the images first", err)
 	}
-	if err := p.put(ctx, dst.Context(), d, opts); err != nil {
+	if err := p.put(ctx, dst.Context(), d); err != nil {
 		return nil, err
 	}
 	if _, ok := dst.(name.Tag); ok {
 		m := p.c.Manifests[d]
-		if err := remote.Put(dst, rawManifest{m.Raw, m.MediaType}, opts...); err != nil {
+		if err := p.rp.Put(ctx, dst, rawManifest{m.Raw, m.MediaType}); err != nil {
 			return nil, err
 		}
 	}
@@ -348,25 +366,25 @@ func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (
 }
 
 // put puts manifest d (and, for an index, its children first) by digest.
-func (p *pusher) put(ctx context.Context, repo name.Repository, d string, opts []remote.Option) error {
+func (p *pusher) put(ctx context.Context, repo name.Repository, d string) error {
 	m := p.c.Manifests[d]
 	if m == nil {
 		return fmt.Errorf("manifest %s is not in the archive", d)
 	}
 	ref := repo.Digest(d)
-	if _, err := remote.Head(ref, opts...); err == nil {
+	if _, err := p.puller.Head(ctx, ref); err == nil {
 		return nil
 	}
 	if m.MediaType.IsIndex() {
 		for _, ch := range m.Children {
 			if ch.MediaType.IsIndex() || ch.MediaType.IsImage() {
-				if err := p.put(ctx, repo, ch.Digest.String(), opts); err != nil {
+				if err := p.put(ctx, repo, ch.Digest.String()); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	return remote.Put(ref, rawManifest{m.Raw, m.MediaType}, opts...)
+	return p.rp.Put(ctx, ref, rawManifest{m.Raw, m.MediaType})
 }
 
 // fileBlob is a blob waiting in a temporary file (partial.CompressedLayer).

@@ -53,6 +53,13 @@ func (e *EntryError) Error() string {
 }
 func (e *EntryError) Unwrap() error { return e.Err }
 
+// RegistryError is a failure of the destination registry during a push
+// (not a problem of the archive): retry, or fix credentials or network.
+type RegistryError struct{ Err error }
+
+func (e *RegistryError) Error() string { return e.Err.Error() }
+func (e *RegistryError) Unwrap() error { return e.Err }
+
 // ErrCorrupt is wrapped by every error that says the archive's bytes are
 // damaged (truncated, bad gzip or tar stream, wrong digest): copy it again.
 var ErrCorrupt = errors.New("the archive is damaged: copy it again (and compare its .sha256)")
@@ -112,7 +119,8 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 				return streamErr(e.Name, counted, body.err)
 			}
 			var ee *EntryError
-			if errors.As(err, &ee) {
+			var re *RegistryError
+			if errors.As(err, &ee) || errors.As(err, &re) {
 				return err
 			}
 			return &EntryError{Entry: e.Name, Err: err}

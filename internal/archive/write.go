@@ -99,6 +99,7 @@ type blobInfo struct {
 // collected is everything one archive holds, before writing.
 type collected struct {
 	mu        sync.Mutex
+	puller    *remote.Puller
 	manifests map[string][]byte
 	depth     map[string]int // 0: named by index.json; children one more
 	blobs     map[string]blobInfo
@@ -124,7 +125,11 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 	if o.Level < gzip.HuffmanOnly || o.Level > gzip.BestCompression {
 		return nil, fmt.Errorf("gzip level %d: want 0 (store) to 9 (smallest)", o.Level)
 	}
-	c := &collected{manifests: map[string][]byte{}, depth: map[string]int{}, blobs: map[string]blobInfo{}}
+	puller, err := remote.NewPuller(o.Remote...)
+	if err != nil {
+		return nil, err
+	}
+	c := &collected{puller: puller, manifests: map[string][]byte{}, depth: map[string]int{}, blobs: map[string]blobInfo{}}
 	res := &PackageResult{Images: make([]ImageResult, len(o.Images))}
 	index := make([]v1.Descriptor, len(o.Images))
 	g, gctx := errgroup.WithContext(ctx)
@@ -221,7 +226,7 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 	res.Blobs = len(blobs)
 	o.Progress.Start(res.BlobBytes)
 	for _, d := range blobs {
-		if err := copyBlob(ctx, tw, c.blobs[d], o); err != nil {
+		if err := copyBlob(ctx, tw, puller, c.blobs[d], o); err != nil {
 			return nil, err
 		}
 	}
@@ -248,9 +253,9 @@ func header(name string, size int64) *tar.Header {
 
 // copyBlob streams one blob from its registry into the archive and checks
 // its size and digest.
-func copyBlob(ctx context.Context, tw *tar.Writer, b blobInfo, o PackageOptions) error {
+func copyBlob(ctx context.Context, tw *tar.Writer, puller *remote.Puller, b blobInfo, o PackageOptions) error {
 	what := fmt.Sprintf("%s: blob %s", b.from, b.desc.Digest)
-	l, err := remote.Layer(b.repo.Digest(b.desc.Digest.String()), append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))...)
+	l, err := puller.Layer(ctx, b.repo.Digest(b.desc.Digest.String()))
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -284,8 +289,7 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
-	opts := append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))
-	desc, err := remote.Get(ref, opts...)
+	desc, err := c.puller.Get(ctx, ref)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
@@ -297,7 +301,7 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 		}
 		res.Reduced = true
 	}
-	d, err := c.add(ctx, ref.Context(), raw, mt, im.Ref, 0, opts)
+	d, err := c.add(ctx, ref.Context(), raw, mt, im.Ref, 0)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
@@ -319,7 +323,7 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 }
 
 // add records a manifest (raw bytes) and what it names, recursively.
-func (c *collected) add(ctx context.Context, repo name.Repository, raw []byte, mt types.MediaType, from string, depth int, opts []remote.Option) (v1.Descriptor, error) {
+func (c *collected) add(ctx context.Context, repo name.Repository, raw []byte, mt types.MediaType, from string, depth int) (v1.Descriptor, error) {
 	h, n, err := v1.SHA256(bytes.NewReader(raw))
 	if err != nil {
 		return v1.Descriptor{}, err
@@ -347,11 +351,11 @@ func (c *collected) add(ctx context.Context, repo name.Repository, raw []byte, m
 				c.blob(child, repo, from)
 				continue
 			}
-			cd, err := remote.Get(repo.Digest(child.Digest.String()), opts...)
+			cd, err := c.puller.Get(ctx, repo.Digest(child.Digest.String()))
 			if err != nil {
 				return d, fmt.Errorf("child manifest %s: %w", child.Digest, err)
 			}
-			if _, err := c.add(ctx, repo, cd.Manifest, cd.MediaType, from, depth+1, opts); err != nil {
+			if _, err := c.add(ctx, repo, cd.Manifest, cd.MediaType, from, depth+1); err != nil {
 				return d, err
 			}
 		}

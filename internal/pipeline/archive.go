@@ -275,6 +275,10 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		opts = append(opts, remote.WithAuthFromKeychain(anonymous{}))
 	}
 	catalog := o.Options.Catalog.URL != "" && !o.SkipCRs
+	check := mc.CheckDestination
+	if o.NoAuth {
+		check = nil
+	}
 	pr, err := archive.Push(ctx, o.Archive, archive.PushOptions{
 		Map: func(src string) (name.Reference, error) {
 			r, err := mc.ParseReference(src)
@@ -283,15 +287,20 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 			}
 			return mc.Destination(r)
 		},
+		Check:  check,
 		Remote: opts, Jobs: o.Jobs, TempDir: o.TempDir, SkipPush: o.SkipPush,
 		Limits: o.Limits, Progress: o.Progress,
 	})
 	if err != nil {
+		var re *archive.RegistryError
 		var ee *archive.EntryError
-		if errors.As(err, &ee) {
-			return nil, inputErr(err)
+		switch {
+		case errors.As(err, &re):
+			return nil, describePush(mc, err)
+		case errors.As(err, &ee):
+			return nil, inputErr(err) // the archive is damaged or hostile
 		}
-		return nil, describePush(mc, err)
+		return nil, err
 	}
 	res := &PushResult{Push: pr}
 	if !catalog {
@@ -302,7 +311,12 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	return res, err
 }
 
+// describePush says what to do about a registry error (mirror.Describe),
+// unless it says so already (CheckDestination).
 func describePush(mc *mirror.Client, err error) error {
+	if strings.Contains(err.Error(), "checking push access") {
+		return fmt.Errorf("nothing pushed: %w", err)
+	}
 	return mirror.Describe("pushing to the destination", mc.DstHost(), err)
 }
 
