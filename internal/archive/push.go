@@ -133,10 +133,10 @@ type pusher struct {
 	o      PushOptions
 	puller *remote.Puller
 	rp     *remote.Pusher
-	c    *Contents
-	res  *PushResult
-	g    *errgroup.Group
-	gctx context.Context
+	c      *Contents
+	res    *PushResult
+	g      *errgroup.Group
+	gctx   context.Context
 
 	once       sync.Once
 	dsts       []name.Reference // per index.json entry
