@@ -74,6 +74,10 @@ type Options struct {
 	Target string
 	OLM    OLMOptions
 	olm    *olmRun
+	// SourceCommitOverride and SourceRepoOverride, when set, are recorded as
+	// the source of the publish instead of Source's Git HEAD and origin
+	// (push --catalog: the commit the archive was packaged from).
+	SourceCommitOverride, SourceRepoOverride string
 }
 
 // Result is what a run did.
@@ -686,7 +690,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	if err != nil {
 		return err
 	}
-	commit, origin := SourceCommit(o.Source)
+	commit, origin := o.sourceCommit()
 	if len(files) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
 		o.logf("catalog: nothing changed, no commit")
 		return nil

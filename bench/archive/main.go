@@ -1,0 +1,317 @@
+// Command archive-bench measures `publish package` and `publish push` beside
+// `crane pull --format oci` + `tar` and `crane push` of the same images, in
+// one run, against two local registries. run.sh starts the registries and
+// builds the binaries; see README.md ("Air-gapped sites") for the table.
+//
+// The images are generated deterministically: 6 operators, each a bundle
+// and 5 related images; the 30 related images share 3 base stacks (64 MiB
+// each) and add one layer of their own (about 10 MiB). Layers hold random
+// bytes (like compressed data, they do not compress): about 500 MiB unique.
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/operator-publish/publish/internal/bundle"
+)
+
+func main() {
+	src := flag.String("src", "", "source registry host:port (plain HTTP)")
+	dst := flag.String("dst", "", "destination registry host:port (plain HTTP)")
+	publish := flag.String("publish", "", "publish binary")
+	crane := flag.String("crane", "", "crane binary")
+	work := flag.String("work", "", "work directory")
+	ops := flag.Int("operators", 6, "operators (5 related images each)")
+	flag.Parse()
+	if err := run(*src, *dst, *publish, *crane, *work, *ops); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+// layer makes a deterministic gzip layer holding size random bytes (gzip
+// level 0: random bytes do not compress anyway, like the compressed data
+// of real layers).
+func layer(seed string, size int) (v1.Layer, int64, error) {
+	var s [32]byte
+	copy(s[:], seed)
+	r := rand.New(rand.NewChaCha8(s))
+	data := make([]byte, size)
+	for i := 0; i+8 <= len(data); i += 8 {
+		v := r.Uint64()
+		for j := range 8 {
+			data[i+j] = byte(v >> (8 * j))
+		}
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.NoCompression)
+	tw := tar.NewWriter(zw)
+	tw.WriteHeader(&tar.Header{Name: seed + ".bin", Mode: 0o644, Size: int64(size), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg})
+	tw.Write(data)
+	tw.Close()
+	zw.Close()
+	b := buf.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	return l, int64(len(b)), err
+}
+
+func image(layers ...v1.Layer) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	return mutate.ConfigFile(img, cf)
+}
+
+const csvTmpl = `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: OP.v1.0.0
+  annotations:
+    description: Benchmark operator OP.
+spec:
+  displayName: OP
+  version: 1.0.0
+  install:
+    strategy: deployment
+    spec:
+      deployments:
+      - name: OP-controller
+        spec:
+          selector: {matchLabels: {app: OP}}
+          template:
+            metadata: {labels: {app: OP}}
+            spec:
+              containers:
+CONTAINERS  installModes:
+  - {type: AllNamespaces, supported: true}
+`
+
+func generate(src, repo string, ops int) (unique int64, refs []string, err error) {
+	var bases [][]v1.Layer
+	for b := range 3 {
+		var stack []v1.Layer
+		for j, size := range []int{48 << 20, 16 << 20} {
+			l, n, err := layer(fmt.Sprintf("base-%d-%d", b, j), size)
+			if err != nil {
+				return 0, nil, err
+			}
+			stack = append(stack, l)
+			unique += n
+		}
+		bases = append(bases, stack)
+	}
+	for o := range ops {
+		op := fmt.Sprintf("op-%d", o)
+		var related []string
+		var containers strings.Builder
+		for i := range 5 {
+			k := o*5 + i
+			own, n, err := layer(fmt.Sprintf("img-%d", k), 9<<20+k*37<<10)
+			if err != nil {
+				return 0, nil, err
+			}
+			unique += n
+			img, err := image(append(append([]v1.Layer(nil), bases[k%3]...), own)...)
+			if err != nil {
+				return 0, nil, err
+			}
+			ref := fmt.Sprintf("%s/bench/%s-image-%d:v1.0.0", src, op, i)
+			if err := write(ref, img); err != nil {
+				return 0, nil, err
+			}
+			related = append(related, ref)
+			fmt.Fprintf(&containers, "              - {name: c%d, image: %s}\n", i, ref)
+		}
+		csv := strings.ReplaceAll(strings.Replace(csvTmpl, "CONTAINERS", containers.String(), 1), "OP", op)
+		ann := "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: " + op + "\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n"
+		b, err := bundle.LayerImage(map[string][]byte{
+			"manifests/" + op + ".clusterserviceversion.yaml": []byte(csv),
+			"metadata/annotations.yaml":                       []byte(ann),
+		}, map[string]string{"operators.operatorframework.io.bundle.package.v1": op})
+		if err != nil {
+			return 0, nil, err
+		}
+		bref := fmt.Sprintf("%s/bench/%s-bundle:v1.0.0", src, op)
+		if err := write(bref, b); err != nil {
+			return 0, nil, err
+		}
+		refs = append(refs, append(related, bref)...)
+		m := fmt.Sprintf(`apiVersion: app.alauda.cn/v1beta1
+kind: PackageManifest
+metadata:
+  name: %s.v1.0.0
+spec:
+  type: bundle
+  artifact: %s
+  version: v1.0.0
+  arch: [linux/amd64]
+  info:
+    displayName: %s
+  relatedImages:
+  - %s
+`, op, bref, op, strings.Join(related, "\n  - "))
+		p := filepath.Join(repo, "packages", op, "1.0.0", "manifest.yaml")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(m), 0o644); err != nil {
+			return 0, nil, err
+		}
+	}
+	return unique, refs, nil
+}
+
+func write(ref string, img v1.Image) error {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	return remote.Write(r, img)
+}
+
+type step struct {
+	tool, what string
+	secs       float64
+	rssMiB     float64
+	bytes      int64
+}
+
+// timed runs a command and returns its wall time and peak memory.
+func timed(dir string, args ...string) (float64, float64, error) {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &errb
+	start := time.Now()
+	err := cmd.Run()
+	secs := time.Since(start).Seconds()
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	rss := 0.0
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	return secs, rss, nil
+}
+
+func size(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func dirSize(p string) (n int64) {
+	filepath.Walk(p, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func run(src, dst, publish, crane, work string, ops int) error {
+	repo := filepath.Join(work, "repo")
+	fmt.Fprintf(os.Stderr, "generating %d operators into %s ...\n", ops, src)
+	unique, refs, err := generate(src, repo, ops)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "%d images, %.0f MiB of unique layers\n", len(refs), float64(unique)/(1<<20))
+	var steps []step
+	add := func(tool, what string, b int64, args ...string) error {
+		s, rss, err := timed(work, args...)
+		if err != nil {
+			return err
+		}
+		steps = append(steps, step{tool, what, s, rss, b})
+		fmt.Fprintf(os.Stderr, "%-8s %-46s %6.1f s  %5.0f MiB RSS\n", tool, what, s, rss)
+		return nil
+	}
+	tgz := filepath.Join(work, "ops.tgz")
+	layout := filepath.Join(work, "layout")
+	// crane first: its pull warms the registry's page cache for both.
+	if err := add("crane", "pull --format oci (one layout)", 0, append(append([]string{crane, "pull", "--format", "oci"}, refs...), layout)...); err != nil {
+		return err
+	}
+	lsize := dirSize(layout)
+	if err := add("tar", "tar -cf of that layout", 0, "tar", "-cf", filepath.Join(work, "layout.tar"), "-C", layout, "."); err != nil {
+		return err
+	}
+	if err := add("tar", "tar -czf of that layout (gzip -6)", 0, "tar", "-czf", filepath.Join(work, "layout.tar.gz"), "-C", layout, "."); err != nil {
+		return err
+	}
+	if err := add("publish", "package (registry -> .tgz, gzip -1)", 0, publish, "package", "--source", repo, "-o", tgz, "--plain-http"); err != nil {
+		return err
+	}
+	os.Remove(tgz)
+	if err := add("publish", "package --level 0 (store)", 0, publish, "package", "--source", repo, "-o", tgz+".0", "--plain-http", "--level", "0"); err != nil {
+		return err
+	}
+	if err := add("publish", "package (again, the archive pushed below)", 0, publish, "package", "--source", repo, "-o", tgz, "--plain-http"); err != nil {
+		return err
+	}
+	if err := add("publish", "verify", 0, publish, "verify", tgz); err != nil {
+		return err
+	}
+	if err := add("crane", "push --index (layout -> registry)", 0, crane, "push", "--index", layout, dst+"/crane/all:v1"); err != nil {
+		return err
+	}
+	if err := add("publish", "push (.tgz -> registry, 36 repositories)", 0, publish, "push", tgz, "--dst-repo", dst+"/publish", "--plain-http", "--no-auth"); err != nil {
+		return err
+	}
+	if err := add("publish", "push again (everything present)", 0, publish, "push", tgz, "--dst-repo", dst+"/publish", "--plain-http", "--no-auth"); err != nil {
+		return err
+	}
+	get := func(what string) float64 {
+		for _, s := range steps {
+			if strings.HasPrefix(s.what, what) {
+				return s.secs
+			}
+		}
+		return 0
+	}
+	fmt.Printf("\n%d images (%d operators: a bundle and 5 related images each), %.0f MiB of unique layers; 2 cores\n\n", len(refs), ops, float64(unique)/(1<<20))
+	fmt.Println("| tool | step | wall time | peak RSS |")
+	fmt.Println("|---|---|---|---|")
+	for _, s := range steps {
+		fmt.Printf("| %s | %s | %.1f s | %.0f MiB |\n", s.tool, s.what, s.secs, s.rssMiB)
+	}
+	fmt.Println()
+	fmt.Printf("| size | bytes | vs the layout's blobs |\n|---|---|---|\n")
+	fmt.Printf("| OCI layout (crane pull): every blob once | %d | 1.000 |\n", lsize)
+	fmt.Printf("| tar -cf of the layout | %d | %.4f |\n", size(filepath.Join(work, "layout.tar")), float64(size(filepath.Join(work, "layout.tar")))/float64(lsize))
+	fmt.Printf("| tar -czf of the layout | %d | %.4f |\n", size(filepath.Join(work, "layout.tar.gz")), float64(size(filepath.Join(work, "layout.tar.gz")))/float64(lsize))
+	fmt.Printf("| publish package (gzip -1) | %d | %.4f |\n", size(tgz), float64(size(tgz))/float64(lsize))
+	fmt.Printf("| publish package --level 0 | %d | %.4f |\n", size(tgz+".0"), float64(size(tgz+".0"))/float64(lsize))
+	fmt.Println()
+	fmt.Printf("package / tar -cf: %.2fx; package / (crane pull + tar -cf): %.2fx; push / crane push: %.2fx\n",
+		get("package (registry")/get("tar -cf"), get("package (registry")/(get("pull")+get("tar -cf")), get("push (.tgz")/get("push --index"))
+	return nil
+}

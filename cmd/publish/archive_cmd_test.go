@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/operator-publish/publish/internal/pipeline"
+)
+
+func TestArchiveUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"package"},                                 // no -o
+		{"package", "-o", "x.tgz", "--changed"},     // --changed without --base
+		{"package", "-o", "x.tgz", "--level", "12"}, // level out of range
+		{"push", "x.tgz"},                           // no --dst-repo
+		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push", "--skip-crs"},
+		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push"}, // needs --catalog
+		{"push", "x.tgz", "--dst-repo", "r.example.com", "--no-auth", "--username", "u"},
+		{"create", "dir"}, // no --artifact
+		{"verify"},
+	} {
+		root := newRootCmd()
+		root.SetArgs(args)
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		var ue *usageError
+		if !errors.As(err, &ue) && !strings.Contains(err.Error(), "arg(s)") {
+			t.Errorf("%v: got %v, want a usage error (exit 2)", args, err)
+		}
+	}
+}
+
+func TestVerifyDamagedIsInputError(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.tgz")
+	os.WriteFile(p, []byte("not an archive"), 0o644)
+	root := newRootCmd()
+	root.SetArgs([]string{"verify", p})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	err := root.Execute()
+	var ie *pipeline.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not a gzip-compressed archive") {
+		t.Errorf("got %v, want an input error (exit 1)", err)
+	}
+}

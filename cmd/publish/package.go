@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// newProgress returns the progress reporter for w: a bar on a terminal,
+// a line every 10 s otherwise.
+func newProgress(w io.Writer, label string) *archive.Progress {
+	p := &archive.Progress{Out: w, Label: label, Interval: 10 * time.Second}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.Terminal, p.Interval = true, 200*time.Millisecond
+	}
+	return p
+}
+
+func newPackageCmd() *cobra.Command {
+	var (
+		o       pipeline.PackageOptions
+		plain   bool
+		changed bool
+	)
+	cmd := &cobra.Command{
+		Use:   "package [DIR...] -o FILE.tgz",
+		Short: "Write an offline archive of bundles and related images for an air-gapped site (violet package)",
+		Long: `package reads every bundle and related image of the package repo's versions (or
+of the versions below the DIRs given, relative to --source; with --changed only
+the versions changed since --base) and writes FILE.tgz: one OCI image layout
+(oci-layout, index.json, blobs/sha256/...) holding each blob once, manifests
+byte for byte (digests preserved), each image annotated with its source
+reference, and every PackageManifest of the repo under packages/. The archive
+is deterministic (same input, same bytes) and FILE.tgz.sha256 is written
+beside it. --platforms reduces image indexes to the manifests' spec.arch (or
+the platforms given): reduced indexes get new digests.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			if o.Output == "" {
+				return &usageError{fmt.Errorf("-o FILE.tgz is required")}
+			}
+			if o.Level < 0 || o.Level > 9 {
+				return &usageError{fmt.Errorf("--level %d: want 0 (store) to 9 (smallest)", o.Level)}
+			}
+			if changed && o.Base == "" {
+				return &usageError{fmt.Errorf("--changed needs --base REV: the revision the site already has")}
+			}
+			o.Paths, o.Changed = args, changed
+			o.Mirror.PlainHTTP = plain
+			stderr := cmd.ErrOrStderr()
+			o.Log = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+			o.Progress = newProgress(stderr, "package")
+			res, err := pipeline.Package(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
+			fmt.Fprintf(w, "images    %d of %d versions; %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
+			fmt.Fprintf(w, "packages  %d PackageManifests\n", res.Manifests)
+			for _, im := range res.Images {
+				if im.Reduced {
+					fmt.Fprintf(w, "reduced   %s: %s (source index %s): a reduced index gets a new digest\n", im.Ref, im.Digest, im.SourceDigest)
+				}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVarP(&o.Output, "output", "o", "", "archive file to write (FILE.tgz; FILE.tgz.sha256 is written beside it)")
+	fs.StringVar(&o.Source, "source", ".", "package repo checkout")
+	fs.StringVar(&o.PackagesDir, "packages-dir", "packages", "directory of PackageManifests, relative to --source")
+	fs.BoolVar(&changed, "changed", false, "package only the versions changed since --base")
+	fs.StringVar(&o.Base, "base", "", "with --changed: the package repo revision to compare with (the source commit of the site's last archive, say)")
+	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
+	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")
+	fs.Lookup("platforms").NoOptDefVal = pipeline.PlatformsFromSpec
+	fs.IntVar(&o.Level, "level", archive.DefaultLevel, "gzip level: 0 store, 1 fastest (layers are compressed already), 9 smallest")
+	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
+	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
+	fs.StringVar(&o.Mirror.CAFile, "ca-file", "", "PEM file of extra CA certificates to trust")
+	fs.BoolVar(&plain, "plain-http", false, "use plain HTTP for the source registries")
+	fs.BoolVar(&plain, "plain", false, "alias of --plain-http (violet)")
+	withEnvHelp(fs)
+	return cmd
+}

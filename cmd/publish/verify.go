@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/spf13/cobra"
+)
+
+func newVerifyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify FILE.tgz",
+		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
+		Long: `verify reads FILE.tgz once and checks it as push would, without any registry:
+the sha256 of the file against FILE.tgz.sha256, every entry (no links,
+devices, absolute paths, "..", duplicates; sizes within the limits), every
+blob against its digest, and the OCI layout: oci-layout, index.json with a
+source reference per image, every manifest and blob they name, every
+PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := archive.Verify(args[0], archive.Limits{}, newProgress(cmd.ErrOrStderr(), "verify"))
+			if err != nil {
+				return &pipeline.InputError{Err: err}
+			}
+			c := res.Contents
+			w := cmd.OutOrStdout()
+			for _, warn := range c.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
+			}
+			bundles := 0
+			for _, im := range c.Images {
+				if im.Bundle {
+					bundles++
+				}
+			}
+			fmt.Fprintf(w, "images    %d (%d bundles), %d manifests, %d blobs (%s)\n", len(c.Images), bundles, len(c.Manifests), c.Blobs, archive.Size(c.BlobBytes))
+			fmt.Fprintf(w, "packages  %d PackageManifests\n", len(c.Packages))
+			sum := "no .sha256 file to compare"
+			if res.Checksum {
+				sum = "matches " + archive.ChecksumPath(args[0])
+			}
+			fmt.Fprintf(w, "sha256    %s (%s)\n", res.SHA256, sum)
+			fmt.Fprintf(w, "verify ok %s\n", args[0])
+			return nil
+		},
+	}
+	return cmd
+}

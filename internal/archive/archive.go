@@ -1,0 +1,101 @@
+// Package archive writes and reads the offline archive of `publish package`,
+// `publish push` and `publish verify` (DESIGN.md §4): a gzip-compressed tar
+// holding one OCI image layout (image-spec v1.1 "image-layout.md":
+// oci-layout, index.json, blobs/sha256/<hex>) with every bundle and related
+// image of the packaged versions, each blob once, and the PackageManifests
+// under packages/.
+//
+// The archive is deterministic: entries in a fixed order (oci-layout,
+// index.json, packages/… sorted by path, manifests sorted by digest, then
+// every other blob sorted by digest), fixed times, owners and modes, and a
+// gzip header without name or time. The same images and manifests give the
+// same bytes.
+//
+// Reading is streaming and bounded: blobs are hashed while they are read and
+// never held in memory; only index.json, image manifests and
+// PackageManifests (all small and capped) are kept.
+package archive
+
+import (
+	"time"
+)
+
+// Annotations written on every index.json entry.
+const (
+	// AnnotationRefName is the OCI annotation naming the image reference
+	// (image-spec annotations.md); publish writes the full source reference.
+	AnnotationRefName = "org.opencontainers.image.ref.name"
+	// AnnotationSource is the source reference the image was read from.
+	AnnotationSource = "io.operator-publish.source"
+	// AnnotationSourceDigest is the digest of the image index at the source
+	// when --platforms reduced it (the reduced index has a new digest).
+	AnnotationSourceDigest = "io.operator-publish.source-digest"
+	// AnnotationTag is the tag a bundle carries at the destination when its
+	// source reference is pinned by digest (ArtifactVersion.spec.tag).
+	AnnotationTag = "io.operator-publish.tag"
+	// AnnotationKind is "bundle" for a bundle image, "image" for a related
+	// image. Bundles are pushed after every related image.
+	AnnotationKind = "io.operator-publish.kind"
+	// AnnotationSourceCommit and AnnotationSourceRepo, on index.json itself,
+	// name the package repo commit the archive was made from (recorded in
+	// the catalog's publish/state.yaml by push --catalog).
+	AnnotationSourceCommit = "io.operator-publish.source-commit"
+	AnnotationSourceRepo   = "io.operator-publish.source-repo"
+)
+
+// Kinds of index.json entries (AnnotationKind).
+const (
+	KindBundle = "bundle"
+	KindImage  = "image"
+)
+
+// Paths inside the archive.
+const (
+	LayoutFile   = "oci-layout"
+	IndexFile    = "index.json"
+	BlobsDir     = "blobs/sha256/"
+	PackagesDir  = "packages/"
+	layoutData   = `{"imageLayoutVersion":"1.0.0"}`
+	checksumExt  = ".sha256"
+	fileMode     = 0o644
+	maxNameBytes = 1024
+)
+
+// fixedTime is the modification time of every entry (the Unix epoch would
+// be read as "no time" by some tools).
+var fixedTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Limits caps what a reader accepts, so that a hostile or corrupt archive
+// cannot fill the disk or the memory. Zero fields take the defaults.
+type Limits struct {
+	// Blob is the largest blob, in bytes (default 16 GiB).
+	Blob int64
+	// Manifest is the largest manifest, index.json or PackageManifest, in
+	// bytes: these are held in memory (default 4 MiB, the limit registries
+	// apply to manifests).
+	Manifest int64
+	// Total is the most the archive may expand to, in bytes (default 1 TiB).
+	Total int64
+	// Entries is the most entries (default 1,000,000).
+	Entries int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Blob <= 0 {
+		l.Blob = 16 << 30
+	}
+	if l.Manifest <= 0 {
+		l.Manifest = 4 << 20
+	}
+	if l.Total <= 0 {
+		l.Total = 1 << 40
+	}
+	if l.Entries <= 0 {
+		l.Entries = 1_000_000
+	}
+	return l
+}
+
+// ChecksumPath is the checksum file written beside an archive:
+// FILE.tgz.sha256, in the format of sha256sum ("<hex>  <file name>").
+func ChecksumPath(archive string) string { return archive + checksumExt }

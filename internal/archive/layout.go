@@ -1,0 +1,339 @@
+package archive
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/operator-publish/publish/internal/manifest"
+)
+
+// IndexEntry is one image of an archive, from index.json.
+type IndexEntry struct {
+	Ref          string // source reference (AnnotationSource)
+	Tag          string // destination tag for a digest-pinned bundle, else ""
+	Bundle       bool
+	SourceDigest string // set when the index was reduced (--platforms)
+	Desc         v1.Descriptor
+}
+
+// Manifest is an image manifest or index stored in an archive.
+type Manifest struct {
+	Raw       []byte
+	MediaType types.MediaType
+	Children  []v1.Descriptor // index: child manifests; image: config and layers
+}
+
+// Contents is what a walk of an archive found: the images, their manifests,
+// which blobs each image needs, and the PackageManifests.
+type Contents struct {
+	Images    []IndexEntry
+	Manifests map[string]*Manifest // by digest
+	// Owners maps a digest (manifest or blob) to the index.json entries
+	// (positions in Images) whose image needs it.
+	Owners   map[string][]int
+	Packages []File
+	// Annotations are index.json's own annotations.
+	Annotations map[string]string
+	// Blobs and BlobBytes count configs and layers (each once).
+	Blobs     int
+	BlobBytes int64
+	Warnings  []string
+
+	layout    bool
+	wantMan   map[string]bool
+	wantBlob  map[string]int64
+	seenBlob  map[string]bool
+	lim       Limits
+	indexSeen bool
+}
+
+// scanner walks an archive keeping its metadata and hands every config and
+// layer to blob (nil: drain and verify only).
+type scanner struct {
+	c    *Contents
+	blob func(e Entry, body io.Reader, owners []int) error
+}
+
+func newContents(lim Limits) *Contents {
+	return &Contents{
+		Manifests: map[string]*Manifest{}, Owners: map[string][]int{},
+		wantMan: map[string]bool{}, wantBlob: map[string]int64{}, seenBlob: map[string]bool{},
+		lim: lim.withDefaults(),
+	}
+}
+
+func (s *scanner) visit(e Entry, body io.Reader) error {
+	c := s.c
+	switch e.Kind {
+	case EntryLayout:
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		var l struct {
+			V string `json:"imageLayoutVersion"`
+		}
+		if json.Unmarshal(data, &l) != nil || l.V != "1.0.0" {
+			return fmt.Errorf("not an OCI image layout file (want {\"imageLayoutVersion\":\"1.0.0\"})")
+		}
+		c.layout = true
+	case EntryIndex:
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		return c.readIndex(data)
+	case EntryPackage:
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		p := strings.TrimPrefix(e.Name, PackagesDir)
+		if _, err := manifest.Parse(e.Name, data); err != nil {
+			return fmt.Errorf("PackageManifest does not parse: %w", err)
+		}
+		c.Packages = append(c.Packages, File{Path: p, Data: data})
+	case EntryBlob:
+		d := e.Digest.String()
+		if !c.indexSeen {
+			return errors.New("blob before index.json: the archive was not written by publish package")
+		}
+		if c.wantMan[d] {
+			if e.Size > c.lim.Manifest {
+				return fmt.Errorf("manifest of %d bytes: larger than the limit of %d", e.Size, c.lim.Manifest)
+			}
+			data, err := io.ReadAll(body)
+			if err != nil {
+				return err
+			}
+			return c.readManifest(d, data)
+		}
+		c.seenBlob[d] = true
+		if want, ok := c.wantBlob[d]; ok {
+			if want != e.Size {
+				return fmt.Errorf("%d bytes, but a manifest says %d: %w", e.Size, want, ErrCorrupt)
+			}
+			c.Blobs++
+			c.BlobBytes += e.Size
+			if s.blob != nil {
+				return s.blob(e, body, c.Owners[d])
+			}
+			return nil
+		}
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: no manifest names this blob (ignored)", e.Name))
+	}
+	return nil
+}
+
+func (c *Contents) readIndex(data []byte) error {
+	var idx v1.IndexManifest
+	if err := json.Unmarshal(data, &idx); err != nil {
+		return fmt.Errorf("not a valid image index: %v", err)
+	}
+	c.indexSeen = true
+	c.Annotations = idx.Annotations
+	for i, d := range idx.Manifests {
+		ref := d.Annotations[AnnotationSource]
+		if ref == "" {
+			ref = d.Annotations[AnnotationRefName]
+		}
+		if ref == "" {
+			return fmt.Errorf("manifests[%d] (%s) has no %s annotation: publish push needs the source reference to map it", i, d.Digest, AnnotationRefName)
+		}
+		if !d.MediaType.IsIndex() && !d.MediaType.IsImage() {
+			return fmt.Errorf("manifests[%d] (%s): media type %q is neither an image nor an image index", i, ref, d.MediaType)
+		}
+		c.Images = append(c.Images, IndexEntry{
+			Ref: ref, Tag: d.Annotations[AnnotationTag], Bundle: d.Annotations[AnnotationKind] == KindBundle,
+			SourceDigest: d.Annotations[AnnotationSourceDigest], Desc: d,
+		})
+		k := d.Digest.String()
+		c.wantMan[k] = true
+		c.Owners[k] = appendOnce(c.Owners[k], i)
+	}
+	return nil
+}
+
+func (c *Contents) readManifest(d string, data []byte) error {
+	m := &Manifest{Raw: data}
+	var head struct {
+		MediaType types.MediaType `json:"mediaType"`
+		Manifests []v1.Descriptor `json:"manifests"`
+		Config    *v1.Descriptor  `json:"config"`
+		Layers    []v1.Descriptor `json:"layers"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return fmt.Errorf("manifest does not parse: %v", err)
+	}
+	owners := c.Owners[d]
+	switch {
+	case head.Manifests != nil || head.MediaType.IsIndex():
+		m.MediaType = head.MediaType
+		if m.MediaType == "" {
+			m.MediaType = types.OCIImageIndex
+		}
+		for _, ch := range head.Manifests {
+			m.Children = append(m.Children, ch)
+			k := ch.Digest.String()
+			if ch.MediaType.IsIndex() || ch.MediaType.IsImage() {
+				c.wantMan[k] = true
+			} else {
+				c.wantBlob[k] = ch.Size
+			}
+			for _, o := range owners {
+				c.Owners[k] = appendOnce(c.Owners[k], o)
+			}
+		}
+	case head.Config != nil:
+		m.MediaType = head.MediaType
+		if m.MediaType == "" {
+			m.MediaType = types.OCIManifestSchema1
+		}
+		for _, ch := range append([]v1.Descriptor{*head.Config}, head.Layers...) {
+			m.Children = append(m.Children, ch)
+			k := ch.Digest.String()
+			if c.seenBlob[k] {
+				return fmt.Errorf("names blob %s, which is stored before it: the archive was not written by publish package", k)
+			}
+			c.wantBlob[k] = ch.Size
+			for _, o := range owners {
+				c.Owners[k] = appendOnce(c.Owners[k], o)
+			}
+		}
+	default:
+		return errors.New("neither an image manifest nor an image index")
+	}
+	c.Manifests[d] = m
+	return nil
+}
+
+// finish checks that everything named was stored.
+func (c *Contents) finish() error {
+	var errs []string
+	if !c.layout {
+		errs = append(errs, "no oci-layout file")
+	}
+	if !c.indexSeen {
+		errs = append(errs, "no index.json")
+	}
+	for _, d := range sortedKeys(c.wantMan) {
+		if c.Manifests[d] == nil {
+			errs = append(errs, fmt.Sprintf("manifest %s is missing (or stored after the blobs it names)", d))
+		}
+	}
+	for _, d := range sortedKeys(c.wantBlob) {
+		if !c.seenBlob[d] && c.Manifests[d] == nil {
+			errs = append(errs, fmt.Sprintf("blob %s is missing", d))
+		}
+	}
+	for _, im := range c.Images {
+		if m := c.Manifests[im.Desc.Digest.String()]; m != nil && int64(len(m.Raw)) != im.Desc.Size {
+			errs = append(errs, fmt.Sprintf("index.json: %s: size %d, but the manifest has %d bytes", im.Ref, im.Desc.Size, len(m.Raw)))
+		}
+	}
+	if len(errs) > 0 {
+		if len(errs) > 10 {
+			errs = append(errs[:10], fmt.Sprintf("and %d more", len(errs)-10))
+		}
+		return &EntryError{Err: fmt.Errorf("incomplete archive: %s", strings.Join(errs, "; "))}
+	}
+	return nil
+}
+
+func appendOnce(s []int, v int) []int {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// VerifyResult is what Verify found.
+type VerifyResult struct {
+	SHA256 string
+	// Checksum says whether a FILE.sha256 was there (and matched).
+	Checksum bool
+	Contents *Contents
+}
+
+// Verify reads the archive at path without pushing anything: the whole file
+// against FILE.sha256 (when there; a warning otherwise), every entry (see
+// Walk), every blob against its digest, and the structure: oci-layout,
+// index.json with a source reference per image, every manifest and blob
+// they name present with the size they say, every PackageManifest parsing.
+// Errors name the archive and the entry.
+func Verify(path string, lim Limits, progress *Progress) (*VerifyResult, error) {
+	return walkFileWith(path, lim, progress, nil, nil)
+}
+
+// walkFileWith runs a scanner over the archive at path, handing configs and
+// layers to blob, and checks the checksum. start receives the Contents
+// being filled before the walk begins.
+func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error, start func(*Contents)) (*VerifyResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	want, hasSum, err := readChecksum(path)
+	if err != nil {
+		return nil, err
+	}
+	progress.Start(st.Size())
+	h := sha256.New()
+	s := &scanner{c: newContents(lim), blob: blob}
+	if start != nil {
+		start(s.c)
+	}
+	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	// Hash whatever follows the gzip stream too: it is part of the file.
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, err
+	}
+	progress.Done()
+	if err := s.c.finish(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	res := &VerifyResult{SHA256: hex.EncodeToString(h.Sum(nil)), Checksum: hasSum, Contents: s.c}
+	if hasSum && res.SHA256 != want {
+		return nil, fmt.Errorf("%s: sha256 is %s, but %s says %s: %w", path, res.SHA256, ChecksumPath(path), want, ErrCorrupt)
+	}
+	if !hasSum {
+		s.c.Warnings = append(s.c.Warnings, fmt.Sprintf("no %s beside the archive: its checksum was not compared", ChecksumPath(path)))
+	}
+	sort.Slice(s.c.Packages, func(i, j int) bool { return s.c.Packages[i].Path < s.c.Packages[j].Path })
+	return res, nil
+}
+
+// readChecksum reads FILE.sha256 ("<hex>  name", as sha256sum writes).
+func readChecksum(path string) (string, bool, error) {
+	data, err := os.ReadFile(ChecksumPath(path))
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	fields := bytes.Fields(data)
+	if len(fields) == 0 || len(fields[0]) != 64 {
+		return "", false, fmt.Errorf("%s: not a sha256sum line (<64 hex digits>  <file>)", ChecksumPath(path))
+	}
+	return strings.ToLower(string(fields[0])), true, nil
+}

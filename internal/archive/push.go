@@ -1,0 +1,401 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
+)
+
+// PushOptions configures Push.
+type PushOptions struct {
+	// Map gives the destination reference of a source reference (the
+	// repository mapping of `publish run`: mirror.Client.Destination).
+	Map func(src string) (name.Reference, error)
+	// Remote are the options for the destination registry (auth, transport).
+	Remote []remote.Option
+	// Jobs bounds the blobs uploaded at once (default 4); each waits in a
+	// temporary file, so the disk holds at most Jobs+1 blobs.
+	Jobs int
+	// TempDir holds the blobs waiting to be uploaded ("": os.TempDir()).
+	TempDir string
+	// Check, when set, is called once with the first image's source
+	// reference before anything is pushed (mirror.Client.CheckDestination:
+	// a wrong password is one clear error).
+	Check func(src string) error
+	// SkipPush reads and checks the archive and that every image is already
+	// at the destination, and pushes nothing (resources only).
+	SkipPush bool
+	Limits   Limits
+	Progress *Progress
+
+	afterBlob func() // tests: called after each uploaded blob
+}
+
+// PushedImage is one image of a push.
+type PushedImage struct {
+	Source      string
+	Destination string
+	Digest      string
+	Bundle      bool
+	Skipped     bool // the destination already had it
+}
+
+// PushResult says what Push did.
+type PushResult struct {
+	Images       []PushedImage // related images first, then bundles
+	BlobsPushed  int
+	BlobsMounted int // copied between repositories of the destination
+	BlobsSkipped int // already at the destination (an earlier, interrupted push)
+	BytesPushed  int64
+	SHA256       string
+	Checksum     bool // a FILE.sha256 was there and matched
+	Contents     *Contents
+}
+
+// rawManifest is a manifest to PUT as it is stored (remote.Taggable).
+type rawManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
+
+// Push loads the archive at path into the destination registry: it reads
+// the archive once, front to back, checking every entry and blob digest as
+// it goes (see Walk and Verify); uploads every config and layer the
+// destination lacks to each repository that needs it (one upload, then
+// cross-repository mounts); and, only when the whole archive checked out
+// (its FILE.sha256 included), puts the manifests: children before indexes,
+// related images before bundles, by tag or digest as the source named them.
+// What the destination already has (blobs, manifests, tags with the same
+// digest) is skipped, so running Push again after an interruption resumes
+// where it stopped.
+//
+// On error nothing is reported as pushed: the error names the archive entry
+// or the image, and blobs already uploaded stay (content-addressed; the
+// next run skips them).
+func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) {
+	if o.Jobs <= 0 {
+		o.Jobs = 4
+	}
+	opts := append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))
+	puller, err := remote.NewPuller(opts...)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := remote.NewPusher(opts...)
+	if err != nil {
+		return nil, err
+	}
+	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Jobs)
+	p.g, p.gctx = g, gctx
+	var blob func(e Entry, body io.Reader, owners []int) error
+	if !o.SkipPush {
+		blob = p.blob
+	}
+	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c })
+	waitErr := g.Wait()
+	if walkErr != nil && (waitErr == nil || errors.Is(walkErr, ErrCorrupt)) {
+		return nil, walkErr
+	}
+	if waitErr != nil {
+		waitErr = &RegistryError{Err: waitErr}
+	}
+	if waitErr != nil {
+		return nil, fmt.Errorf("%s: %w (run the same command again to resume: what was pushed is skipped)", path, waitErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.res.SHA256, p.res.Checksum, p.res.Contents = vr.SHA256, vr.Checksum, vr.Contents
+	if err := p.manifests(ctx); err != nil {
+		return nil, &RegistryError{Err: err}
+	}
+	return p.res, nil
+}
+
+type pusher struct {
+	o      PushOptions
+	puller *remote.Puller
+	rp     *remote.Pusher
+	c      *Contents
+	res    *PushResult
+	g      *errgroup.Group
+	gctx   context.Context
+
+	once       sync.Once
+	dsts       []name.Reference // per index.json entry
+	mapErr     error
+	missing    map[string][]name.Repository // blob digest -> repositories lacking it
+	mediaTypes map[string]types.MediaType
+	mu         sync.Mutex
+	pushed     atomic.Int64
+}
+
+// dest maps every index.json entry once.
+func (p *pusher) dest() error {
+	p.once.Do(func() {
+		for _, im := range p.c.Images {
+			d, err := p.o.Map(im.Ref)
+			if err != nil {
+				p.mapErr = fmt.Errorf("%s: %w", im.Ref, err)
+				return
+			}
+			if im.Tag != "" {
+				d = d.Context().Tag(im.Tag)
+			}
+			p.dsts = append(p.dsts, d)
+		}
+		if p.o.Check != nil && !p.o.SkipPush && len(p.c.Images) > 0 {
+			p.mapErr = p.o.Check(p.c.Images[0].Ref)
+		}
+	})
+	return p.mapErr
+}
+
+// precheck asks the destination, for every blob and repository, whether it
+// is there already: once, when the first blob is reached (every manifest is
+// known by then).
+func (p *pusher) precheck() error {
+	if err := p.dest(); err != nil {
+		return err
+	}
+	type pair struct {
+		d    string
+		repo name.Repository
+		size int64
+	}
+	var pairs []pair
+	sizes := map[string]int64{}
+	p.mediaTypes = map[string]types.MediaType{}
+	for _, m := range p.c.Manifests {
+		for _, ch := range m.Children {
+			sizes[ch.Digest.String()] = ch.Size
+			p.mediaTypes[ch.Digest.String()] = ch.MediaType
+		}
+	}
+	for _, d := range sortedKeys(p.c.wantBlob) {
+		seen := map[string]bool{}
+		for _, o := range p.c.Owners[d] {
+			repo := p.dsts[o].Context()
+			if !seen[repo.String()] {
+				seen[repo.String()] = true
+				pairs = append(pairs, pair{d, repo, sizes[d]})
+			}
+		}
+	}
+	p.missing = map[string][]name.Repository{}
+	g, gctx := errgroup.WithContext(p.gctx)
+	g.SetLimit(8)
+	var mu sync.Mutex
+	skipped := map[string]bool{}
+	for _, pr := range pairs {
+		g.Go(func() error {
+			l, err := p.puller.Layer(gctx, pr.repo.Digest(pr.d))
+			if err != nil {
+				return err
+			}
+			ok, err := partial.Exists(l)
+			if err != nil {
+				return fmt.Errorf("checking blob %s in %s: %w", pr.d, pr.repo, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !ok {
+				p.missing[pr.d] = append(p.missing[pr.d], pr.repo)
+			} else {
+				skipped[pr.d] = true
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for d := range skipped {
+		if len(p.missing[d]) == 0 {
+			p.res.BlobsSkipped++
+		}
+	}
+	for d := range p.missing {
+		sort.Slice(p.missing[d], func(i, j int) bool { return p.missing[d][i].String() < p.missing[d][j].String() })
+	}
+	return nil
+}
+
+// blob is called by the walk for every config and layer.
+func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
+	if p.missing == nil {
+		if err := p.precheck(); err != nil {
+			return &RegistryError{Err: err}
+		}
+	}
+	if err := p.gctx.Err(); err != nil {
+		return &RegistryError{Err: err}
+	}
+	repos := p.missing[e.Digest.String()]
+	if len(repos) == 0 {
+		return nil // already there; the walk still verifies it
+	}
+	tmp, err := os.CreateTemp(p.o.TempDir, "publish-push-blob-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, body) // fails when the digest does not match
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	mt := p.mediaTypes[e.Digest.String()]
+	if mt == "" {
+		mt = types.DockerLayer
+	}
+	fb := &fileBlob{path: tmp.Name(), digest: e.Digest, size: e.Size, mt: mt}
+	p.g.Go(func() error {
+		defer os.Remove(fb.path)
+		l, err := partial.CompressedToLayer(fb)
+		if err != nil {
+			return err
+		}
+		for i, repo := range repos {
+			var up v1.Layer = l
+			if i > 0 {
+				up = &remote.MountableLayer{Layer: l, Reference: repos[0].Digest(e.Digest.String())}
+			}
+			if err := p.rp.Upload(p.gctx, repo, up); err != nil {
+				return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
+			}
+		}
+		p.mu.Lock()
+		p.res.BlobsPushed++
+		p.res.BlobsMounted += len(repos) - 1
+		p.res.BytesPushed += e.Size
+		p.mu.Unlock()
+		if p.o.afterBlob != nil {
+			p.o.afterBlob()
+		}
+		return nil
+	})
+	return nil
+}
+
+// manifests puts every manifest the destination lacks: related images
+// first, then bundles.
+func (p *pusher) manifests(ctx context.Context) error {
+	if err := p.dest(); err != nil {
+		return err
+	}
+	for _, bundles := range []bool{false, true} {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(p.o.Jobs)
+		var mu sync.Mutex
+		var errs []error
+		for i, im := range p.c.Images {
+			if im.Bundle != bundles {
+				continue
+			}
+			g.Go(func() error {
+				r, err := p.image(gctx, im, p.dsts[i])
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s -> %s: %w", im.Ref, p.dsts[i], err))
+					return nil
+				}
+				p.res.Images = append(p.res.Images, *r)
+				return nil
+			})
+		}
+		_ = g.Wait()
+		if len(errs) > 0 {
+			sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+			return errors.Join(errs...)
+		}
+	}
+	sort.SliceStable(p.res.Images, func(i, j int) bool {
+		a, b := p.res.Images[i], p.res.Images[j]
+		if a.Bundle != b.Bundle {
+			return !a.Bundle
+		}
+		return a.Source < b.Source
+	})
+	return nil
+}
+
+// image puts one image's manifests (children first) and its tag.
+func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (*PushedImage, error) {
+	d := im.Desc.Digest.String()
+	r := &PushedImage{Source: im.Ref, Destination: dst.String(), Digest: d, Bundle: im.Bundle}
+	if head, err := p.puller.Head(ctx, dst); err == nil && head.Digest == im.Desc.Digest {
+		r.Skipped = true
+		return r, nil
+	} else if p.o.SkipPush {
+		if err == nil {
+			return nil, fmt.Errorf("--skip-push: the destination has digest %s, the archive %s: push the images first", head.Digest, d)
+		}
+		return nil, fmt.Errorf("--skip-push: not at the destination (%v): push the images first", err)
+	}
+	if err := p.put(ctx, dst.Context(), d); err != nil {
+		return nil, err
+	}
+	if _, ok := dst.(name.Tag); ok {
+		m := p.c.Manifests[d]
+		if err := p.rp.Put(ctx, dst, rawManifest{m.Raw, m.MediaType}); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// put puts manifest d (and, for an index, its children first) by digest.
+func (p *pusher) put(ctx context.Context, repo name.Repository, d string) error {
+	m := p.c.Manifests[d]
+	if m == nil {
+		return fmt.Errorf("manifest %s is not in the archive", d)
+	}
+	ref := repo.Digest(d)
+	if _, err := p.puller.Head(ctx, ref); err == nil {
+		return nil
+	}
+	if m.MediaType.IsIndex() {
+		for _, ch := range m.Children {
+			if ch.MediaType.IsIndex() || ch.MediaType.IsImage() {
+				if err := p.put(ctx, repo, ch.Digest.String()); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return p.rp.Put(ctx, ref, rawManifest{m.Raw, m.MediaType})
+}
+
+// fileBlob is a blob waiting in a temporary file (partial.CompressedLayer).
+type fileBlob struct {
+	path   string
+	digest v1.Hash
+	size   int64
+	mt     types.MediaType
+}
+
+func (f *fileBlob) Digest() (v1.Hash, error)            { return f.digest, nil }
+func (f *fileBlob) Size() (int64, error)                { return f.size, nil }
+func (f *fileBlob) MediaType() (types.MediaType, error) { return f.mt, nil }
+func (f *fileBlob) Compressed() (io.ReadCloser, error)  { return os.Open(f.path) }

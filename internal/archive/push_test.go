@@ -1,0 +1,114 @@
+package archive
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// mapTo maps a source reference to dstHost/prefix/<repository path>.
+func mapTo(dstHost, prefix string) func(string) (name.Reference, error) {
+	return func(src string) (name.Reference, error) {
+		r, err := name.ParseReference(src)
+		if err != nil {
+			return nil, err
+		}
+		s := dstHost + "/" + prefix + "/" + r.Context().RepositoryStr()
+		switch r := r.(type) {
+		case name.Tag:
+			s += ":" + r.TagStr()
+		case name.Digest:
+			s += "@" + r.DigestStr()
+		}
+		return name.ParseReference(s)
+	}
+}
+
+func TestPushAndResume(t *testing.T) {
+	out, pkg, refs := packageFixture(t, t.TempDir(), nil)
+	dst := startRegistry(t)
+	// First push: interrupted after two blobs.
+	c, cancel := context.WithCancel(ctx(t))
+	var n atomic.Int32
+	_, err := Push(c, out, PushOptions{Map: mapTo(dst, "mirror"), Jobs: 1, TempDir: t.TempDir(), afterBlob: func() {
+		if n.Add(1) == 2 {
+			cancel()
+		}
+	}})
+	if err == nil {
+		t.Fatal("interrupted push reported success")
+	}
+	t.Logf("interrupted: %v", err)
+	for _, r := range refs {
+		d, _ := mapTo(dst, "mirror")(r)
+		if _, err := remote.Head(d); err == nil {
+			t.Errorf("%s is visible after an interrupted push", d)
+		}
+	}
+	// Second push resumes: the blobs of the first are skipped.
+	res, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst, "mirror"), TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlobsSkipped < 2 || res.BlobsPushed+res.BlobsSkipped != pkg.Blobs {
+		t.Errorf("resumed: pushed %d skipped %d of %d blobs", res.BlobsPushed, res.BlobsSkipped, pkg.Blobs)
+	}
+	if len(res.Images) != 3 || res.Images[len(res.Images)-1].Bundle != true {
+		t.Errorf("images %+v (bundle last)", res.Images)
+	}
+	for _, im := range res.Images {
+		src, _ := remote.Head(mustRef(t, im.Source))
+		d, err := remote.Head(mustRef(t, im.Destination))
+		if err != nil || d.Digest != src.Digest || d.Digest.String() != im.Digest {
+			t.Errorf("%s: destination %v (%v), source %s", im.Destination, d, err, src.Digest)
+		}
+		if !strings.HasPrefix(im.Destination, dst+"/mirror/example/") {
+			t.Errorf("mapping: %s", im.Destination)
+		}
+	}
+	// Third push: nothing to do.
+	res, err = Push(ctx(t), out, PushOptions{Map: mapTo(dst, "mirror")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlobsPushed != 0 || res.BlobsSkipped != pkg.Blobs {
+		t.Errorf("rerun pushed %d blobs", res.BlobsPushed)
+	}
+	for _, im := range res.Images {
+		if !im.Skipped {
+			t.Errorf("rerun pushed %s", im.Destination)
+		}
+	}
+}
+
+func TestPushSkipPush(t *testing.T) {
+	out, _, _ := packageFixture(t, t.TempDir(), nil)
+	dst := startRegistry(t)
+	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst, "x"), SkipPush: true})
+	if err == nil || !strings.Contains(err.Error(), "--skip-push: not at the destination") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst, "x")}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst, "x"), SkipPush: true})
+	if err != nil || len(res.Images) != 3 || res.BlobsPushed != 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func TestPushRefusesDamagedArchive(t *testing.T) {
+	out, _, _ := packageFixture(t, t.TempDir(), nil)
+	dst := startRegistry(t)
+	bad := filepath.Join(t.TempDir(), "bad.tgz")
+	copyTruncated(t, out, bad)
+	_, err := Push(ctx(t), bad, PushOptions{Map: mapTo(dst, "x")})
+	if err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,509 @@
+package archive
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
+	"golang.org/x/sync/errgroup"
+)
+
+// Image is one image to put into an archive.
+type Image struct {
+	// Ref is the source reference (tag or digest).
+	Ref string
+	// Bundle marks a bundle image (pushed after every related image).
+	Bundle bool
+	// Tag is the tag the image carries at the destination when Ref is
+	// pinned by digest only ("" otherwise): a bundle's ArtifactVersion tag.
+	Tag string
+	// Platforms reduces an image index to these platforms (os/arch[/variant];
+	// a platform without variant matches every variant). Nil: the index
+	// whole, with its original digest.
+	Platforms []string
+}
+
+// File is a file stored under packages/ (a PackageManifest).
+type File struct {
+	Path string // relative to packages/, slash-separated, ending in .yaml
+	Data []byte
+}
+
+// PackageOptions configures Package.
+type PackageOptions struct {
+	Images []Image
+	Files  []File
+	// Parse parses a reference (plain HTTP, say); nil: name.ParseReference.
+	Parse func(string) (name.Reference, error)
+	// Remote are the options for reading the source registries (auth,
+	// transport).
+	Remote []remote.Option
+	// Level is the gzip level: 0 stores, 1 (the default, see
+	// DefaultLevel) is fastest, 9 smallest. Layers are already compressed,
+	// so higher levels cost time for little gain.
+	Level int
+	// Concurrency bounds how many manifests are read at once (default 8).
+	Concurrency int
+	// Progress, when set, is told the blob bytes as they are written.
+	Progress *Progress
+	// Annotations go on index.json itself (AnnotationSourceCommit, say).
+	Annotations map[string]string
+}
+
+// DefaultLevel is the default gzip level: the fastest that compresses.
+const DefaultLevel = gzip.BestSpeed
+
+// ImageResult is one index.json entry of a written archive.
+type ImageResult struct {
+	Ref          string
+	Digest       string // manifest digest in the archive
+	SourceDigest string // digest at the source: differs when Reduced
+	Reduced      bool   // an image index reduced to Platforms
+	MediaType    string
+}
+
+// PackageResult says what Package wrote.
+type PackageResult struct {
+	Images    []ImageResult
+	Manifests int   // image manifests and indexes stored
+	Blobs     int   // configs and layers stored, each once
+	BlobBytes int64 // their total size
+	Bytes     int64 // size of the compressed archive
+	SHA256    string
+}
+
+// blobInfo is a config or layer to copy, and where to read it.
+type blobInfo struct {
+	desc v1.Descriptor
+	repo name.Repository
+	from string // the image that names it, for messages
+}
+
+// collected is everything one archive holds, before writing.
+type collected struct {
+	mu        sync.Mutex
+	puller    *remote.Puller
+	manifests map[string][]byte
+	depth     map[string]int // 0: named by index.json; children one more
+	blobs     map[string]blobInfo
+}
+
+// Package reads every image of o.Images from its registry and writes the
+// archive to w: oci-layout, index.json (one entry per image, annotated with
+// its source reference), o.Files under packages/, every manifest, then every
+// config and layer once (see the package doc for the order). Manifests are
+// stored as the registry served them (digests preserved), except indexes
+// reduced to Platforms. Blobs stream from the registry into the archive and
+// are hashed on the way: memory does not grow with their size.
+//
+// Errors name the image (and blob) that failed; a registry error is wrapped
+// as go-containerregistry returns it.
+func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult, error) {
+	if o.Parse == nil {
+		o.Parse = func(s string) (name.Reference, error) { return name.ParseReference(s) }
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 8
+	}
+	if o.Level < gzip.HuffmanOnly || o.Level > gzip.BestCompression {
+		return nil, fmt.Errorf("gzip level %d: want 0 (store) to 9 (smallest)", o.Level)
+	}
+	puller, err := remote.NewPuller(o.Remote...)
+	if err != nil {
+		return nil, err
+	}
+	c := &collected{puller: puller, manifests: map[string][]byte{}, depth: map[string]int{}, blobs: map[string]blobInfo{}}
+	res := &PackageResult{Images: make([]ImageResult, len(o.Images))}
+	index := make([]v1.Descriptor, len(o.Images))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for i, im := range o.Images {
+		g.Go(func() error {
+			d, r, err := c.image(gctx, o, im)
+			if err != nil {
+				return fmt.Errorf("%s: %w", im.Ref, err)
+			}
+			index[i], res.Images[i] = d, r
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	// index.json: sorted by reference, then kind.
+	order := make([]int, len(index))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return o.Images[order[a]].Ref < o.Images[order[b]].Ref })
+	idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Annotations: o.Annotations}
+	seen := map[string]bool{}
+	var imgs []ImageResult
+	for _, i := range order {
+		key := o.Images[i].Ref + "\x00" + o.Images[i].Tag
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		idx.Manifests = append(idx.Manifests, index[i])
+		imgs = append(imgs, res.Images[i])
+	}
+	res.Images = imgs
+	indexJSON, err := json.Marshal(idx)
+	if err != nil {
+		return nil, err
+	}
+
+	sum := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(w, sum)}
+	zw, err := gzip.NewWriterLevel(cw, o.Level)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(zw)
+	put := func(name string, data []byte) error {
+		if err := tw.WriteHeader(header(name, int64(len(data)))); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	if err := put(LayoutFile, []byte(layoutData)); err != nil {
+		return nil, err
+	}
+	if err := put(IndexFile, indexJSON); err != nil {
+		return nil, err
+	}
+	files := append([]File(nil), o.Files...)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	for i, f := range files {
+		if i > 0 && files[i-1].Path == f.Path {
+			return nil, fmt.Errorf("package file %s given twice", f.Path)
+		}
+		p := PackagesDir + f.Path
+		if _, _, err := check(&tar.Header{Name: p, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}, Limits{}.withDefaults()); err != nil {
+			return nil, fmt.Errorf("package file %s: %w", f.Path, err)
+		}
+		if err := put(p, f.Data); err != nil {
+			return nil, err
+		}
+	}
+	// Parents before children (a reader learns from the parent that a blob
+	// is a manifest), by digest within one depth.
+	mans := sortedKeys(c.manifests)
+	sort.SliceStable(mans, func(i, j int) bool { return c.depth[mans[i]] < c.depth[mans[j]] })
+	for _, d := range mans {
+		if err := put(BlobsDir+strings.TrimPrefix(d, "sha256:"), c.manifests[d]); err != nil {
+			return nil, err
+		}
+	}
+	res.Manifests = len(c.manifests)
+	var blobs []string
+	for d := range c.blobs {
+		if _, ok := c.manifests[d]; !ok {
+			blobs = append(blobs, d)
+			res.BlobBytes += c.blobs[d].desc.Size
+		}
+	}
+	sort.Strings(blobs)
+	res.Blobs = len(blobs)
+	o.Progress.Start(res.BlobBytes)
+	for _, d := range blobs {
+		if err := copyBlob(ctx, tw, puller, c.blobs[d], o); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	o.Progress.Done()
+	res.Bytes = cw.n
+	res.SHA256 = hex.EncodeToString(sum.Sum(nil))
+	return res, nil
+}
+
+// header is the fixed tar header of every entry.
+func header(name string, size int64) *tar.Header {
+	return &tar.Header{
+		Typeflag: tar.TypeReg, Name: name, Size: size, Mode: fileMode,
+		ModTime: fixedTime, Uid: 0, Gid: 0, Uname: "", Gname: "",
+		Format: tar.FormatPAX,
+	}
+}
+
+// copyBlob streams one blob from its registry into the archive and checks
+// its size and digest.
+func copyBlob(ctx context.Context, tw *tar.Writer, puller *remote.Puller, b blobInfo, o PackageOptions) error {
+	what := fmt.Sprintf("%s: blob %s", b.from, b.desc.Digest)
+	l, err := puller.Layer(ctx, b.repo.Digest(b.desc.Digest.String()))
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer rc.Close()
+	if err := tw.WriteHeader(header(BlobsDir+b.desc.Digest.Hex, b.desc.Size)); err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(tw, io.TeeReader(io.TeeReader(rc, h), o.Progress))
+	switch {
+	case errors.Is(err, tar.ErrWriteTooLong):
+		return fmt.Errorf("%s: the registry sent more than the %d bytes the manifest says", what, b.desc.Size)
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case n != b.desc.Size:
+		return fmt.Errorf("%s: the registry sent %d bytes, the manifest says %d", what, n, b.desc.Size)
+	case "sha256:"+hex.EncodeToString(h.Sum(nil)) != b.desc.Digest.String():
+		return fmt.Errorf("%s: content does not match its digest", what)
+	}
+	return nil
+}
+
+// image reads the manifest (and, for an index, every child manifest) of one
+// image and records its blobs. It returns the index.json entry.
+func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.Descriptor, ImageResult, error) {
+	ref, err := o.Parse(im.Ref)
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	desc, err := c.puller.Get(ctx, ref)
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	raw, mt := desc.Manifest, desc.MediaType
+	res := ImageResult{Ref: im.Ref, SourceDigest: desc.Digest.String(), MediaType: string(mt)}
+	if mt.IsIndex() && len(im.Platforms) > 0 {
+		if raw, err = reduceIndex(raw, im.Platforms); err != nil {
+			return v1.Descriptor{}, ImageResult{}, err
+		}
+		res.Reduced = true
+	}
+	d, err := c.add(ctx, ref.Context(), raw, mt, im.Ref, 0)
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	res.Digest = d.Digest.String()
+	if res.Digest == res.SourceDigest {
+		res.Reduced = false
+	}
+	d.Annotations = map[string]string{AnnotationRefName: im.Ref, AnnotationSource: im.Ref, AnnotationKind: KindImage}
+	if im.Bundle {
+		d.Annotations[AnnotationKind] = KindBundle
+	}
+	if im.Tag != "" {
+		d.Annotations[AnnotationTag] = im.Tag
+	}
+	if res.Reduced {
+		d.Annotations[AnnotationSourceDigest] = res.SourceDigest
+	}
+	return d, res, nil
+}
+
+// add records a manifest (raw bytes) and what it names, recursively.
+func (c *collected) add(ctx context.Context, repo name.Repository, raw []byte, mt types.MediaType, from string, depth int) (v1.Descriptor, error) {
+	h, n, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	d := v1.Descriptor{MediaType: mt, Digest: h, Size: n}
+	c.mu.Lock()
+	_, done := c.manifests[h.String()]
+	c.manifests[h.String()] = raw
+	if old, ok := c.depth[h.String()]; !ok || depth < old {
+		c.depth[h.String()] = depth
+	}
+	c.mu.Unlock()
+	if done && depth > 0 {
+		return d, nil
+	}
+	switch {
+	case mt.IsIndex():
+		var idx v1.IndexManifest
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			return d, fmt.Errorf("image index %s: %w", h, err)
+		}
+		for _, child := range idx.Manifests {
+			if !child.MediaType.IsIndex() && !child.MediaType.IsImage() {
+				// An artifact manifest of unknown kind: keep it as a blob.
+				c.blob(child, repo, from)
+				continue
+			}
+			cd, err := c.puller.Get(ctx, repo.Digest(child.Digest.String()))
+			if err != nil {
+				return d, fmt.Errorf("child manifest %s: %w", child.Digest, err)
+			}
+			if _, err := c.add(ctx, repo, cd.Manifest, cd.MediaType, from, depth+1); err != nil {
+				return d, err
+			}
+		}
+	case mt.IsImage():
+		var m v1.Manifest
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return d, fmt.Errorf("image manifest %s: %w", h, err)
+		}
+		c.blob(m.Config, repo, from)
+		for _, l := range m.Layers {
+			c.blob(l, repo, from)
+		}
+	default:
+		return d, fmt.Errorf("media type %s is neither an image nor an image index", mt)
+	}
+	return d, nil
+}
+
+func (c *collected) blob(d v1.Descriptor, repo name.Repository, from string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.blobs[d.Digest.String()]; !ok {
+		c.blobs[d.Digest.String()] = blobInfo{desc: d, repo: repo, from: from}
+	}
+}
+
+// reduceIndex keeps the children of an image index that match platforms
+// (and the attestation manifests that refer to a kept child); every other
+// field is kept as it was.
+func reduceIndex(raw []byte, platforms []string) ([]byte, error) {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	var children []json.RawMessage
+	if err := json.Unmarshal(doc["manifests"], &children); err != nil {
+		return nil, err
+	}
+	var kept []json.RawMessage
+	keptDigests := map[string]bool{}
+	var offered []string
+	type child struct {
+		Digest      string            `json:"digest"`
+		Platform    *v1.Platform      `json:"platform"`
+		Annotations map[string]string `json:"annotations"`
+	}
+	parsed := make([]child, len(children))
+	for i, c := range children {
+		if err := json.Unmarshal(c, &parsed[i]); err != nil {
+			return nil, err
+		}
+		p := parsed[i].Platform
+		if p == nil || p.OS == "unknown" {
+			continue
+		}
+		offered = append(offered, platformString(p))
+		if matchPlatform(p, platforms) {
+			kept = append(kept, c)
+			keptDigests[parsed[i].Digest] = true
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("image index offers none of the platforms %s (it offers %s)", strings.Join(platforms, ", "), strings.Join(offered, ", "))
+	}
+	for i, c := range children {
+		if ref := parsed[i].Annotations["vnd.docker.reference.digest"]; ref != "" && keptDigests[ref] {
+			kept = append(kept, c)
+		}
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		return nil, err
+	}
+	doc["manifests"] = out
+	return json.Marshal(doc)
+}
+
+func platformString(p *v1.Platform) string {
+	s := p.OS + "/" + p.Architecture
+	if p.Variant != "" {
+		s += "/" + p.Variant
+	}
+	return s
+}
+
+// matchPlatform reports whether p is one of want (os/arch[/variant]; no
+// variant matches any).
+func matchPlatform(p *v1.Platform, want []string) bool {
+	for _, w := range want {
+		parts := strings.Split(w, "/")
+		if len(parts) < 2 || parts[0] != p.OS || parts[1] != p.Architecture {
+			continue
+		}
+		if len(parts) == 2 || parts[2] == p.Variant {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// WriteFile runs Package into path (through a temporary file in the same
+// directory, renamed at the end: a failed run leaves no partial archive) and
+// writes the checksum file beside it (ChecksumPath).
+func WriteFile(ctx context.Context, path string, o PackageOptions) (*PackageResult, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.partial")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	res, err := Package(ctx, bw, o)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, err
+	}
+	line := res.SHA256 + "  " + filepath.Base(path) + "\n"
+	if err := os.WriteFile(ChecksumPath(path), []byte(line), 0o644); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,571 @@
+package pipeline
+
+// Air-gapped transfer (DESIGN.md §4): `publish package` writes the offline
+// archive from the package repo, `publish push` loads it into the
+// destination registry and, with --catalog, renders and commits the catalog
+// exactly as `publish run` does, and `publish create` scaffolds a
+// PackageManifest from a bundle image.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// PlatformsFromSpec, as the only Platforms entry, reduces each image index
+// to the spec.arch of the manifests that name it.
+const PlatformsFromSpec = "spec"
+
+// PackageOptions configures `publish package`.
+type PackageOptions struct {
+	Source      string   // package repo checkout (default ".")
+	PackagesDir string   // relative to Source (default "packages")
+	Paths       []string // package the versions below these (relative to Source); none: all
+	// Changed packages only the versions changed since Base (internal/diff).
+	Changed bool
+	Base    string
+	NoFetch bool
+	// Mirror holds the source credentials, CA file and plain HTTP.
+	Mirror mirror.Options
+	// Platforms reduces image indexes to these platforms; [PlatformsFromSpec]
+	// to each manifest's spec.arch; nil keeps indexes whole.
+	Platforms []string
+	Level     int    // gzip level (archive.DefaultLevel)
+	Output    string // FILE.tgz
+	Progress  *archive.Progress
+	Log       func(format string, args ...any)
+}
+
+// PackageResult says what Package wrote.
+type PackageResult struct {
+	*archive.PackageResult
+	Versions  int // versions whose images are in the archive
+	Manifests int // PackageManifests in the archive (every one of the repo)
+}
+
+// Package writes the offline archive: every bundle and related image (the
+// spec.relatedImages and every image the bundle's CSV deploys) of the
+// selected versions, and every PackageManifest of the repo (so that push
+// --catalog renders the whole catalog). Errors: *InputError for the package
+// repo (manifests, a bundle that does not exist), else infrastructure.
+func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
+	if o.Source == "" {
+		o.Source = "."
+	}
+	if o.PackagesDir == "" {
+		o.PackagesDir = "packages"
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	for _, p := range o.Paths {
+		if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
+			return nil, &PathError{Path: p}
+		}
+	}
+	ms, err := Scan(o.Source, o.PackagesDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, inputErr(fmt.Errorf("no PackageManifest found under %s", filepath.Join(o.Source, o.PackagesDir)))
+	}
+	changed := func(string, string) bool { return true }
+	if o.Changed {
+		dr, err := diff.Compute(ctx, diff.Options{Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base, Fetch: !o.NoFetch})
+		if err != nil {
+			return nil, fmt.Errorf("--changed: %w", err)
+		}
+		changed = dr.Changed
+		o.Log("changes: %d added, %d modified since %s", dr.Count(diff.Added), dr.Count(diff.Modified), shortOr(dr.Base, "the beginning"))
+	}
+	work := make([]bool, len(ms))
+	for i, m := range ms {
+		work[i] = selected(m.Path, o.Paths) && changed(m.Artifact, m.Version.String())
+	}
+	if count(work) == 0 {
+		return nil, inputErr(errors.New("no version selected: nothing to package (check the paths and --changed/--base)"))
+	}
+	if o.Mirror.SrcHosts == nil {
+		o.Mirror.SrcHosts = sourceHosts(ms)
+	}
+	mc, err := mirror.New(o.Mirror)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	bundles, byErr, err := readBundles(ctx, mc, ms, work)
+	if err != nil {
+		return nil, err
+	}
+	if len(byErr) > 0 {
+		var errs []error
+		for _, p := range sortedPaths(byErr) {
+			errs = append(errs, fmt.Errorf("%s: %w", p, byErr[p]))
+		}
+		return nil, inputErr(errors.Join(errs...))
+	}
+	o.Log("bundles: %d read", count(work))
+
+	// One image entry per reference; the platforms of every manifest that
+	// names it.
+	type entry struct {
+		img   archive.Image
+		plats map[string]bool
+	}
+	byRef := map[string]*entry{}
+	var refs []string
+	add := func(ref, tag string, isBundle bool, arch []string) {
+		k := ref + "\x00" + tag
+		e, ok := byRef[k]
+		if !ok {
+			e = &entry{img: archive.Image{Ref: ref, Tag: tag, Bundle: isBundle}, plats: map[string]bool{}}
+			byRef[k] = e
+			refs = append(refs, k)
+		}
+		e.img.Bundle = e.img.Bundle || isBundle
+		plats := o.Platforms
+		if len(plats) == 1 && plats[0] == PlatformsFromSpec {
+			plats = arch
+		}
+		for _, p := range plats {
+			e.plats[p] = true
+		}
+		if len(plats) == 0 {
+			e.plats[""] = true // someone wants the whole index
+		}
+	}
+	for i, m := range ms {
+		if !work[i] {
+			continue
+		}
+		for _, r := range append(append([]string(nil), m.Spec.RelatedImages...), bundles[i].Images...) {
+			add(r, "", false, m.Spec.Arch)
+		}
+		// A bundle pinned by digest gets its ArtifactVersion tag at the
+		// destination, as in `publish run`.
+		tag := ""
+		if !hasTag(m.Spec.Artifact) {
+			tag = m.Tag()
+		}
+		add(m.Spec.Artifact, tag, true, m.Spec.Arch)
+	}
+	sort.Strings(refs)
+	var images []archive.Image
+	for _, k := range refs {
+		e := byRef[k]
+		if !e.plats[""] {
+			for p := range e.plats {
+				e.img.Platforms = append(e.img.Platforms, p)
+			}
+			sort.Strings(e.img.Platforms)
+		}
+		images = append(images, e.img)
+	}
+	var files []archive.File
+	root := packagesRoot(o.Source, o.PackagesDir)
+	for _, m := range ms {
+		data, err := os.ReadFile(filepath.Join(o.Source, m.Path))
+		if err != nil {
+			return nil, inputErr(err)
+		}
+		rel, err := filepath.Rel(root, filepath.Join(o.Source, m.Path))
+		if err != nil || strings.HasPrefix(rel, "..") {
+			rel = m.Artifact + "/" + m.Version.String() + "/manifest.yaml"
+		}
+		files = append(files, archive.File{Path: filepath.ToSlash(rel), Data: data})
+	}
+	ann := map[string]string{}
+	if commit, origin := SourceCommit(o.Source); commit != "" {
+		ann[archive.AnnotationSourceCommit] = commit
+		if origin != "" {
+			ann[archive.AnnotationSourceRepo] = origin
+		}
+	}
+	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), count(work), len(files))
+	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
+		Images: images, Files: files, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
+		Level: o.Level, Progress: o.Progress, Annotations: ann,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &PackageResult{PackageResult: res, Versions: count(work), Manifests: len(files)}, nil
+}
+
+// hasTag reports whether an image reference names a tag
+// ("host/a:v1@sha256:…" does, "host/a@sha256:…" does not).
+func hasTag(ref string) bool {
+	ref, _, _ = strings.Cut(ref, "@")
+	return strings.LastIndex(ref, ":") > strings.LastIndex(ref, "/")
+}
+
+func sortedPaths(m map[string]error) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PushOptions configures `publish push`.
+type PushOptions struct {
+	Archive string // FILE.tgz
+	// Mirror holds the destination (DstRegistry, credentials in Dst), the
+	// CA file and plain HTTP.
+	Mirror mirror.Options
+	// NoAuth sends no credentials at all (not even the docker config's).
+	NoAuth bool
+	// SkipPush pushes no image (they must be at the destination already);
+	// SkipCRs renders and commits nothing.
+	SkipPush, SkipCRs bool
+	// Catalog, when its URL is set, is rendered and committed after the push
+	// like `publish run` does (Cluster, Render as in Options).
+	Options  Options
+	Jobs     int
+	TempDir  string
+	Limits   archive.Limits
+	Progress *archive.Progress
+}
+
+// PushResult is what Push did: the push, and the catalog run (nil without
+// --catalog or with --skip-crs).
+type PushResult struct {
+	Push    *archive.PushResult
+	Catalog *Result
+}
+
+// anonymous resolves every registry to no credentials (--no-auth).
+type anonymous struct{}
+
+func (anonymous) Resolve(authn.Resource) (authn.Authenticator, error) { return authn.Anonymous, nil }
+
+// Push loads the archive into the destination registry (archive.Push, with
+// the repository mapping of `publish run`) and then, when o.Options.Catalog
+// has a URL and not SkipCRs, renders and commits the catalog from the
+// PackageManifests inside the archive, exactly as `publish run` would after
+// mirroring them. A version whose images are not in the archive must have
+// been published before (publish/state.yaml records it); else nothing is
+// committed.
+func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
+	o.Options.defaults()
+	mc, err := mirror.New(o.Mirror)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	if mc.DstHost() == "" {
+		return nil, inputErr(errors.New("no destination registry: set --dst-repo HOST[:PORT][/PREFIX]"))
+	}
+	opts := mc.DstOptions()
+	if o.NoAuth {
+		opts = append(opts, remote.WithAuthFromKeychain(anonymous{}))
+	}
+	catalog := o.Options.Catalog.URL != "" && !o.SkipCRs
+	check := mc.CheckDestination
+	if o.NoAuth {
+		check = nil
+	}
+	pr, err := archive.Push(ctx, o.Archive, archive.PushOptions{
+		Map: func(src string) (name.Reference, error) {
+			r, err := mc.ParseReference(src)
+			if err != nil {
+				return nil, err
+			}
+			return mc.Destination(r)
+		},
+		Check:  check,
+		Remote: opts, Jobs: o.Jobs, TempDir: o.TempDir, SkipPush: o.SkipPush,
+		Limits: o.Limits, Progress: o.Progress,
+	})
+	if err != nil {
+		var re *archive.RegistryError
+		var ee *archive.EntryError
+		switch {
+		case errors.As(err, &re):
+			return nil, describePush(mc, err)
+		case errors.As(err, &ee):
+			return nil, inputErr(err) // the archive is damaged or hostile
+		}
+		return nil, err
+	}
+	res := &PushResult{Push: pr}
+	if !catalog {
+		return res, nil
+	}
+	cr, err := publishArchive(ctx, o, mc, opts, pr)
+	res.Catalog = cr
+	return res, err
+}
+
+// describePush says what to do about a registry error (mirror.Describe),
+// unless it says so already (CheckDestination).
+func describePush(mc *mirror.Client, err error) error {
+	if strings.Contains(err.Error(), "checking push access") {
+		return fmt.Errorf("nothing pushed: %w", err)
+	}
+	return mirror.Describe("pushing to the destination", mc.DstHost(), err)
+}
+
+// publishArchive is the render and commit half of `publish run`, fed by the
+// archive's PackageManifests and the push's digests.
+func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstOpts []remote.Option, pr *archive.PushResult) (*Result, error) {
+	o := po.Options
+	tmp, err := os.MkdirTemp(po.TempDir, "publish-archive-packages-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	for _, f := range pr.Contents.Packages {
+		p := filepath.Join(tmp, "packages", filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	o.Source, o.PackagesDir = tmp, "packages"
+	o.SourceCommitOverride = pr.Contents.Annotations[archive.AnnotationSourceCommit]
+	o.SourceRepoOverride = pr.Contents.Annotations[archive.AnnotationSourceRepo]
+	ms, err := Scan(o.Source, o.PackagesDir)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) == 0 {
+		return nil, inputErr(fmt.Errorf("%s holds no PackageManifest: nothing to render (package it with publish package)", po.Archive))
+	}
+	res := &Result{Manifests: len(ms), SourceCommit: o.SourceCommitOverride}
+	rep := &mirror.Report{}
+	inArchive := map[string]bool{}
+	for _, im := range pr.Images {
+		rep.Images = append(rep.Images, mirror.Result{Source: im.Source, Destination: im.Destination, Digest: im.Digest, Skipped: im.Skipped})
+		if im.Bundle {
+			inArchive[im.Source] = true
+		}
+	}
+	res.Mirror = rep
+	repo, state, err := openCatalog(ctx, o)
+	if err != nil {
+		return res, err
+	}
+	defer repo.Close()
+	work := selectWork(ms, state.Artifacts, func(a, v string) bool { return false })
+	bundles := make([]*bundle.Bundle, len(ms))
+	var missing []string
+	for i, m := range ms {
+		if !inArchive[m.Spec.Artifact] {
+			if work[i] {
+				missing = append(missing, fmt.Sprintf("%s (%s %s)", m.Spec.Artifact, m.Artifact, m.Version))
+			}
+			continue
+		}
+		// The bundle as pushed: CSV display name and description when the
+		// manifest has none.
+		src, err := mc.ParseReference(m.Spec.Artifact)
+		if err != nil {
+			return res, inputErr(err)
+		}
+		dst, err := mc.Destination(src)
+		if err != nil {
+			return res, inputErr(err)
+		}
+		b, err := bundle.Fetch(ctx, dst.String(), dstOpts...)
+		if err != nil {
+			return res, fmt.Errorf("reading the pushed bundle %s: %w", dst, err)
+		}
+		bundles[i] = b
+		res.BundlesRead++
+	}
+	if len(missing) > 0 {
+		return res, inputErr(fmt.Errorf("nothing committed: the images of %d versions are neither in %s nor published before (publish/state.yaml): %s; package them (without --changed) and push again", len(missing), po.Archive, strings.Join(missing, ", ")))
+	}
+	current, err := Artifacts(mc, ms, bundles, rep)
+	if err != nil {
+		return res, inputErr(err)
+	}
+	carryOver(current, state.Artifacts, false)
+	return res, publishWithRetry(ctx, o, repo, state, current, res)
+}
+
+// CreateOptions configures `publish create`.
+type CreateOptions struct {
+	Dir      string // where manifest.yaml is written
+	Artifact string // bundle image reference
+	// Platforms for spec.arch; nil: every platform of the bundle's image
+	// index (or the image's own platform).
+	Platforms []string
+	Force     bool // overwrite an existing manifest.yaml
+	Mirror    mirror.Options
+}
+
+// Create reads the bundle image o.Artifact and writes Dir/manifest.yaml: a
+// complete PackageManifest (metadata.name <package>.v<version>, spec.version
+// from the CSV, info from the CSV: displayName, description, icon,
+// keywords, links; relatedImages: every image the CSV deploys; arch from the
+// image index). It returns the path written. The file parses with
+// manifest.Parse, so it passes `publish lint`'s manifest rules.
+func Create(ctx context.Context, o CreateOptions) (string, error) {
+	out := filepath.Join(o.Dir, "manifest.yaml")
+	if _, err := os.Stat(out); err == nil && !o.Force {
+		return "", inputErr(fmt.Errorf("%s exists: pass --force to overwrite it", out))
+	}
+	ref, err := name.ParseReference(o.Artifact)
+	if err != nil {
+		return "", inputErr(fmt.Errorf("--artifact %q: %w", o.Artifact, err))
+	}
+	if o.Mirror.SrcHosts == nil {
+		o.Mirror.SrcHosts = []string{ref.Context().RegistryStr()}
+	}
+	mc, err := mirror.New(o.Mirror)
+	if err != nil {
+		return "", inputErr(err)
+	}
+	b, err := bundle.Fetch(ctx, o.Artifact, mc.SrcOptions()...)
+	if err != nil {
+		var nf *bundle.NotFoundError
+		var inv *bundle.InvalidError
+		if errors.As(err, &nf) || errors.As(err, &inv) {
+			return "", inputErr(err)
+		}
+		return "", err
+	}
+	arch := o.Platforms
+	if len(arch) == 0 {
+		if arch, err = imagePlatforms(ctx, mc, o.Artifact); err != nil {
+			return "", err
+		}
+	}
+	data, err := scaffold(b, o.Artifact, arch)
+	if err != nil {
+		return "", err
+	}
+	if _, err := manifest.Parse(out, data); err != nil {
+		return "", fmt.Errorf("the scaffolded manifest does not parse (a bug): %w", err)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return "", err
+	}
+	return out, os.WriteFile(out, data, 0o644)
+}
+
+// imagePlatforms lists the platforms of an image index (attestations left
+// out), or the one platform of an image (from its config).
+func imagePlatforms(ctx context.Context, mc *mirror.Client, ref string) ([]string, error) {
+	r, err := mc.ParseReference(ref)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	desc, err := remote.Get(r, append(mc.SrcOptions(), remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, mirror.Describe("reading "+ref, r.Context().RegistryStr(), err)
+	}
+	set := map[string]bool{}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range im.Manifests {
+			if p := m.Platform; p != nil && p.OS != "" && p.OS != "unknown" {
+				s := p.OS + "/" + p.Architecture
+				if p.Variant != "" {
+					s += "/" + p.Variant
+				}
+				set[s] = true
+			}
+		}
+	} else {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, err
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		if cf.OS != "" && cf.Architecture != "" {
+			s := cf.OS + "/" + cf.Architecture
+			if cf.Variant != "" {
+				s += "/" + cf.Variant
+			}
+			set[s] = true
+		}
+	}
+	if len(set) == 0 {
+		set["linux/amd64"] = true
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// sourceCommit is the source commit and repo recorded in the state.
+func (o *Options) sourceCommit() (commit, origin string) {
+	if o.SourceCommitOverride != "" {
+		return o.SourceCommitOverride, o.SourceRepoOverride
+	}
+	return SourceCommit(o.Source)
+}
+
+// scaffold renders the PackageManifest of bundle b read from ref.
+func scaffold(b *bundle.Bundle, ref string, arch []string) ([]byte, error) {
+	pkg := b.Package
+	if pkg == "" {
+		pkg, _, _ = strings.Cut(b.CSVName, ".")
+	}
+	version := strings.TrimPrefix(b.Version, "v")
+	if pkg == "" || version == "" {
+		return nil, inputErr(fmt.Errorf("bundle %s: the CSV has no package name or spec.version: write the manifest by hand", ref))
+	}
+	m := manifest.PackageManifest{
+		APIVersion: manifest.APIVersion, Kind: manifest.Kind,
+		Metadata: manifest.Metadata{Name: pkg + ".v" + version},
+		Spec: manifest.Spec{
+			Type: "bundle", Artifact: ref, Version: "v" + version, Arch: arch,
+			Info:          manifest.Info{DisplayName: b.DisplayName, Description: b.Description},
+			RelatedImages: b.Images,
+		},
+	}
+	if m.Spec.Info.DisplayName == "" {
+		m.Spec.Info.DisplayName = pkg
+	}
+	if csv := b.CSV; csv != nil {
+		if len(csv.Spec.Icon) > 0 {
+			m.Spec.Info.Icon = csv.Spec.Icon[0].Data
+		}
+		m.Spec.Info.Keywords = csv.Spec.Keywords
+		for _, l := range csv.Spec.Links {
+			if l.URL != "" {
+				m.Spec.Info.Links = append(m.Spec.Info.Links, manifest.Link{Name: l.Name, URL: l.URL})
+			}
+		}
+	}
+	var buf strings.Builder
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&m); err != nil {
+		return nil, err
+	}
+	return []byte(buf.String()), nil
+}

@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
+)
+
+// TestPushCatalogAsRun: an air-gapped site gets an archive and runs
+// `publish push --catalog`; its catalog must be byte for byte what
+// `publish run` commits for the same package repo and destination.
+func TestPushCatalogAsRun(t *testing.T) {
+	f := newFixture(t)
+	out := filepath.Join(t.TempDir(), "ops.tgz")
+	pr, err := Package(t.Context(), PackageOptions{
+		Source: f.source, Output: out, Platforms: []string{PlatformsFromSpec},
+		Mirror: mirror.Options{PlainHTTP: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Versions != 2 || pr.Manifests != 2 || len(pr.Images) != 6 {
+		t.Fatalf("package: %d versions, %d manifests, %d images", pr.Versions, pr.Manifests, len(pr.Images))
+	}
+
+	// The reference: publish run into one catalog.
+	f.run(t)
+	want := f.catalogFile(t, "publish/state.yaml")
+	wantAV := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.1.0.yaml")
+
+	// The site: push --catalog into another, empty catalog.
+	site := t.TempDir()
+	if _, err := git.PlainInit(site, true); err != nil {
+		t.Fatal(err)
+	}
+	f.catalog = site
+	res, err := Push(t.Context(), PushOptions{
+		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Options: Options{Catalog: catalogOpts(site)}, TempDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Catalog == nil || res.Catalog.Commit == "" || len(res.Catalog.Changes.Listed) != 1 {
+		t.Fatalf("catalog: %+v", res.Catalog)
+	}
+	if got := f.catalogFile(t, "publish/state.yaml"); got != want {
+		t.Errorf("state.yaml differs from publish run's:\n%s\nwant:\n%s", got, want)
+	}
+	if got := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.1.0.yaml"); got != wantAV || got == "" {
+		t.Errorf("rendered ArtifactVersion differs:\n%s\nwant:\n%s", got, wantAV)
+	}
+	// Again: everything present, nothing committed.
+	res, err = Push(t.Context(), PushOptions{
+		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Options: Options{Catalog: catalogOpts(site)}, SkipPush: true,
+	})
+	if err != nil || res.Catalog.Commit != "" {
+		t.Fatalf("rerun: %v %+v", err, res.Catalog)
+	}
+}
+
+// TestPushCatalogChangedOnly: an archive of the changed versions only keeps
+// the versions published before and refuses versions nobody pushed.
+func TestPushCatalogChangedOnly(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	head, _ := f.repo.Head()
+	f.addVersion(t, "1.2.0")
+	out := filepath.Join(t.TempDir(), "changed.tgz")
+	pr, err := Package(t.Context(), PackageOptions{Source: f.source, Output: out, Changed: true, Base: head.Hash().String(), Mirror: mirror.Options{PlainHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Versions != 1 || pr.Manifests != 3 {
+		t.Fatalf("changed: %d versions, %d manifests", pr.Versions, pr.Manifests)
+	}
+	res, err := Push(t.Context(), PushOptions{
+		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Options: Options{Catalog: catalogOpts(f.catalog)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Catalog.Changes.Upgraded; len(got) != 1 || !strings.Contains(got[0], "1.2.0") {
+		t.Errorf("upgraded %v", got)
+	}
+	if s := f.catalogFile(t, "publish/state.yaml"); strings.Count(s, "bundleDigest: sha256:") != 3 {
+		t.Errorf("state:\n%s", s)
+	}
+	// A fresh catalog has none of the versions the archive lacks.
+	fresh := t.TempDir()
+	git.PlainInit(fresh, true)
+	_, err = Push(t.Context(), PushOptions{
+		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Options: Options{Catalog: catalogOpts(fresh)},
+	})
+	if err == nil || !strings.Contains(err.Error(), "neither in") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCreateManifest(t *testing.T) {
+	f := newFixture(t)
+	dir := filepath.Join(t.TempDir(), "tiny", "1.1.0")
+	path, err := Create(t.Context(), CreateOptions{Dir: dir, Artifact: f.src + "/tiny/bundle:v1.1.0", Mirror: mirror.Options{PlainHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	m, err := manifest.Parse(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Artifact != "tiny" || m.Version.String() != "1.1.0" || len(m.Spec.RelatedImages) == 0 || len(m.Spec.Arch) == 0 || m.Spec.Info.DisplayName == "" {
+		t.Errorf("manifest:\n%s", data)
+	}
+	if _, err := Create(t.Context(), CreateOptions{Dir: dir, Artifact: f.src + "/tiny/bundle:v1.1.0", Mirror: mirror.Options{PlainHTTP: true}}); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("overwrite: %v", err)
+	}
+	t.Logf("%s", data)
+	// publish lint on a package repo holding only the created manifest.
+	repo := t.TempDir()
+	if _, err := Create(t.Context(), CreateOptions{Dir: filepath.Join(repo, "packages", "tiny", "1.1.0"), Artifact: f.src + "/tiny/bundle:v1.1.0", Mirror: mirror.Options{PlainHTTP: true}}); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := Lint(t.Context(), LintOptions{Source: repo, PackagesDir: "packages", Images: true, Mirror: mirror.Options{PlainHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if f.Severity == lint.Error {
+			t.Errorf("lint: %s", f)
+		} else {
+			t.Logf("lint: %s", f)
+		}
+	}
+}
