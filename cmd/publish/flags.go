@@ -16,6 +16,7 @@ type remoteFlags struct {
 	catalogURL, catalogBranch, catalogUser, catalogPass string
 	caFile                                              string
 	src, dst                                            mirror.Credentials
+	git                                                 gitFlags
 }
 
 // register adds the flags; access says what the catalog credentials need
@@ -29,6 +30,7 @@ func (r *remoteFlags) register(fs *pflag.FlagSet, access string) {
 	fs.StringVar(&r.src.Password, "src-password", "", "source registry password or token")
 	fs.StringVar(&r.dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
 	fs.StringVar(&r.dst.Password, "dst-password", "", "destination registry password or token ("+access+" access)")
+	r.git.register(fs)
 	fs.StringVar(&r.caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
 }
 
@@ -49,6 +51,9 @@ func (r *remoteFlags) apply(c *commonFlags, o *pipeline.Options) error {
 	o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, r.caFile
 	o.Mirror.Src, o.Mirror.Dst = r.src, r.dst
 	o.Catalog = gitops.Options{URL: r.catalogURL, Branch: r.catalogBranch, Username: r.catalogUser, Password: r.catalogPass}
+	if err := r.git.apply(&o.Catalog); err != nil {
+		return err
+	}
 	if r.caFile != "" && strings.HasPrefix(r.catalogURL, "https://") {
 		pem, err := os.ReadFile(r.caFile)
 		if err != nil {
