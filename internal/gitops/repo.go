@@ -105,6 +105,12 @@ func (e *UnreachableError) Error() string {
 	if !strings.Contains(e.URL, "://") {
 		hint = "check --catalog: a local catalog must be an existing Git repository (bare or not)"
 	}
+	if isSSH(e.URL) {
+		hint = "check --catalog, the network, --catalog-ssh-key (or the SSH agent) and that the key may push"
+		if m := e.Err.Error(); strings.Contains(m, "knownhosts") || strings.Contains(m, "host key") {
+			hint = "the server's SSH host key is not the one in known_hosts (--catalog-known-hosts, $SSH_KNOWN_HOSTS, ~/.ssh/known_hosts): check the fingerprint with the server's admin and update the file; --insecure-ignore-host-key skips the check, only on a trusted network"
+		}
+	}
 	if isRejected(e.Err) {
 		hint = "the catalog branch moved on while this run worked (another publish, or a manual push): rerun; the next run starts from the new tip"
 	} else if errors.Is(e.Err, transport.ErrAuthenticationRequired) || errors.Is(e.Err, transport.ErrAuthorizationFailed) {
@@ -123,7 +129,10 @@ func redact(u string) string {
 	if i := strings.Index(u, "://"); i >= 0 {
 		rest := u[i+3:]
 		if at := strings.Index(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
-			user, _, _ := strings.Cut(rest[:at], ":")
+			user, _, hasPass := strings.Cut(rest[:at], ":")
+			if !hasPass {
+				return u
+			}
 			return u[:i+3] + user + ":***@" + rest[at+1:]
 		}
 	}
