@@ -27,6 +27,18 @@ type proc struct {
 // credentials (secrets in the environment).
 func (e *env) startPublish(source, catalogURL string, extra ...string) *proc {
 	e.t.Helper()
+	p := e.publishCmd(source, catalogURL, extra...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// publishCmd is the command startPublish starts, not started yet, its
+// output not connected.
+func (e *env) publishCmd(source, catalogURL string, extra ...string) *proc {
+	e.t.Helper()
 	args := append([]string{"run",
 		"--source", source,
 		"--catalog", catalogURL,
@@ -42,11 +54,8 @@ func (e *env) startPublish(source, catalogURL string, extra ...string) *proc {
 		"PUBLISH_DST_PASSWORD="+e.dst.Password,
 		"PUBLISH_CATALOG_PASSWORD="+e.git.Password,
 		"DOCKER_CONFIG="+e.t.TempDir(),
+		"TMPDIR="+e.t.TempDir(), // what a killed run leaves behind goes with the test
 	)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
 	return p
 }
 
