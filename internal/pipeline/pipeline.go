@@ -547,10 +547,6 @@ func updatedVersions(dr *diff.Result, prev, next []render.Artifact) []string {
 func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, error) {
 	repo, err := gitops.Clone(ctx, o.Catalog)
 	if err != nil {
-		var ae *gitops.AuthError
-		if errors.As(err, &ae) {
-			err = inputErr(err)
-		}
 		return nil, nil, err
 	}
 	if repo.NewBranch {
