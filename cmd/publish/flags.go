@@ -18,6 +18,7 @@ type remoteFlags struct {
 	caFile                                              string
 	src, dst                                            mirror.Credentials
 	mirror                                              mirrorFlags
+	git                                                 gitFlags
 }
 
 // mirrorFlags are the registry transport and mirror flags of run, plan and
@@ -65,6 +66,7 @@ func (r *remoteFlags) register(fs *pflag.FlagSet, access string) {
 	fs.StringVar(&r.src.Password, "src-password", "", "source registry password or token")
 	fs.StringVar(&r.dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
 	fs.StringVar(&r.dst.Password, "dst-password", "", "destination registry password or token ("+access+" access)")
+	r.git.register(fs)
 	fs.StringVar(&r.caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
 	r.mirror.register(fs)
 }
@@ -90,6 +92,9 @@ func (r *remoteFlags) apply(c *commonFlags, o *pipeline.Options) error {
 		return err
 	}
 	o.Catalog = gitops.Options{URL: r.catalogURL, Branch: r.catalogBranch, Username: r.catalogUser, Password: r.catalogPass}
+	if err := r.git.apply(&o.Catalog); err != nil {
+		return err
+	}
 	if r.caFile != "" && strings.HasPrefix(r.catalogURL, "https://") {
 		pem, err := os.ReadFile(r.caFile)
 		if err != nil {

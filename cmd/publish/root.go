@@ -29,7 +29,7 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{fmt.Errorf("%w (see %s --help)", err, c.CommandPath())}
 	})
-	root.AddCommand(newRunCmd(), newPlanCmd(), newLintCmd(), newRenderCmd(), newVersionCmd(), newMirrorCmd(), newPackageCmd(), newPushCmd(), newVerifyCmd(), newCreateCmd())
+	root.AddCommand(newRunCmd(), newPlanCmd(), newLintCmd(), newRenderCmd(), newVersionCmd(), newMirrorCmd(), newPackageCmd(), newPushCmd(), newVerifyCmd(), newCreateCmd(), newAdoptCmd())
 	return root
 }
 

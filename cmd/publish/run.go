@@ -135,6 +135,8 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 	}
 	if res.Commit != "" {
 		fmt.Fprintf(w, "commit    %s\n", res.Commit)
+	} else if res.Superseded != "" {
+		fmt.Fprintf(w, "no change: the catalog is already published from a newer source commit, %s\n", res.Superseded)
 	} else if res.Mirror != nil {
 		fmt.Fprintln(w, "no change: nothing committed")
 	}

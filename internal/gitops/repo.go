@@ -21,7 +21,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
 )
 
@@ -43,16 +42,45 @@ type Options struct {
 	Username, Password string
 	// CABundle is extra PEM CA certificates for HTTPS.
 	CABundle []byte
-	// AuthorName and AuthorEmail sign the commits (default: operator-publish bot).
+	// AuthorName and AuthorEmail are the commits' author (default: the
+	// operator-publish bot, DefaultAuthorName and DefaultAuthorEmail).
 	AuthorName, AuthorEmail string
+	// CommitterName and CommitterEmail are the commits' committer (default:
+	// the author).
+	CommitterName, CommitterEmail string
+	// Signer signs every commit (NewSigner: an OpenPGP or SSH key); nil
+	// leaves commits unsigned.
+	Signer git.Signer
+	// SSHKey is the private key (OpenSSH or PEM) for an SSH catalog URL, and
+	// SSHKeyPassphrase decrypts it; without a key the SSH agent is asked.
+	SSHKey           []byte
+	SSHKeyPassphrase string
+	// KnownHostsFile holds the catalog server's SSH host key (known_hosts
+	// format); default $SSH_KNOWN_HOSTS, else ~/.ssh/known_hosts and
+	// /etc/ssh/ssh_known_hosts. InsecureIgnoreHostKey skips the check.
+	KnownHostsFile        string
+	InsecureIgnoreHostKey bool
+	// Path is the directory of the catalog inside the repo (slash-separated,
+	// relative, "" for the root): the catalog may share a repo, or a branch,
+	// with other content, the package repo included.
+	Path string
 	// Timeout bounds each network operation (default 5 minutes).
 	Timeout time.Duration
 }
 
+// The bot identity of catalog commits when none is configured.
+const (
+	DefaultAuthorName  = "operator-publish"
+	DefaultAuthorEmail = "operator-publish@users.noreply.github.com"
+)
+
 // Repo is a working clone of the catalog repo in a temporary directory.
 type Repo struct {
-	// Dir is the root of the working tree.
+	// Dir is the root of the catalog in the working tree: the clone's root,
+	// or Options.Path below it.
 	Dir string
+	// WorkTree is the root of the clone.
+	WorkTree string
 	// Empty reports that the branch had no commits when cloned.
 	Empty bool
 	// NewBranch reports that the repo has commits but not on this branch:
@@ -60,6 +88,7 @@ type Repo struct {
 	NewBranch bool
 
 	opts Options
+	auth transport.AuthMethod
 	repo *git.Repository
 }
 
@@ -75,6 +104,12 @@ func (e *UnreachableError) Error() string {
 	hint := "check --catalog, the network and --catalog-username/--catalog-password"
 	if !strings.Contains(e.URL, "://") {
 		hint = "check --catalog: a local catalog must be an existing Git repository (bare or not)"
+	}
+	if isSSH(e.URL) {
+		hint = "check --catalog, the network, --catalog-ssh-key (or the SSH agent) and that the key may push"
+		if m := e.Err.Error(); strings.Contains(m, "knownhosts") || strings.Contains(m, "host key") {
+			hint = "the server's SSH host key is not the one in known_hosts (--catalog-known-hosts, $SSH_KNOWN_HOSTS, ~/.ssh/known_hosts): check the fingerprint with the server's admin and update the file; --insecure-ignore-host-key skips the check, only on a trusted network"
+		}
 	}
 	if isRejected(e.Err) {
 		hint = "the catalog branch moved on while this run worked (another publish, or a manual push): rerun; the next run starts from the new tip"
@@ -94,7 +129,10 @@ func redact(u string) string {
 	if i := strings.Index(u, "://"); i >= 0 {
 		rest := u[i+3:]
 		if at := strings.Index(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
-			user, _, _ := strings.Cut(rest[:at], ":")
+			user, _, hasPass := strings.Cut(rest[:at], ":")
+			if !hasPass {
+				return u
+			}
 			return u[:i+3] + user + ":***@" + rest[at+1:]
 		}
 	}
@@ -106,25 +144,20 @@ func (o *Options) defaults() {
 		o.Branch = "main"
 	}
 	if o.AuthorName == "" {
-		o.AuthorName = "operator-publish"
+		o.AuthorName = DefaultAuthorName
 	}
 	if o.AuthorEmail == "" {
-		o.AuthorEmail = "operator-publish@users.noreply.github.com"
+		o.AuthorEmail = DefaultAuthorEmail
+	}
+	if o.CommitterName == "" {
+		o.CommitterName = o.AuthorName
+	}
+	if o.CommitterEmail == "" {
+		o.CommitterEmail = o.AuthorEmail
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Minute
 	}
-}
-
-func (o *Options) auth() transport.AuthMethod {
-	if o.Username != "" || o.Password != "" {
-		user := o.Username
-		if user == "" {
-			user = "x-access-token" // a token alone: GitHub, GitLab and Gitea accept any user name
-		}
-		return &githttp.BasicAuth{Username: user, Password: o.Password}
-	}
-	return nil
 }
 
 // endpoint returns the URL go-git should use: absolute for local paths.
@@ -133,7 +166,7 @@ func (o *Options) endpoint() (string, error) {
 	if u == "" {
 		return "", errors.New("no catalog repo: set --catalog URL|PATH")
 	}
-	if strings.Contains(u, "://") || strings.HasPrefix(u, "git@") {
+	if strings.Contains(u, "://") || isSSH(u) {
 		return u, nil
 	}
 	abs, err := filepath.Abs(u)
@@ -155,16 +188,25 @@ func Clone(ctx context.Context, o Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
+	sub, err := cleanPath(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	o.Path = sub
+	auth, err := o.auth()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "publish-catalog-")
 	if err != nil {
 		return nil, err
 	}
-	r := &Repo{Dir: dir, opts: o}
+	r := &Repo{Dir: filepath.Join(dir, filepath.FromSlash(sub)), WorkTree: dir, opts: o, auth: auth}
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	repo, err := git.PlainCloneContext(cctx, dir, false, &git.CloneOptions{
 		URL:           url,
-		Auth:          o.auth(),
+		Auth:          auth,
 		ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
 		SingleBranch:  true,
 		CABundle:      o.CABundle,
@@ -194,7 +236,23 @@ func Clone(ctx context.Context, o Options) (*Repo, error) {
 		return nil, &UnreachableError{URL: o.URL, Op: "clone", Err: err}
 	}
 	r.repo = repo
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		r.Close()
+		return nil, err
+	}
 	return r, nil
+}
+
+// cleanPath checks --catalog-path: relative, inside the repo, no "..".
+func cleanPath(p string) (string, error) {
+	if p == "" || p == "." || p == "/" {
+		return "", nil
+	}
+	c := path.Clean(strings.Trim(filepath.ToSlash(p), "/"))
+	if !filepath.IsLocal(c) || strings.HasPrefix(c, ".git/") || c == ".git" {
+		return "", &AuthError{Err: fmt.Errorf("--catalog-path %q: want a directory inside the catalog repo such as catalog or deploy/catalog (relative, no ..)", p)}
+	}
+	return c, nil
 }
 
 func isNoBranch(err error) bool {
@@ -204,7 +262,7 @@ func isNoBranch(err error) bool {
 }
 
 // Close removes the working clone.
-func (r *Repo) Close() error { return os.RemoveAll(r.Dir) }
+func (r *Repo) Close() error { return os.RemoveAll(r.WorkTree) }
 
 // Seed writes every file of tmpl (rooted at root inside tmpl) that does not
 // exist yet in the working tree. User files are never overwritten.
@@ -247,8 +305,9 @@ func (r *Repo) Commit(msg string, when time.Time) (string, error) {
 	if st.IsClean() {
 		return "", nil
 	}
-	sig := &object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: when}
-	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
+	author := &object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: when}
+	committer := &object.Signature{Name: r.opts.CommitterName, Email: r.opts.CommitterEmail, When: when}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: author, Committer: committer, Signer: r.opts.Signer})
 	if err != nil {
 		return "", fmt.Errorf("committing catalog: %w", err)
 	}
@@ -264,7 +323,7 @@ func (r *Repo) Push(ctx context.Context) error {
 	err := r.repo.PushContext(cctx, &git.PushOptions{
 		RemoteName: "origin",
 		RefSpecs:   []config.RefSpec{config.RefSpec(ref + ":" + ref)},
-		Auth:       r.opts.auth(),
+		Auth:       r.auth,
 		CABundle:   r.opts.CABundle,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
@@ -273,8 +332,62 @@ func (r *Repo) Push(ctx context.Context) error {
 	return nil
 }
 
+// Refresh makes the clone the current tip of the branch again after a
+// rejected push: it fetches the branch, resets the working tree hard to
+// its tip (the local commit is dropped) and removes untracked files. The
+// caller renders again on top. Errors: *UnreachableError.
+func (r *Repo) Refresh(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
+	remoteRef := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
+	err := r.repo.FetchContext(cctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{config.RefSpec("+" + ref + ":" + remoteRef)},
+		Auth:       r.auth,
+		CABundle:   r.opts.CABundle,
+		Tags:       git.NoTags,
+		Force:      true,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return &UnreachableError{URL: r.opts.URL, Op: "fetch " + r.opts.Branch, Err: err}
+	}
+	tip, err := r.repo.Reference(remoteRef, true)
+	if err != nil {
+		return &UnreachableError{URL: r.opts.URL, Op: "fetch " + r.opts.Branch, Err: err}
+	}
+	wt, err := r.repo.Worktree()
+	if err != nil {
+		return err
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(ref, tip.Hash())); err != nil {
+		return err
+	}
+	if err := wt.Reset(&git.ResetOptions{Commit: tip.Hash(), Mode: git.HardReset}); err != nil {
+		return fmt.Errorf("resetting the catalog clone to %s: %w", tip.Hash(), err)
+	}
+	if err := wt.Clean(&git.CleanOptions{Dir: true}); err != nil {
+		return fmt.Errorf("cleaning the catalog clone: %w", err)
+	}
+	r.Empty, r.NewBranch = false, false
+	return os.MkdirAll(r.Dir, 0o755)
+}
+
+// rel maps a path of the clone (slash-separated) to the catalog root:
+// "", false when it is outside Options.Path.
+func (r *Repo) rel(p string) (string, bool) {
+	if r.opts.Path == "" {
+		return p, true
+	}
+	if strings.HasPrefix(p, r.opts.Path+"/") {
+		return strings.TrimPrefix(p, r.opts.Path+"/"), true
+	}
+	return "", false
+}
+
 // ChangedFiles lists the paths (slash-separated) that differ between the
-// working tree and HEAD, sorted; used for reports.
+// working tree and HEAD, relative to the catalog root (Options.Path), for
+// reports.
 func (r *Repo) ChangedFiles() ([]string, error) {
 	wt, err := r.repo.Worktree()
 	if err != nil {
@@ -286,7 +399,9 @@ func (r *Repo) ChangedFiles() ([]string, error) {
 	}
 	var out []string
 	for p := range st {
-		out = append(out, path.Clean(p))
+		if rp, ok := r.rel(path.Clean(p)); ok {
+			out = append(out, rp)
+		}
 	}
 	return out, nil
 }
@@ -342,7 +457,8 @@ func (r *Repo) Preview(prefix string) ([]FileChange, string, error) {
 		case ch.To.Name == "":
 			p, kind = ch.From.Name, "deleted"
 		}
-		if prefix != "" && !strings.HasPrefix(p, prefix) {
+		p, inside := r.rel(p)
+		if !inside || prefix != "" && !strings.HasPrefix(p, prefix) {
 			continue
 		}
 		keep = append(keep, ch)

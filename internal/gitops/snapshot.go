@@ -31,8 +31,9 @@ type Snapshot struct {
 	dir  string // temporary clone to remove, "" when opened in place
 }
 
-// OpenSnapshot opens the tip of o.Branch of the catalog repo o.URL. A
-// repo or branch without commits is a Snapshot with Head "". Errors:
+// OpenSnapshot opens the tip of o.Branch of the catalog repo o.URL, rooted
+// at o.Path (--catalog-path). A repo or branch without commits, or without
+// that directory, is a Snapshot with Head "". Errors:
 // *UnreachableError for a catalog that cannot be opened or fetched.
 func OpenSnapshot(ctx context.Context, o Options) (*Snapshot, error) {
 	o.defaults()
@@ -40,9 +41,17 @@ func OpenSnapshot(ctx context.Context, o Options) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	sub, err := cleanPath(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := o.auth()
+	if err != nil {
+		return nil, err
+	}
 	s := &Snapshot{}
 	var repo *git.Repository
-	if !strings.Contains(url, "://") && !strings.HasPrefix(url, "git@") {
+	if !strings.Contains(url, "://") && !isSSH(url) {
 		repo, err = git.PlainOpen(url)
 		if err != nil {
 			return nil, &UnreachableError{URL: o.URL, Op: "open", Err: err}
@@ -54,7 +63,7 @@ func OpenSnapshot(ctx context.Context, o Options) (*Snapshot, error) {
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
 		repo, err = git.PlainCloneContext(cctx, s.dir, true, &git.CloneOptions{
-			URL: url, Auth: o.auth(), CABundle: o.CABundle,
+			URL: url, Auth: auth, CABundle: o.CABundle,
 			ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
 			SingleBranch:  true, Depth: 1, NoCheckout: true, Tags: git.NoTags,
 		})
@@ -78,6 +87,14 @@ func OpenSnapshot(ctx context.Context, o Options) (*Snapshot, error) {
 	c, err := repo.CommitObject(ref.Hash())
 	if err == nil {
 		s.tree, err = c.Tree()
+	}
+	if err == nil && sub != "" {
+		// --catalog-path: the catalog is a directory of the repo.
+		s.tree, err = s.tree.Tree(sub)
+		if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+			s.tree = nil
+			return s, nil
+		}
 	}
 	if err != nil {
 		s.Close()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
@@ -91,6 +92,9 @@ type Result struct {
 	Changes      render.Changes
 	Commit       string // catalog commit, "" when nothing changed
 	Files        []string
+	// Superseded is the source commit of a catalog that was already
+	// published from a newer commit than ours: nothing was committed.
+	Superseded string
 }
 
 func (o *Options) defaults() {
@@ -563,6 +567,18 @@ func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, e
 	if repo.NewBranch {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
+	state, err := prepareCatalog(repo, o)
+	if err != nil {
+		repo.Close()
+		return nil, nil, err
+	}
+	return repo, state, nil
+}
+
+// prepareCatalog reads the state of a fresh clone (or one just reset to
+// the branch tip), seeds a first publish from the template and checks the
+// cluster overlay.
+func prepareCatalog(repo *gitops.Repo, o Options) (*gitops.State, error) {
 	state, err := gitops.ReadState(repo.Dir)
 	if err == nil && (repo.Empty || len(state.Artifacts) == 0) {
 		// First publish: add the template's files that the repo lacks.
@@ -576,10 +592,9 @@ func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, e
 		}
 	}
 	if err != nil {
-		repo.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return repo, state, nil
+	return state, nil
 }
 
 // workSet marks the versions to read, lint and mirror: changed since the
@@ -597,49 +612,69 @@ func (o *Options) workSet(ms []*manifest.PackageManifest, files []manifest.File,
 	return work
 }
 
-// pushAttempts bounds how often a rejected push is retried.
-const pushAttempts = 4
+// pushAttempts bounds how often a rejected push is tried in all.
+const pushAttempts = 6
+
+// retryDelay is the wait before attempt n+1 (n >= 1): exponential backoff
+// from 250 ms, capped at 4 s, with full jitter so that two runs that
+// collided do not collide again in lockstep.
+func retryDelay(n int) time.Duration {
+	base := 250 * time.Millisecond << min(n-1, 4)
+	return base/2 + time.Duration(rand.Int64N(int64(base)))
+}
 
 // publishWithRetry publishes and, when the push is rejected because the
-// catalog branch moved on, clones the new tip, renders again on top of its
-// state and pushes again, with exponential backoff and jitter. When the new
-// tip was published from a newer source commit than ours, it stops: our
-// changes are already there or superseded.
+// catalog branch moved on (gitops.IsRejected: go-git's non-fast-forward
+// update, "fetch first", "cannot lock ref", GitLab's "incorrect old value
+// provided"), fetches the branch, resets the clone hard to its tip, renders
+// again on top of the new state and pushes again, with backoff and jitter,
+// at most pushAttempts times. Before every attempt it compares the source
+// commit of the catalog with ours by ancestry in the package repo: when the
+// catalog was published from a newer commit, it stops with nothing to do, so
+// an older run never overwrites a newer catalog (no lost update).
 func publishWithRetry(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
 	for attempt := 1; ; attempt++ {
+		if newer, why := supersededBy(ctx, o, res.SourceCommit, state.Source.Commit); newer {
+			o.logf("catalog: %s; nothing to do", why)
+			res.Changes, res.Commit, res.Files = render.Changes{}, "", nil
+			res.Superseded = state.Source.Commit
+			return nil
+		}
 		err := publishCatalog(ctx, o, repo, state, current, res)
-		if err == nil || !gitops.IsRejected(err) || attempt == pushAttempts {
+		if err == nil || !gitops.IsRejected(err) {
 			return err
 		}
-		delay := time.Duration(1<<attempt)*250*time.Millisecond + time.Duration(rand.Int64N(int64(250*time.Millisecond)))
-		o.logf("catalog: push rejected, the branch moved on; rendering again on the new tip in %v (attempt %d of %d)", delay.Round(time.Millisecond), attempt+1, pushAttempts)
+		if attempt == pushAttempts {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		delay := retryDelay(attempt)
+		o.logf("catalog: push rejected, the branch moved on; fetching its tip and rendering again in %v (attempt %d of %d)", delay.Round(time.Millisecond), attempt+1, pushAttempts)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		fresh, freshState, err := openCatalog(ctx, o)
-		if err != nil {
+		if err := repo.Refresh(ctx); err != nil {
 			return err
 		}
-		defer fresh.Close()
-		repo, state = fresh, freshState
-		if newer, why := supersededBy(o.Source, res.SourceCommit, state.Source.Commit); newer {
-			o.logf("catalog: %s; nothing to do", why)
-			res.Changes, res.Commit, res.Files = render.Changes{}, "", nil
-			return nil
+		if state, err = prepareCatalog(repo, o); err != nil {
+			return err
 		}
 	}
 }
 
-// supersededBy reports whether the catalog, published from theirs, is ahead
-// of our source commit ours: ours is an ancestor of theirs, or theirs is a
-// commit this checkout does not have (pushed after it was made).
-func supersededBy(source, ours, theirs string) (bool, string) {
+// supersededBy reports whether the catalog, published from source commit
+// theirs, is ahead of our source commit ours: ours is a proper ancestor of
+// theirs. A commit the checkout lacks is fetched from the package repo's
+// origin first (unless --no-fetch); when it is still unknown, a complete
+// history means theirs is not behind ours (newer, or on another line:
+// nothing to overwrite), while a shallow clone, or a run with an explicit
+// --base, publishes with a warning.
+func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, string) {
 	if ours == "" || theirs == "" || ours == theirs {
 		return false, ""
 	}
-	repo, err := git.PlainOpenWithOptions(source, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpenWithOptions(o.Source, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {
 		return false, ""
 	}
@@ -647,14 +682,46 @@ func supersededBy(source, ours, theirs string) (bool, string) {
 	if err != nil {
 		return false, ""
 	}
-	tc, err := repo.CommitObject(plumbing.NewHash(theirs))
+	th := plumbing.NewHash(theirs)
+	tc, err := repo.CommitObject(th)
+	if err != nil && !o.NoFetch {
+		if ferr := fetchCommit(ctx, repo, th); ferr == nil {
+			tc, err = repo.CommitObject(th)
+		}
+	}
 	if err != nil {
-		return true, fmt.Sprintf("the catalog was published meanwhile from source commit %s, which this checkout does not have (it is newer)", short(theirs))
+		if shallow, _ := repo.Storer.Shallow(); len(shallow) > 0 || o.Base != "" {
+			o.logf("warning: the catalog was published from source commit %s, which this clone does not have: cannot tell whether it is newer; publishing %s", short(theirs), short(ours))
+			return false, ""
+		}
+		return true, fmt.Sprintf("the catalog was published from source commit %s, which is not in the history of %s (it is newer, or on another line; if the package repo's history was rewritten, publish once with --base to overwrite it)", short(theirs), short(ours))
 	}
 	if ok, err := oc.IsAncestor(tc); err == nil && ok {
-		return true, fmt.Sprintf("the catalog was published meanwhile from source commit %s, which already contains %s", short(theirs), short(ours))
+		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", short(theirs), short(ours))
 	}
 	return false, ""
+}
+
+// fetchCommit fetches one commit by hash from the package repo's origin
+// (servers that allow it: GitHub, GitLab, git over protocol v2), under a
+// timeout, into a temporary ref that is removed again.
+func fetchCommit(ctx context.Context, repo *git.Repository, h plumbing.Hash) error {
+	if _, err := repo.Remote("origin"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	tmp := plumbing.ReferenceName("refs/publish/superseded")
+	err := repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{config.RefSpec(h.String() + ":" + tmp.String())},
+		Tags:       git.NoTags,
+	})
+	_ = repo.Storer.RemoveReference(tmp)
+	if errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return nil
+	}
+	return err
 }
 
 func shortOr(h, none string) string {
@@ -677,6 +744,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
+	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
 	key, err := o.renderCluster(ctx, repo.Dir, next, state.Rendered[o.Cluster])
 	if err != nil {
 		return err
@@ -707,6 +775,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 		return err
 	}
 	sort.Strings(res.Files)
+	o.logf("catalog: committing %d files", len(res.Files))
 	hash, err := repo.Commit(CommitMessage(res.Changes, commit, origin), time.Now())
 	if err != nil {
 		return err
@@ -714,6 +783,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	if hash == "" {
 		return nil
 	}
+	o.logf("catalog: pushing %s to %s", hash[:12], o.Catalog.Branch)
 	if err := repo.Push(ctx); err != nil {
 		return err
 	}

@@ -222,8 +222,27 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 				}
 			}
 		}
-		if p.Files, p.Diff, err = gitops.FileDiff(before, out); err != nil {
+		// The diff names files as Git does, from the repo root (below
+		// --catalog-path); the file list is relative to the catalog.
+		repoPath := func(fs render.Files) render.Files {
+			sub := strings.Trim(path.Clean("/"+filepath.ToSlash(o.Catalog.Path)), "/")
+			if sub == "" {
+				return fs
+			}
+			out := render.Files{}
+			for k, v := range fs {
+				out[sub+"/"+k] = v
+			}
+			return out
+		}
+		files, patch, err := gitops.FileDiff(repoPath(before), repoPath(out))
+		if err != nil {
 			return nil, err
+		}
+		p.Diff = patch
+		for _, f := range files {
+			f.Path = strings.TrimPrefix(f.Path, strings.Trim(path.Clean("/"+filepath.ToSlash(o.Catalog.Path)), "/")+"/")
+			p.Files = append(p.Files, f)
 		}
 	}
 	p.summarise()

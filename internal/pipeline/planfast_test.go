@@ -115,3 +115,30 @@ func TestPlanIncrementalFallsBack(t *testing.T) {
 		t.Fatalf("full plan of a first publish: %v %+v", err, p)
 	}
 }
+
+// TestPlanIncrementalCatalogPath: with the catalog in a directory of its
+// repo (--catalog-path), the incremental plan reads it there.
+func TestPlanIncrementalCatalogPath(t *testing.T) {
+	f := newFixture(t)
+	cat := catalogOpts(f.catalog)
+	cat.Path = "deploy/catalog"
+	if _, err := Run(context.Background(), Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: cat}); err != nil {
+		t.Fatal(err)
+	}
+	f.addVersion(t, "1.2.0")
+	o := PlanOptions{Options: Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: cat}}
+	o.defaults()
+	inc, err := planIncremental(context.Background(), o)
+	if err != nil {
+		t.Fatalf("incremental plan: %v", err)
+	}
+	full, err := planFull(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(inc)
+	b, _ := json.Marshal(full)
+	if string(a) != string(b) || len(inc.Files) != 1 {
+		t.Errorf("incremental plan differs from the full plan:\n%s\n%s", a, b)
+	}
+}

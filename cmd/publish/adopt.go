@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/operator-publish/publish/internal/adopt"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func newAdoptCmd() *cobra.Command {
+	var (
+		o                   adopt.Options
+		kubeconfig, context string
+	)
+	cmd := &cobra.Command{
+		Use:   "adopt",
+		Short: "Set the ownerReference of every ArtifactVersion to its Artifact (run in the cluster after a sync)",
+		Long: `adopt gives every ArtifactVersion of the namespace an ownerReference to the
+Artifact its cpaas.io/artifact-version label names, with that Artifact's uid,
+which the platform expects and a rendered catalog cannot know. It writes only
+ArtifactVersions that lack the reference (or carry a stale one): running it
+again changes nothing. catalog-repo-template/ ships it as an Argo CD PostSync
+hook Job and as a Job for Flux, with the RBAC it needs.
+
+The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
+in-cluster service account.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+			if err != nil {
+				return &usageError{fmt.Errorf("no cluster to talk to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account)", err)}
+			}
+			cfg.UserAgent = "operator-publish adopt"
+			client, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return &usageError{err}
+			}
+			res, err := adopt.Run(cmd.Context(), client, o)
+			if res != nil {
+				res.Print(cmd.OutOrStdout(), o.Namespace, o.DryRun)
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Namespace, "namespace", "cpaas-system", "namespace of the Artifacts and ArtifactVersions")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+	fs.StringVar(&context, "context", "", "kubeconfig context (default: the current one)")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "validate the updates on the API server (dryRun=All) without storing them")
+	withEnvHelp(fs)
+	return cmd
+}

@@ -1,0 +1,204 @@
+package gitops
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/operator-publish/publish/internal/testenv"
+)
+
+// sshServer is OpenSSH's sshd in the foreground (-D -e) with its own
+// configuration, host key and authorized key, on a free loopback port.
+type sshServer struct {
+	port       int
+	knownHosts string // a known_hosts file with the server's host key
+	clientKey  []byte // OpenSSH private key the server accepts
+	user       string
+}
+
+func startSSHD(t *testing.T) *sshServer {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sshd needs root for its privilege separation directory /run/sshd")
+	}
+	sshd := testenv.Require(t, "sshd", "openssh-server")
+	testenv.Require(t, "git-receive-pack", "git")
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hostPub, hostPriv, _ := ed25519.GenerateKey(rand.Reader)
+	clientPub, clientPriv, _ := ed25519.GenerateKey(rand.Reader)
+	marshal := func(k ed25519.PrivateKey) []byte {
+		b, err := ssh.MarshalPrivateKey(k, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(b)
+	}
+	hostKey := filepath.Join(dir, "host_ed25519")
+	os.WriteFile(hostKey, marshal(hostPriv), 0o600)
+	cp, _ := ssh.NewPublicKey(clientPub)
+	auth := filepath.Join(dir, "authorized_keys")
+	os.WriteFile(auth, ssh.MarshalAuthorizedKey(cp), 0o600)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cfg := filepath.Join(dir, "sshd_config")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+PidFile %s
+AllowUsers %s
+`, port, hostKey, auth, filepath.Join(dir, "sshd.pid"), u.Username)), 0o600)
+	// sshd wants its privilege separation directory.
+	os.MkdirAll("/run/sshd", 0o755)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, sshd, "-D", "-e", "-f", cfg)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("sshd: %v", err)
+	}
+	ready := make(chan struct{})
+	var lines []string
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := false
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if !once && strings.Contains(sc.Text(), "Server listening") {
+				once = true
+				close(ready)
+			}
+		}
+		if !once {
+			close(ready)
+		}
+	}()
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sshd did not start")
+	}
+	if cmd.ProcessState != nil {
+		t.Fatalf("sshd exited: %v", lines)
+	}
+	hp, _ := ssh.NewPublicKey(hostPub)
+	kh := filepath.Join(dir, "known_hosts")
+	os.WriteFile(kh, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", port, ssh.MarshalAuthorizedKey(hp))), 0o644)
+	return &sshServer{port: port, knownHosts: kh, clientKey: marshal(clientPriv), user: u.Username}
+}
+
+// TestSSHPush clones and pushes over SSH with a key, checking the host key
+// against known_hosts; a server key not in known_hosts is refused unless
+// InsecureIgnoreHostKey is set.
+func TestSSHPush(t *testing.T) {
+	srv := startSSHD(t)
+	gitBin := testenv.Require(t, "git", "git")
+	bare := filepath.Join(t.TempDir(), "catalog.git")
+	if out, err := exec.Command(gitBin, "init", "--quiet", "--bare", "--initial-branch=main", bare).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	url := fmt.Sprintf("ssh://%s@127.0.0.1:%d%s", srv.user, srv.port, bare)
+	ctx := context.Background()
+	o := Options{URL: url, SSHKey: srv.clientKey, KnownHostsFile: srv.knownHosts, Timeout: time.Minute}
+	r, err := Clone(ctx, o)
+	if err != nil {
+		t.Fatalf("clone over SSH: %v", err)
+	}
+	defer r.Close()
+	write(t, r.Dir, "a.yaml", "a\n")
+	if _, err := r.Commit("over ssh", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Push(ctx); err != nil {
+		t.Fatalf("push over SSH: %v", err)
+	}
+	r2, err := Clone(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r2.Close()
+	if r2.Empty || files(t, r2.Dir)["a.yaml"] != "a\n" {
+		t.Fatalf("the pushed commit is not in a new clone: %v", files(t, r2.Dir))
+	}
+
+	// Another host key in known_hosts: refused.
+	otherPub, _, _ := ed25519.GenerateKey(rand.Reader)
+	op, _ := ssh.NewPublicKey(otherPub)
+	wrong := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(wrong, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", srv.port, ssh.MarshalAuthorizedKey(op))), 0o644)
+	bad := o
+	bad.KnownHostsFile = wrong
+	if r3, err := Clone(ctx, bad); err == nil {
+		r3.Close()
+		t.Fatal("a server whose host key differs from known_hosts was accepted")
+	} else {
+		t.Logf("wrong host key: %v", err)
+	}
+	bad.InsecureIgnoreHostKey = true
+	r4, err := Clone(ctx, bad)
+	if err != nil {
+		t.Fatalf("--insecure-ignore-host-key: %v", err)
+	}
+	r4.Close()
+
+	// No known_hosts anywhere: a clear error, before any connection.
+	none := o
+	none.KnownHostsFile = ""
+	t.Setenv("SSH_KNOWN_HOSTS", filepath.Join(t.TempDir(), "missing"))
+	if _, err := Clone(ctx, none); err == nil || !strings.Contains(err.Error(), "known_hosts") {
+		t.Fatalf("no known_hosts: %v", err)
+	}
+}
+
+func TestSSHURLs(t *testing.T) {
+	for u, want := range map[string]bool{
+		"git@github.com:org/catalog.git":      true,
+		"ssh://git@host:2222/org/catalog.git": true,
+		"deploy@host:catalog":                 true,
+		"https://host/org/catalog.git":        false,
+		"/tmp/catalog":                        false,
+		"./catalog":                           false,
+		"catalog":                             false,
+	} {
+		if got := isSSH(u); got != want {
+			t.Errorf("isSSH(%q) = %v", u, got)
+		}
+	}
+	if u := sshUser("ssh://deploy@host:22/x"); u != "deploy" {
+		t.Errorf("user %q", u)
+	}
+	if u := sshUser("host:x"); u != "git" {
+		t.Errorf("default user %q", u)
+	}
+}
