@@ -81,7 +81,7 @@ package manifests, 2 when an image could not be mirrored.`,
 			for _, img := range images {
 				related = append(related, mirror.Target{Ref: img})
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "mirror: %d package versions, %d related images, %d bundles to %s\n", len(ms), len(related), len(bundles), dstRegistry)
+			fmt.Fprintf(cmd.ErrOrStderr(), "mirror: %d package versions, %d related images, %d bundles to %s\n", len(ms), countUnique(related), countUnique(bundles), dstRegistry)
 			rep, err := mc.MirrorTargets(cmd.Context(), related, bundles)
 			printMirrorReport(cmd, rep, err)
 			if err != nil {
@@ -254,4 +254,13 @@ func printMirrorReport(cmd *cobra.Command, rep *mirror.Report, err error) {
 		n, copied = len(rep.Images), rep.Copied()
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "mirror: %d images at the destination (%d copied, %d already there), %d signature manifests, %d retries, %d failed\n", n, copied, n-copied, sigs, retries, len(failed))
+}
+
+// countUnique counts the distinct targets of ts.
+func countUnique(ts []mirror.Target) int {
+	seen := map[mirror.Target]bool{}
+	for _, t := range ts {
+		seen[t] = true
+	}
+	return len(seen)
 }
