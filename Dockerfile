@@ -18,13 +18,13 @@ FROM debian:bookworm-slim
 # git: go-git's file transport runs git-upload-pack/git-receive-pack for a
 # catalog given as a local path.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates git \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ca-certificates git \
  && rm -rf /var/lib/apt/lists/* \
  # The checkout is owned by the CI user, not by the container's: without
  # this, git refuses it ("detected dubious ownership").
  && git config --system --add safe.directory '*' \
  && groupadd --gid 65532 publish \
- && useradd --uid 65532 --gid 65532 --create-home --home-dir /home/publish --shell /usr/sbin/nologin publish
+ && useradd -K UID_MAX=65532 --uid 65532 --gid 65532 --create-home --home-dir /home/publish --shell /usr/sbin/nologin publish
 COPY --from=build /out/publish /usr/local/bin/publish
 # No USER: GitHub runs Docker actions as the image's user and documents that
 # they must run as root, or they cannot write GITHUB_WORKSPACE, GITHUB_OUTPUT
