@@ -92,7 +92,7 @@ func (r *remoteFlags) apply(c *commonFlags, o *pipeline.Options) error {
 		return err
 	}
 	o.Catalog = gitops.Options{URL: r.catalogURL, Branch: r.catalogBranch, Username: r.catalogUser, Password: r.catalogPass}
-	if err := r.git.apply(&o.Catalog); err != nil {
+	if err := r.git.apply(o); err != nil {
 		return err
 	}
 	if r.caFile != "" && strings.HasPrefix(r.catalogURL, "https://") {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/pflag"
 )
 
@@ -19,6 +20,7 @@ type gitFlags struct {
 	signingKey, signingKeyPass     string
 	sshKey, sshKeyPass, knownHosts string
 	insecureIgnoreHostKey          bool
+	messageTemplate                string
 }
 
 func (g *gitFlags) register(fs *pflag.FlagSet) {
@@ -32,6 +34,7 @@ func (g *gitFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.sshKey, "catalog-ssh-key", "", "private key for an SSH catalog URL: a file, or the key itself (default: the SSH agent)")
 	fs.StringVar(&g.sshKeyPass, "catalog-ssh-key-password", "", "passphrase of an encrypted --catalog-ssh-key")
 	fs.StringVar(&g.knownHosts, "catalog-known-hosts", "", "known_hosts file with the SSH catalog server's host key (default: $SSH_KNOWN_HOSTS, ~/.ssh/known_hosts)")
+	fs.StringVar(&g.messageTemplate, "commit-message-template", "", "Go template of the catalog commit message, or a file holding one (fields: .Subject .Changes .Listed .Upgraded .Relisted .Delisted .Updated .SourceCommit .SourceRepo); Source-Commit/Source-Repo trailers are added when missing")
 	fs.BoolVar(&g.insecureIgnoreHostKey, "insecure-ignore-host-key", false, "do not check the SSH catalog server's host key (only on a trusted network)")
 }
 
@@ -48,9 +51,24 @@ func keyMaterial(flag, v string) ([]byte, error) {
 	return data, nil
 }
 
-// apply fills the gitops options. Errors are usage errors (exit 2) naming
-// the flag; a key's content is never printed.
-func (g *gitFlags) apply(o *gitops.Options) error {
+// apply fills the catalog options of p. Errors are usage errors (exit 2)
+// naming the flag; a key's content is never printed.
+func (g *gitFlags) apply(p *pipeline.Options) error {
+	if t := g.messageTemplate; t != "" {
+		if !strings.Contains(t, "{{") {
+			data, err := os.ReadFile(t)
+			if err != nil {
+				return &usageError{fmt.Errorf("--commit-message-template: %w (a Go template such as '{{.Subject}}', or a file holding one)", err)}
+			}
+			t = string(data)
+		}
+		tmpl, err := pipeline.ParseCommitTemplate(t)
+		if err != nil {
+			return &usageError{fmt.Errorf("--commit-message-template: %w", err)}
+		}
+		p.CommitTemplate = tmpl
+	}
+	o := &p.Catalog
 	o.Path = g.path
 	o.AuthorName, o.AuthorEmail = g.authorName, g.authorEmail
 	o.CommitterName, o.CommitterEmail = g.committerName, g.committerEmail

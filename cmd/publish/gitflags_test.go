@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/pipeline"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -26,20 +26,22 @@ func TestGitFlags(t *testing.T) {
 
 	for _, v := range []string{file, key} {
 		g := gitFlags{signingKey: v, authorName: "Bot", authorEmail: "bot@example.com", committerName: "CI", path: "catalog"}
-		var o gitops.Options
-		if err := g.apply(&o); err != nil {
+		var p pipeline.Options
+		if err := g.apply(&p); err != nil {
 			t.Fatal(err)
 		}
+		o := p.Catalog
 		if o.Signer == nil || o.AuthorName != "Bot" || o.CommitterName != "CI" || o.Path != "catalog" {
 			t.Errorf("%+v", o)
 		}
 	}
 	secret := "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-really-a-key-SECRET\n-----END OPENSSH PRIVATE KEY-----\n"
 	for flag, g := range map[string]gitFlags{
-		"--signing-key":     {signingKey: secret},
-		"--catalog-ssh-key": {sshKey: filepath.Join(t.TempDir(), "missing")},
+		"--signing-key":             {signingKey: secret},
+		"--catalog-ssh-key":         {sshKey: filepath.Join(t.TempDir(), "missing")},
+		"--commit-message-template": {messageTemplate: "{{.NoSuchField}}"},
 	} {
-		err := g.apply(&gitops.Options{})
+		err := g.apply(&pipeline.Options{})
 		var ue *usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), flag) {
 			t.Errorf("%s: %v, want a usage error naming the flag", flag, err)

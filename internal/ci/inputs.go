@@ -42,6 +42,7 @@ var inputs = []Input{
 	{Name: "commit-author-email", Flag: "commit-author-email"},
 	{Name: "commit-committer-name", Flag: "commit-committer-name"},
 	{Name: "commit-committer-email", Flag: "commit-committer-email"},
+	{Name: "commit-message-template", Flag: "commit-message-template"},
 	{Name: "signing-key", Flag: "signing-key"},
 	{Name: "signing-key-password", Flag: "signing-key-password", Secret: true},
 	{Name: "cluster", Flag: "cluster"},

@@ -326,3 +326,39 @@ func TestNewSignerRejectsGarbage(t *testing.T) {
 		t.Fatal("garbage accepted as a signing key")
 	}
 }
+
+// TestRefreshFromEmpty: two first publishes into an empty repo; the one
+// that loses refreshes onto the other's commit and pushes on top.
+func TestRefreshFromEmpty(t *testing.T) {
+	ctx := context.Background()
+	bare := newBare(t)
+	when := time.Unix(1700000000, 0)
+	a, _ := Clone(ctx, Options{URL: bare})
+	defer a.Close()
+	b, _ := Clone(ctx, Options{URL: bare})
+	defer b.Close()
+	if !a.Empty || !b.Empty {
+		t.Fatal("clones of an empty repo are not Empty")
+	}
+	write(t, a.Dir, "a.yaml", "a\n")
+	a.Commit("a", when)
+	write(t, b.Dir, "b.yaml", "b\n")
+	b.Commit("b", when)
+	if err := a.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Push(ctx); !IsRejected(err) {
+		t.Fatalf("second first-push: %v, want a rejection", err)
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(files(t, b.Dir)); strings.Join(got, ",") != "a.yaml" {
+		t.Fatalf("after Refresh: %v", got)
+	}
+	write(t, b.Dir, "b.yaml", "b\n")
+	b.Commit("b again", when)
+	if err := b.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -250,7 +250,7 @@ func cleanPath(p string) (string, error) {
 	}
 	c := path.Clean(strings.Trim(filepath.ToSlash(p), "/"))
 	if !filepath.IsLocal(c) || strings.HasPrefix(c, ".git/") || c == ".git" {
-		return "", &AuthError{Err: fmt.Errorf("--catalog-path %q: want a directory inside the catalog repo such as catalog or deploy/catalog (relative, no ..)", p)}
+		return "", fmt.Errorf("--catalog-path %q: want a directory inside the catalog repo such as catalog or deploy/catalog (relative, no ..)", p)
 	}
 	return c, nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"text/template"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -68,6 +69,9 @@ type Options struct {
 	// NoFetch forbids change detection to deepen a shallow clone or fetch a
 	// missing base from the package repo's origin.
 	NoFetch bool
+	// CommitTemplate, when set, writes the catalog commit message
+	// (ParseCommitTemplate; CommitData); nil: CommitMessage.
+	CommitTemplate *template.Template
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 	// Target is what the cluster runs: TargetAlauda ("" too) or TargetOLM
@@ -776,7 +780,11 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	}
 	sort.Strings(res.Files)
 	o.logf("catalog: committing %d files", len(res.Files))
-	hash, err := repo.Commit(CommitMessage(res.Changes, commit, origin), time.Now())
+	msg, err := commitMessage(o.CommitTemplate, res.Changes, commit, origin)
+	if err != nil {
+		return inputErr(err)
+	}
+	hash, err := repo.Commit(msg, time.Now())
 	if err != nil {
 		return err
 	}

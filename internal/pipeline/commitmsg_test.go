@@ -1,0 +1,36 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/operator-publish/publish/internal/render"
+)
+
+func TestCommitMessageTemplate(t *testing.T) {
+	ch := render.Changes{Listed: []string{"tiny 1.0.0"}, Delisted: []string{"old 0.1.0"}}
+	tmpl, err := ParseCommitTemplate("chore(catalog): {{.Subject}}\n\n{{range .Listed}}+ {{.}}\n{{end}}{{range .Delisted}}- {{.}}\n{{end}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := commitMessage(tmpl, ch, "abc123", "https://git.example.com/ops.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "chore(catalog): publish: list 1, delist 1\n\n+ tiny 1.0.0\n- old 0.1.0\n\nSource-Commit: abc123\nSource-Repo: https://git.example.com/ops.git\n"
+	if msg != want {
+		t.Errorf("message:\n%s\nwant:\n%s", msg, want)
+	}
+	// The default names every change and the trailers.
+	def, _ := commitMessage(nil, ch, "abc123", "")
+	for _, s := range []string{"publish: list 1, delist 1", "Listed:\n- tiny 1.0.0", "Delisted:\n- old 0.1.0", "Source-Commit: abc123"} {
+		if !strings.Contains(def, s) {
+			t.Errorf("default message lacks %q:\n%s", s, def)
+		}
+	}
+	for _, bad := range []string{"{{.Nope}}", "{{.Subject", "{{range .Listed}}"} {
+		if _, err := ParseCommitTemplate(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
