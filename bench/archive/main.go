@@ -40,8 +40,18 @@ func main() {
 	crane := flag.String("crane", "", "crane binary")
 	work := flag.String("work", "", "work directory")
 	ops := flag.Int("operators", 6, "operators (5 related images each)")
+	phase := flag.String("phase", "", "generate: push the images and write the package repo; measure: run the tools")
 	flag.Parse()
-	if err := run(*src, *dst, *publish, *crane, *work, *ops); err != nil {
+	var err error
+	switch *phase {
+	case "generate":
+		err = generatePhase(*src, *work, *ops)
+	case "measure":
+		err = run(*dst, *publish, *crane, *work, *ops)
+	default:
+		err = fmt.Errorf("-phase generate|measure")
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
@@ -236,13 +246,30 @@ func dirSize(p string) (n int64) {
 	return n
 }
 
-func run(src, dst, publish, crane, work string, ops int) error {
+// generatePhase pushes the images and writes the package repo, and the
+// list of references and the unique size for the measure phase. It is a
+// process of its own: a child's peak RSS on Linux starts from its parent's
+// at fork, so the measuring process must stay small.
+func generatePhase(src, work string, ops int) error {
 	repo := filepath.Join(work, "repo")
 	fmt.Fprintf(os.Stderr, "generating %d operators into %s ...\n", ops, src)
 	unique, refs, err := generate(src, repo, ops)
 	if err != nil {
 		return err
 	}
+	return os.WriteFile(filepath.Join(work, "refs.txt"), []byte(fmt.Sprintf("%d\n%s\n", unique, strings.Join(refs, "\n"))), 0o644)
+}
+
+func run(dst, publish, crane, work string, ops int) error {
+	repo := filepath.Join(work, "repo")
+	data, err := os.ReadFile(filepath.Join(work, "refs.txt"))
+	if err != nil {
+		return err
+	}
+	lines := strings.Fields(string(data))
+	var unique int64
+	fmt.Sscan(lines[0], &unique)
+	refs := lines[1:]
 	fmt.Fprintf(os.Stderr, "%d images, %.0f MiB of unique layers\n", len(refs), float64(unique)/(1<<20))
 	var steps []step
 	add := func(tool, what string, b int64, args ...string) error {
