@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1"
@@ -151,7 +150,6 @@ type pusher struct {
 	missing    map[string][]name.Repository // blob digest -> repositories lacking it
 	mediaTypes map[string]types.MediaType
 	mu         sync.Mutex
-	pushed     atomic.Int64
 }
 
 // dest maps every index.json entry once.
