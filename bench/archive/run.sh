@@ -36,4 +36,6 @@ src=$(wait_addr src)
 dst=$(wait_addr dst)
 go build -o "$work/publish" ./cmd/publish
 mkdir -p "$work/run"
-go run ./bench/archive -src "$src" -dst "$dst" -publish "$work/publish" -crane "$CRANE" -work "$work/run"
+go build -o "$work/bench" ./bench/archive
+"$work/bench" -phase generate -src "$src" -work "$work/run"
+"$work/bench" -phase measure -dst "$dst" -publish "$work/publish" -crane "$CRANE" -work "$work/run"

@@ -64,8 +64,8 @@ the platforms given): reduced indexes get new digests.`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
-			fmt.Fprintf(w, "images    %d of %d versions; %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
-			fmt.Fprintf(w, "packages  %d PackageManifests\n", res.Manifests)
+			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
+			fmt.Fprintf(w, "packages  PackageManifests: %d\n", res.Manifests)
 			for _, im := range res.Images {
 				if im.Reduced {
 					fmt.Fprintf(w, "reduced   %s: %s (source index %s): a reduced index gets a new digest\n", im.Ref, im.Digest, im.SourceDigest)

@@ -35,8 +35,12 @@ PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 					bundles++
 				}
 			}
-			fmt.Fprintf(w, "images    %d (%d bundles), %d manifests, %d blobs (%s)\n", len(c.Images), bundles, len(c.Manifests), c.Blobs, archive.Size(c.BlobBytes))
-			fmt.Fprintf(w, "packages  %d PackageManifests\n", len(c.Packages))
+			fmt.Fprintf(w, "images    %d (bundles: %d), %d manifests, %d blobs (%s)\n", len(c.Images), bundles, len(c.Manifests), c.Blobs, archive.Size(c.BlobBytes))
+			fmt.Fprintf(w, "packages  PackageManifests: %d\n", len(c.Packages))
+			if commit := c.Annotations[archive.AnnotationSourceCommit]; commit != "" {
+				// the --base of the next `publish package --changed`
+				fmt.Fprintf(w, "source    %s %s\n", commit, c.Annotations[archive.AnnotationSourceRepo])
+			}
 			sum := "no .sha256 file to compare"
 			if res.Checksum {
 				sum = "matches " + archive.ChecksumPath(args[0])

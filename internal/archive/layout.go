@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -295,7 +294,13 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 		return nil, err
 	}
 	progress.Start(st.Size())
-	h := sha256.New()
+	h := newAsyncHash()
+	hashed := false
+	defer func() {
+		if !hashed {
+			h.Sum()
+		}
+	}()
 	s := &scanner{c: newContents(lim), blob: blob}
 	if start != nil {
 		start(s.c)
@@ -311,7 +316,8 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 	if err := s.c.finish(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	res := &VerifyResult{SHA256: hex.EncodeToString(h.Sum(nil)), Checksum: hasSum, Contents: s.c}
+	hashed = true
+	res := &VerifyResult{SHA256: hex.EncodeToString(h.Sum()), Checksum: hasSum, Contents: s.c}
 	if hasSum && res.SHA256 != want {
 		return nil, fmt.Errorf("%s: sha256 is %s, but %s says %s: %w", path, res.SHA256, ChecksumPath(path), want, ErrCorrupt)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1"
@@ -110,14 +109,21 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	}
 	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c })
 	waitErr := g.Wait()
-	if walkErr != nil && (waitErr == nil || errors.Is(walkErr, ErrCorrupt)) {
-		return nil, walkErr
+	resume := func(err error) error {
+		return &RegistryError{Err: fmt.Errorf("%s: %w (nothing tagged; run the same command again to resume: what was pushed is skipped)", path, err)}
+	}
+	if walkErr != nil {
+		var re *RegistryError
+		if !errors.As(walkErr, &re) {
+			return nil, walkErr // the archive itself: damaged, hostile, incomplete
+		}
+		if waitErr != nil {
+			walkErr = waitErr // the upload that failed first, not the cancellation it caused
+		}
+		return nil, resume(walkErr)
 	}
 	if waitErr != nil {
-		waitErr = &RegistryError{Err: waitErr}
-	}
-	if waitErr != nil {
-		return nil, fmt.Errorf("%s: %w (run the same command again to resume: what was pushed is skipped)", path, waitErr)
+		return nil, resume(waitErr)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -144,7 +150,6 @@ type pusher struct {
 	missing    map[string][]name.Repository // blob digest -> repositories lacking it
 	mediaTypes map[string]types.MediaType
 	mu         sync.Mutex
-	pushed     atomic.Int64
 }
 
 // dest maps every index.json entry once.

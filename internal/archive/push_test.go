@@ -103,12 +103,19 @@ func TestPushSkipPush(t *testing.T) {
 }
 
 func TestPushRefusesDamagedArchive(t *testing.T) {
-	out, _, _ := packageFixture(t, t.TempDir(), nil)
+	out, _, refs := packageFixture(t, t.TempDir(), nil)
 	dst := startRegistry(t)
 	bad := filepath.Join(t.TempDir(), "bad.tgz")
 	copyTruncated(t, out, bad)
 	_, err := Push(ctx(t), bad, PushOptions{Map: mapTo(dst, "x")})
 	if err == nil || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("err = %v", err)
+	}
+	// Nothing half-pushed is visible: no tag names a blob that may be missing.
+	for _, r := range refs {
+		d, _ := mapTo(dst, "x")(r)
+		if _, err := remote.Head(d); err == nil {
+			t.Errorf("%s is tagged after a push of a truncated archive", d)
+		}
 	}
 }

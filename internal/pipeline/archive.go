@@ -8,8 +8,11 @@ package pipeline
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -270,7 +273,11 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	if mc.DstHost() == "" {
 		return nil, inputErr(errors.New("no destination registry: set --dst-repo HOST[:PORT][/PREFIX]"))
 	}
-	opts := mc.DstOptions()
+	tr, err := http1Transport(o.Mirror.CAFile)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	opts := append(mc.DstOptions(), remote.WithTransport(tr))
 	if o.NoAuth {
 		opts = append(opts, remote.WithAuthFromKeychain(anonymous{}))
 	}
@@ -309,6 +316,36 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	cr, err := publishArchive(ctx, o, mc, opts, pr)
 	res.Catalog = cr
 	return res, err
+}
+
+// http1Transport is go-containerregistry's default transport with the
+// extra CA certificates of caFile, speaking HTTP/1.1 only: concurrent blob
+// uploads over one HTTP/2 connection can stall for good against some
+// registries (go-containerregistry issue #1210; seen with distribution 2.8
+// over TLS), and push uploads several blobs at once.
+func http1Transport(caFile string) (http.RoundTripper, error) {
+	tr := remote.DefaultTransport.(*http.Transport).Clone()
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	if tr.TLSClientConfig == nil {
+		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", caFile)
+		}
+		tr.TLSClientConfig.RootCAs = pool
+	}
+	return tr, nil
 }
 
 // describePush says what to do about a registry error (mirror.Describe),
