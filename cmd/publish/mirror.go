@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -129,7 +128,7 @@ func selectManifests(cmd *cobra.Command, all []*manifest.PackageManifest, paths 
 	}
 	var out []*manifest.PackageManifest
 	for _, m := range all {
-		if !underAny(m.Path, paths) || (changed != nil && !changed(m.Artifact, m.Version.String())) {
+		if !pipeline.Selected(m.Path, paths) || (changed != nil && !changed(m.Artifact, m.Version.String())) {
 			continue
 		}
 		out = append(out, m)
@@ -137,20 +136,6 @@ func selectManifests(cmd *cobra.Command, all []*manifest.PackageManifest, paths 
 	return out, nil
 }
 
-// underAny reports whether path (slash, relative to the source) is one of
-// paths or below one; no paths: true.
-func underAny(path string, paths []string) bool {
-	if len(paths) == 0 {
-		return true
-	}
-	for _, p := range paths {
-		p = strings.TrimSuffix(filepath.ToSlash(filepath.Clean(p)), "/")
-		if p == "." || path == p || strings.HasPrefix(path, p+"/") {
-			return true
-		}
-	}
-	return false
-}
 
 // manifestHosts returns the registries named by the manifests and refs.
 func manifestHosts(ms []*manifest.PackageManifest, refs ...string) []string {

@@ -98,7 +98,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	work := make([]bool, len(ms))
 	for i, m := range ms {
-		work[i] = selected(m.Path, o.Paths) && changed(m.Artifact, m.Version.String())
+		work[i] = Selected(m.Path, o.Paths) && changed(m.Artifact, m.Version.String())
 	}
 	if count(work) == 0 {
 		return nil, inputErr(errors.New("no version selected: nothing to package (check the paths and --changed/--base)"))

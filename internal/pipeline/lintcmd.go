@@ -60,7 +60,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		}
 		work := make([]bool, len(ms))
 		for i, m := range ms {
-			work[i] = selected(m.Path, o.Paths)
+			work[i] = Selected(m.Path, o.Paths)
 		}
 		bundles, byErr, infra := readBundles(ctx, mc, ms, work)
 		for i, m := range ms {
@@ -87,7 +87,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	all := append(lint.Run(ctx, o.Lint, in), unreadFindings(scanErr, files)...)
 	lint.Sort(all)
 	for _, f := range all {
-		if selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") {
+		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") {
 			out = append(out, f)
 		}
 	}
@@ -102,9 +102,10 @@ func (e *PathError) Error() string {
 	return fmt.Sprintf("%s: no such file or directory below --source", e.Path)
 }
 
-// selected reports whether path (slash, relative to the source) is one of
-// paths or below one of them; no paths selects everything.
-func selected(path string, paths []string) bool {
+// Selected reports whether path (slash-separated, relative to the source)
+// is one of paths (files or directories as given on the command line) or
+// below one of them; no paths selects everything.
+func Selected(path string, paths []string) bool {
 	if len(paths) == 0 {
 		return true
 	}
