@@ -36,6 +36,9 @@ type Entry struct {
 	// Image is the bundle image reference written into the catalog: the
 	// destination repository by digest (host/repo@sha256:...).
 	Image string
+	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
+	// Bundle then holds what Build needs of the CSV and channels only.
+	prebuilt *declcfg.Bundle
 }
 
 // Package is one OLM package (= Artifact name) and its published versions;
@@ -243,6 +246,11 @@ func validChannel(es []declcfg.ChannelEntry) bool {
 // of the bundle image would (see the package documentation), with
 // e.Image as its image.
 func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
+	if e.prebuilt != nil {
+		out := *e.prebuilt
+		out.Package, out.Image = pkg, e.Image
+		return out, nil
+	}
 	b := e.Bundle
 	fail := func(err error) (declcfg.Bundle, error) {
 		return declcfg.Bundle{}, fmt.Errorf("bundle %s: %w", b.CSVName, err)
