@@ -69,6 +69,38 @@ func checkTarget(t string) error {
 	return inputErr(fmt.Errorf("target %q: want %s or %s (--target, publish.yaml clusters.<cluster>.target)", t, TargetAlauda, TargetOLM))
 }
 
+// checkTarget checks the target and, for olm, its settings, before any
+// side effect: a wrong poll interval or image reference in publish.yaml
+// stops the run before anything is mirrored.
+func (o *Options) checkTarget() error {
+	if err := checkTarget(o.Target); err != nil || o.Target != TargetOLM {
+		return err
+	}
+	var errs []error
+	so := o.OLM.Source
+	so.Image = "example.invalid/catalog@sha256:" + strings.Repeat("0", 64)
+	if _, err := olm.CatalogSource(so); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := name.ParseReference(o.olmBase()); err != nil {
+		errs = append(errs, fmt.Errorf("baseImage %q: %w", o.olmBase(), err))
+	}
+	if o.OLM.CatalogImage != "" {
+		if _, err := name.ParseReference(o.OLM.CatalogImage); err != nil || strings.Contains(o.OLM.CatalogImage, "@") {
+			errs = append(errs, fmt.Errorf("catalogImage %q: want a repository with an optional tag, such as registry.local/olm/catalog", o.OLM.CatalogImage))
+		}
+	}
+	for _, img := range o.OLM.Images {
+		if _, err := name.ParseReference(img); err != nil {
+			errs = append(errs, fmt.Errorf("images: %q: %w", img, err))
+		}
+	}
+	if len(errs) > 0 {
+		return inputErr(fmt.Errorf("publish.yaml clusters.%s.olm: %w", o.Cluster, errors.Join(errs...)))
+	}
+	return nil
+}
+
 // olmTargets returns the images the olm target mirrors besides the
 // bundles and their related images: the catalog base image and OLM's own
 // images.

@@ -204,3 +204,25 @@ func TestRenderOLMTarget(t *testing.T) {
 		t.Errorf("cluster without a catalog image: %v", err)
 	}
 }
+
+// TestRunOLMBadSettings: wrong OLM settings stop the run before anything is
+// mirrored or committed, naming the publish.yaml key.
+func TestRunOLMBadSettings(t *testing.T) {
+	f := newFixture(t)
+	_, err := Run(context.Background(), Options{
+		Source: f.source, Cluster: "edge", Target: TargetOLM,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: catalogOpts(f.catalog),
+		OLM:     OLMOptions{Source: olm.SourceOptions{PollInterval: "soon"}, CatalogImage: "registry.local/catalog@sha256:00"},
+	})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "clusters.edge.olm") || !strings.Contains(err.Error(), "poll interval") || !strings.Contains(err.Error(), "catalogImage") {
+		t.Fatalf("bad OLM settings: %v", err)
+	}
+	if _, err := remote.Head(mustRef(t, f.dst+"/mirror/tiny/bundle:v1.0.0")); err == nil {
+		t.Error("the bundle was mirrored before the settings were checked")
+	}
+	if _, err := Run(context.Background(), Options{Source: f.source, Target: "openshift", Catalog: catalogOpts(f.catalog)}); !errors.As(err, &ie) {
+		t.Errorf("unknown target: %v", err)
+	}
+}

@@ -186,7 +186,7 @@ func redactURL(u string) string {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	res := &Result{}
-	if err := checkTarget(o.Target); err != nil {
+	if err := o.checkTarget(); err != nil {
 		return nil, err
 	}
 	files, ms, err := scanAndLint(ctx, o)
