@@ -58,6 +58,8 @@ type olmRun struct {
 	// reused holds the entries of the last catalog image for unchanged
 	// versions, by artifact and version.
 	reused map[[2]string]olm.Entry
+	// where names each version's manifest (file:line of spec.artifact).
+	where map[[2]string]string
 }
 
 // checkTarget rejects an unknown target.
@@ -132,7 +134,10 @@ func (o *Options) prepareOLM(ctx context.Context, mc *mirror.Client, ms []*manif
 	if o.Target != TargetOLM {
 		return nil
 	}
-	run := &olmRun{mc: mc, bundles: map[[2]string]*bundle.Bundle{}, reused: map[[2]string]olm.Entry{}}
+	run := &olmRun{mc: mc, bundles: map[[2]string]*bundle.Bundle{}, reused: map[[2]string]olm.Entry{}, where: map[[2]string]string{}}
+	for _, m := range ms {
+		run.where[[2]string{m.Artifact, m.Version.String()}] = fmt.Sprintf("%s:%d", m.Path, m.Lines["spec.artifact"])
+	}
 	prev := o.previousCatalog(ctx, mc, state)
 	digests := map[[2]string]string{} // artifact, tag -> bundle digest at the last publish
 	for _, a := range state.Artifacts {
@@ -255,6 +260,7 @@ func (o *Options) renderCluster(ctx context.Context, root string, arts []render.
 			k := [2]string{a.Name, v.Version}
 			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
 			if e, ok := o.olm.reused[k]; ok && e.Image == image && o.olm.bundles[k] == nil {
+				e.Source = o.olm.where[k]
 				p.Entries = append(p.Entries, e)
 				continue
 			}
@@ -262,7 +268,7 @@ func (o *Options) renderCluster(ctx context.Context, root string, arts []render.
 			if b == nil || v.BundleDigest == "" {
 				return "", fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
 			}
-			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image})
+			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: o.olm.where[k]})
 		}
 		pkgs = append(pkgs, p)
 	}
