@@ -36,6 +36,12 @@ type Entry struct {
 	// Image is the bundle image reference written into the catalog: the
 	// destination repository by digest (host/repo@sha256:...).
 	Image string
+	// Source names where the entry comes from in error messages, such as
+	// the PackageManifest's file:line (default: Image).
+	Source string
+	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
+	// Bundle then holds what Build needs of the CSV and channels only.
+	prebuilt *declcfg.Bundle
 }
 
 // Package is one OLM package (= Artifact name) and its published versions;
@@ -83,20 +89,23 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 	var vs []versioned
 	byCSV := map[string]string{}
 	for _, e := range p.Entries {
+		if e.Source == "" {
+			e.Source = e.Image
+		}
 		if e.Bundle == nil || e.Bundle.CSV == nil {
-			return fmt.Errorf("bundle %s was not read", e.Image)
+			return fmt.Errorf("%s: bundle %s was not read", e.Source, e.Image)
 		}
 		if prev, ok := byCSV[e.Bundle.CSVName]; ok {
-			return fmt.Errorf("bundles %s and %s have the same CSV name %s: OLM needs one bundle per CSV name; delist one of them", prev, e.Image, e.Bundle.CSVName)
+			return fmt.Errorf("%s and %s: both bundles have the CSV name %s: an OLM catalog holds one bundle per CSV name; delist one of them or fix its CSV metadata.name", prev, e.Source, e.Bundle.CSVName)
 		}
-		byCSV[e.Bundle.CSVName] = e.Image
+		byCSV[e.Bundle.CSVName] = e.Source
 		v, err := semver.ParseTolerant(e.Bundle.Version)
 		if err != nil {
-			return fmt.Errorf("bundle %s: CSV spec.version %q is not a semantic version", e.Bundle.CSVName, e.Bundle.Version)
+			return fmt.Errorf("%s: bundle %s: CSV spec.version %q is not a semantic version", e.Source, e.Bundle.CSVName, e.Bundle.Version)
 		}
 		b, err := BundleEntry(p.Name, e)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", e.Source, err)
 		}
 		cfg.Bundles = append(cfg.Bundles, b)
 		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle})
@@ -243,6 +252,11 @@ func validChannel(es []declcfg.ChannelEntry) bool {
 // of the bundle image would (see the package documentation), with
 // e.Image as its image.
 func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
+	if e.prebuilt != nil {
+		out := *e.prebuilt
+		out.Package, out.Image = pkg, e.Image
+		return out, nil
+	}
 	b := e.Bundle
 	fail := func(err error) (declcfg.Bundle, error) {
 		return declcfg.Bundle{}, fmt.Errorf("bundle %s: %w", b.CSVName, err)

@@ -61,12 +61,11 @@ func CatalogSource(o SourceOptions) ([]byte, error) {
 		o.PollInterval = DefaultPollInterval
 	}
 	var errs []error
-	for what, v := range map[string]string{"name": o.Name, "namespace": o.Namespace} {
-		if msgs := validation.IsDNS1123Subdomain(v); len(msgs) > 0 && what == "name" {
-			errs = append(errs, fmt.Errorf("CatalogSource name %q: %v", v, msgs))
-		} else if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 && what == "namespace" {
-			errs = append(errs, fmt.Errorf("CatalogSource namespace %q: %v", v, msgs))
-		}
+	if msgs := validation.IsDNS1123Subdomain(o.Name); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("CatalogSource name %q: %v", o.Name, msgs))
+	}
+	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("CatalogSource namespace %q: %v", o.Namespace, msgs))
 	}
 	if _, err := name.NewDigest(o.Image); err != nil || !digestRE.MatchString(o.Image) {
 		errs = append(errs, fmt.Errorf("catalog image %q is not pinned by digest", o.Image))

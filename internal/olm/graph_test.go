@@ -149,7 +149,7 @@ func TestBuildPackagesAndChannels(t *testing.T) {
 		csvBundle(t, "op", "1.0.0", "", nil, "", "stable"),
 		csvBundle(t, "op", "1.0.0", "", nil, "", "stable"),
 	)}})
-	if err == nil || !strings.Contains(err.Error(), "same CSV name op.v1.0.0") {
+	if err == nil || !strings.Contains(err.Error(), "both bundles have the CSV name op.v1.0.0") {
 		t.Errorf("duplicate CSV name: %v", err)
 	}
 }

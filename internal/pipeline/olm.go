@@ -55,6 +55,11 @@ type OLMOptions struct {
 type olmRun struct {
 	mc      *mirror.Client
 	bundles map[[2]string]*bundle.Bundle // by artifact and version
+	// reused holds the entries of the last catalog image for unchanged
+	// versions, by artifact and version.
+	reused map[[2]string]olm.Entry
+	// where names each version's manifest (file:line of spec.artifact).
+	where map[[2]string]string
 }
 
 // checkTarget rejects an unknown target.
@@ -64,6 +69,38 @@ func checkTarget(t string) error {
 		return nil
 	}
 	return inputErr(fmt.Errorf("target %q: want %s or %s (--target, publish.yaml clusters.<cluster>.target)", t, TargetAlauda, TargetOLM))
+}
+
+// checkTarget checks the target and, for olm, its settings, before any
+// side effect: a wrong poll interval or image reference in publish.yaml
+// stops the run before anything is mirrored.
+func (o *Options) checkTarget() error {
+	if err := checkTarget(o.Target); err != nil || o.Target != TargetOLM {
+		return err
+	}
+	var errs []error
+	so := o.OLM.Source
+	so.Image = "example.invalid/catalog@sha256:" + strings.Repeat("0", 64)
+	if _, err := olm.CatalogSource(so); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := name.ParseReference(o.olmBase()); err != nil {
+		errs = append(errs, fmt.Errorf("baseImage %q: %w", o.olmBase(), err))
+	}
+	if o.OLM.CatalogImage != "" {
+		if _, err := name.ParseReference(o.OLM.CatalogImage); err != nil || strings.Contains(o.OLM.CatalogImage, "@") {
+			errs = append(errs, fmt.Errorf("catalogImage %q: want a repository with an optional tag, such as registry.local/olm/catalog", o.OLM.CatalogImage))
+		}
+	}
+	for _, img := range o.OLM.Images {
+		if _, err := name.ParseReference(img); err != nil {
+			errs = append(errs, fmt.Errorf("images: %q: %w", img, err))
+		}
+	}
+	if len(errs) > 0 {
+		return inputErr(fmt.Errorf("publish.yaml clusters.%s.olm: %w", o.Cluster, errors.Join(errs...)))
+	}
+	return nil
 }
 
 // olmTargets returns the images the olm target mirrors besides the
@@ -87,22 +124,46 @@ func (o *Options) olmBase() string {
 	return DefaultOPMImage
 }
 
-// prepareOLM reads the bundles of the versions this run did not read
-// (unchanged since the last publish): the catalog holds every present
-// version. Bundle errors are input errors naming the manifest.
-func (o *Options) prepareOLM(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bundle.Bundle, work []bool) error {
+// prepareOLM gathers what the catalog needs of the versions this run did
+// not read (unchanged since the last publish): the catalog holds every
+// present version. Their olm.bundle entries are taken from the catalog
+// image recorded in publish/state.yaml when it has them (same bundle image
+// by digest); the other bundles are read from the source. Bundle errors are
+// input errors naming the manifest.
+func (o *Options) prepareOLM(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bundle.Bundle, work []bool, state *gitops.State) error {
 	if o.Target != TargetOLM {
 		return nil
 	}
+	run := &olmRun{mc: mc, bundles: map[[2]string]*bundle.Bundle{}, reused: map[[2]string]olm.Entry{}, where: map[[2]string]string{}}
+	for _, m := range ms {
+		run.where[[2]string{m.Artifact, m.Version.String()}] = fmt.Sprintf("%s:%d", m.Path, m.Lines["spec.artifact"])
+	}
+	prev := o.previousCatalog(ctx, mc, state)
+	digests := map[[2]string]string{} // artifact, tag -> bundle digest at the last publish
+	for _, a := range state.Artifacts {
+		for _, v := range a.Versions {
+			digests[[2]string{a.Name, v.Tag}] = v.BundleDigest
+		}
+	}
 	rest := make([]bool, len(ms))
-	for i := range ms {
-		rest[i] = !work[i] || bundles[i] == nil
+	for i, m := range ms {
+		if work[i] && bundles[i] != nil {
+			continue
+		}
+		rest[i] = true
+		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
+			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
+				if e, ok := prev.Entry(mc.DstHost() + "/" + mc.DestinationRepository(ref) + "@" + d); ok {
+					run.reused[[2]string{m.Artifact, m.Version.String()}] = e
+					rest[i] = false
+				}
+			}
+		}
 	}
 	more, byErr, err := readBundles(ctx, mc, ms, rest)
 	if err != nil {
 		return err
 	}
-	run := &olmRun{mc: mc, bundles: map[[2]string]*bundle.Bundle{}}
 	var errs []error
 	for i, m := range ms {
 		b := bundles[i]
@@ -113,15 +174,36 @@ func (o *Options) prepareOLM(ctx context.Context, mc *mirror.Client, ms []*manif
 			errs = append(errs, fmt.Errorf("%s:%d: %w", m.Path, m.Lines["spec.artifact"], e))
 			continue
 		}
-		run.bundles[[2]string{m.Artifact, m.Version.String()}] = b
+		if b != nil {
+			run.bundles[[2]string{m.Artifact, m.Version.String()}] = b
+		}
 	}
 	if len(errs) > 0 {
 		return inputErr(errors.Join(errs...))
 	}
-	if n := count(rest); n > 0 {
-		o.logf("olm: %d unchanged bundles read for the catalog", n)
+	if n := count(rest); n > 0 || len(run.reused) > 0 {
+		o.logf("olm: %d unchanged bundles taken from the last catalog image, %d read again", len(run.reused), n)
 	}
 	o.olm = run
+	return nil
+}
+
+// previousCatalog reads the catalog image of the cluster's last publish
+// (nil when there is none or it cannot be read: then every bundle is read
+// again, which is slower but gives the same catalog).
+func (o *Options) previousCatalog(ctx context.Context, mc *mirror.Client, state *gitops.State) *olm.Previous {
+	key := state.Rendered[o.Cluster]
+	if !strings.HasPrefix(key, olmKeyPrefix) {
+		return nil
+	}
+	ref, err := mc.ParseReference(strings.TrimPrefix(key, olmKeyPrefix))
+	if err == nil {
+		var prev *olm.Previous
+		if prev, err = olm.LoadPrevious(ctx, ref, mc.DstOptions()...); err == nil {
+			return prev
+		}
+	}
+	o.logf("warning: the last catalog image %s cannot be read (%v): the unchanged bundles are read again", strings.TrimPrefix(key, olmKeyPrefix), err)
 	return nil
 }
 
@@ -175,11 +257,18 @@ func (o *Options) renderCluster(ctx context.Context, root string, arts []render.
 			if !v.Present {
 				continue // delisted version: the bundle leaves the catalog
 			}
-			b := o.olm.bundles[[2]string{a.Name, v.Version}]
+			k := [2]string{a.Name, v.Version}
+			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
+			if e, ok := o.olm.reused[k]; ok && e.Image == image && o.olm.bundles[k] == nil {
+				e.Source = o.olm.where[k]
+				p.Entries = append(p.Entries, e)
+				continue
+			}
+			b := o.olm.bundles[k]
 			if b == nil || v.BundleDigest == "" {
 				return "", fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
 			}
-			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: a.Registry + "/" + a.Repository + "@" + v.BundleDigest})
+			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: o.olm.where[k]})
 		}
 		pkgs = append(pkgs, p)
 	}

@@ -23,7 +23,16 @@ import (
 // runOLM publishes the fixture to an upstream OLM cluster "edge".
 func (f *fixture) runOLM(t *testing.T) *Result {
 	t.Helper()
+	res, _ := f.runOLMLog(t)
+	return res
+}
+
+// runOLMLog is runOLM, also returning the run's log.
+func (f *fixture) runOLMLog(t *testing.T) (*Result, string) {
+	t.Helper()
+	var log bytes.Buffer
 	res, err := Run(context.Background(), Options{
+		Log:        &log,
 		Source:     f.source,
 		Cluster:    "edge",
 		Target:     TargetOLM,
@@ -37,9 +46,9 @@ func (f *fixture) runOLM(t *testing.T) *Result {
 		},
 	})
 	if err != nil {
-		t.Fatalf("run: %v", err)
+		t.Fatalf("run: %v\n%s", err, log.String())
 	}
-	return res
+	return res, log.String()
 }
 
 // catalogBundles reads the catalog image the CatalogSource names and
@@ -135,8 +144,10 @@ func TestRunOLMTarget(t *testing.T) {
 		}
 	}
 
-	if res := f.runOLM(t); res.Commit != "" {
-		t.Errorf("unchanged source: commit %s (the catalog image must have the same digest)", res.Commit)
+	// Unchanged: the entries come from the last catalog image, no bundle is
+	// read again, and the catalog image has the same digest.
+	if res, log := f.runOLMLog(t); res.Commit != "" || !strings.Contains(log, "olm: 2 unchanged bundles taken from the last catalog image, 0 read again") {
+		t.Errorf("unchanged source: commit %q (the catalog image must have the same digest)\n%s", res.Commit, log)
 	}
 
 	if err := os.RemoveAll(filepath.Join(f.source, "packages", "tiny", "1.1.0")); err != nil {
@@ -191,5 +202,27 @@ func TestRenderOLMTarget(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish run --target olm") {
 		t.Errorf("cluster without a catalog image: %v", err)
+	}
+}
+
+// TestRunOLMBadSettings: wrong OLM settings stop the run before anything is
+// mirrored or committed, naming the publish.yaml key.
+func TestRunOLMBadSettings(t *testing.T) {
+	f := newFixture(t)
+	_, err := Run(context.Background(), Options{
+		Source: f.source, Cluster: "edge", Target: TargetOLM,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: catalogOpts(f.catalog),
+		OLM:     OLMOptions{Source: olm.SourceOptions{PollInterval: "soon"}, CatalogImage: "registry.local/catalog@sha256:00"},
+	})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "clusters.edge.olm") || !strings.Contains(err.Error(), "poll interval") || !strings.Contains(err.Error(), "catalogImage") {
+		t.Fatalf("bad OLM settings: %v", err)
+	}
+	if _, err := remote.Head(mustRef(t, f.dst+"/mirror/tiny/bundle:v1.0.0")); err == nil {
+		t.Error("the bundle was mirrored before the settings were checked")
+	}
+	if _, err := Run(context.Background(), Options{Source: f.source, Target: "openshift", Catalog: catalogOpts(f.catalog)}); !errors.As(err, &ie) {
+		t.Errorf("unknown target: %v", err)
 	}
 }

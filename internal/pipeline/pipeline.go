@@ -198,7 +198,7 @@ func redactURL(u string) string {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	res := &Result{}
-	if err := checkTarget(o.Target); err != nil {
+	if err := o.checkTarget(); err != nil {
 		return nil, err
 	}
 	files, ms, err := scanAndLint(ctx, o)
@@ -263,7 +263,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
 	}
 
-	if err := o.prepareOLM(ctx, mc, ms, bundles, work); err != nil {
+	if err := o.prepareOLM(ctx, mc, ms, bundles, work, state); err != nil {
 		return res, err
 	}
 	related, bundleRefs := o.olmTargets(), []mirror.Target(nil)

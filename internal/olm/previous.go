@@ -1,0 +1,184 @@
+package olm
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+	"github.com/operator-publish/publish/internal/bundle"
+)
+
+// maxCatalogBytes bounds what LoadPrevious reads from one catalog.json.
+const maxCatalogBytes = 1 << 30
+
+// Previous is a catalog published before, indexed by bundle image: its
+// olm.bundle entries can be reused for bundles that did not change, so that
+// a run does not read every bundle image again.
+type Previous struct {
+	entries map[string]Entry
+}
+
+// LoadPrevious reads the file-based catalog of the catalog image ref (for
+// an image index, its first image) with opts. The catalog is the top layer,
+// as Push writes it; a catalog image built otherwise is an error.
+func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option) (*Previous, error) {
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	desc, err := remote.Get(ref, opts...)
+	if err != nil {
+		return nil, err
+	}
+	var img v1.Image
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		if len(im.Manifests) == 0 {
+			return nil, errors.New("empty image index")
+		}
+		if img, err = idx.Image(im.Manifests[0].Digest); err != nil {
+			return nil, err
+		}
+	} else if img, err = desc.Image(); err != nil {
+		return nil, err
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) == 0 {
+		return nil, fmt.Errorf("no layers: %v", err)
+	}
+	rc, err := layers[len(layers)-1].Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	cfg := &declcfg.DeclarativeConfig{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if h.Typeflag != tar.TypeReg || !strings.HasPrefix(h.Name, ConfigsDir+"/") || path.Base(h.Name) != "catalog.json" {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, maxCatalogBytes))
+		if err != nil {
+			return nil, err
+		}
+		c, err := declcfg.LoadReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", h.Name, err)
+		}
+		cfg.Packages = append(cfg.Packages, c.Packages...)
+		cfg.Channels = append(cfg.Channels, c.Channels...)
+		cfg.Bundles = append(cfg.Bundles, c.Bundles...)
+	}
+	return previousOf(cfg)
+}
+
+// previousOf indexes cfg's bundles by image, with the facts Build needs
+// (CSV, channels, default channel) recovered from the catalog.
+func previousOf(cfg *declcfg.DeclarativeConfig) (*Previous, error) {
+	channels := map[[2]string][]string{} // package, bundle -> channels
+	for _, c := range cfg.Channels {
+		for _, e := range c.Entries {
+			k := [2]string{c.Package, e.Name}
+			channels[k] = append(channels[k], c.Name)
+		}
+	}
+	defaults := map[string]string{}
+	for _, p := range cfg.Packages {
+		defaults[p.Name] = p.DefaultChannel
+	}
+	p := &Previous{entries: map[string]Entry{}}
+	for i := range cfg.Bundles {
+		b := cfg.Bundles[i]
+		var csv *v1alpha1.ClusterServiceVersion
+		for _, prop := range b.Properties {
+			if prop.Type != property.TypeBundleObject {
+				continue
+			}
+			var obj property.BundleObject
+			if err := json.Unmarshal(prop.Value, &obj); err != nil {
+				return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
+			}
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			if json.Unmarshal(obj.Data, &head) != nil || head.Kind != "ClusterServiceVersion" {
+				continue
+			}
+			csv = &v1alpha1.ClusterServiceVersion{}
+			if err := json.Unmarshal(obj.Data, csv); err != nil {
+				return nil, fmt.Errorf("bundle %s: CSV: %w", b.Name, err)
+			}
+		}
+		if csv == nil {
+			continue // not one of ours: read the bundle again
+		}
+		chs := channels[[2]string{b.Package, b.Name}]
+		if len(chs) == 0 {
+			continue
+		}
+		def := defaults[b.Package]
+		if !contains(chs, def) {
+			def = chs[0]
+		}
+		prebuilt := b
+		p.entries[b.Image] = Entry{
+			Image: b.Image,
+			Bundle: &bundle.Bundle{
+				CSV: csv, CSVName: csv.Name, Version: csv.Spec.Version.String(), Package: b.Package,
+				Channels: chs, DefaultChannel: def, Description: csv.Annotations["description"], DisplayName: csv.Spec.DisplayName,
+			},
+			prebuilt: &prebuilt,
+		}
+	}
+	return p, nil
+}
+
+// Entry returns the entry of the bundle image (host/repo@sha256:...) in
+// the previous catalog, ready for Build, and whether there is one.
+func (p *Previous) Entry(image string) (Entry, bool) {
+	if p == nil {
+		return Entry{}, false
+	}
+	e, ok := p.entries[image]
+	return e, ok
+}
+
+// Len is the number of reusable bundles.
+func (p *Previous) Len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.entries)
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
