@@ -153,6 +153,8 @@ func TestStateValidation(t *testing.T) {
 		"twice":            {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: []}\n- {name: op, present: true, registry: r, repository: p, versions: []}\n", "artifact listed twice"},
 		"bad digest":       {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: v1, present: true, bundleDigest: 'sha256:zz'}]}\n", "not a sha256 digest"},
 		"bad version":      {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: one, tag: v1, present: true}]}\n", `version "one" is not semver`},
+		"path outside":     {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: v1, present: true, path: ../../etc/passwd}]}\n", "not a relative path inside the package repo"},
+		"absolute path":    {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: v1, present: true, path: /etc/passwd}]}\n", "not a relative path inside the package repo"},
 		"wrong apiVersion": {"", ""},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -136,6 +136,9 @@ func (s *State) validate() error {
 				errs = append(errs, fmt.Errorf("%s: tag %s listed twice", vw, v.Tag))
 			}
 			tags[v.Tag] = true
+			if v.Path != "" && (!filepath.IsLocal(filepath.FromSlash(v.Path)) || strings.Contains(v.Path, "\\")) {
+				errs = append(errs, fmt.Errorf("%s: path %q is not a relative path inside the package repo", vw, v.Path))
+			}
 			if v.BundleDigest != "" && !digestRE.MatchString(v.BundleDigest) {
 				errs = append(errs, fmt.Errorf("%s: bundleDigest %q is not a sha256 digest", vw, v.BundleDigest))
 			}
