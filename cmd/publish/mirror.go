@@ -136,7 +136,6 @@ func selectManifests(cmd *cobra.Command, all []*manifest.PackageManifest, paths 
 	return out, nil
 }
 
-
 // manifestHosts returns the registries named by the manifests and refs.
 func manifestHosts(ms []*manifest.PackageManifest, refs ...string) []string {
 	var hosts []string
