@@ -19,6 +19,8 @@ func TestArchiveUsageErrors(t *testing.T) {
 		{"push", "x.tgz"},                           // no --dst-repo
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push", "--skip-crs"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push"}, // needs --catalog
+		// The catalog flags of publish run apply to push --catalog too.
+		{"push", "x.tgz", "--dst-repo", "r.example.com", "--catalog", ".", "--commit-message-template", "{{.Nope"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--no-auth", "--username", "u"},
 		{"create", "dir"}, // no --artifact
 		{"verify"},

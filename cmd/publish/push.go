@@ -70,6 +70,10 @@ commits only (the images must be there); --skip-crs pushes images only.`,
 					}
 					o.Options.Catalog.CABundle = pem
 				}
+				// Commit identity, signing, SSH and --catalog-path as publish run.
+				if err := r.git.apply(&o.Options); err != nil {
+					return err
+				}
 			} else if o.SkipPush {
 				return &usageError{fmt.Errorf("--skip-push needs --catalog: it renders and commits the catalog only")}
 			}
@@ -104,6 +108,7 @@ commits only (the images must be there); --skip-crs pushes images only.`,
 	fs.StringVar(&r.catalogBranch, "catalog-branch", "main", "catalog branch")
 	fs.StringVar(&r.catalogUser, "catalog-username", "", "user name for an HTTPS catalog repo")
 	fs.StringVar(&r.catalogPass, "catalog-password", "", "password or token for an HTTPS catalog repo (push access)")
+	r.git.register(fs)
 	fs.StringVar(&c.cluster, "cluster", "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo")
 	fs.StringVar(&c.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
 	fs.StringVar(&c.library, "library", "platform", "value of the cpaas.io/library label")
