@@ -13,6 +13,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -231,6 +233,20 @@ func timed(dir string, args ...string) (float64, float64, error) {
 	return secs, rss, nil
 }
 
+// sha is the sha256 of file p ("" when it cannot be read).
+func sha(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func size(p string) int64 {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -298,6 +314,39 @@ func run(dst, publish, crane, work string, ops int) error {
 		fmt.Fprintf(os.Stderr, "%-8s %-46s %6.1f s  %5.0f MiB RSS\n", tool, what, best.secs, best.rssMiB)
 		return nil
 	}
+	// turns runs steps in turns (a, b, c, a, b, c, ...): each meets the
+	// same state of the shared machine. Before each run its output is
+	// removed and the disk synced (not timed), so every tool writes a new
+	// file with no writeback of the previous run pending.
+	type turn struct {
+		tool, what, out string
+		args            []string
+	}
+	turns := func(ts ...turn) error {
+		best := make([]step, len(ts))
+		for i, t := range ts {
+			best[i] = step{tool: t.tool, what: t.what, secs: -1}
+		}
+		for range max(repeat, 5) {
+			for i, t := range ts {
+				os.Remove(t.out)
+				syscall.Sync()
+				secs, rss, err := timed(work, t.args...)
+				if err != nil {
+					return err
+				}
+				if best[i].secs < 0 || secs < best[i].secs {
+					best[i].secs = secs
+				}
+				best[i].rssMiB = max(best[i].rssMiB, rss)
+			}
+		}
+		steps = append(steps, best...)
+		for _, s := range best {
+			fmt.Fprintf(os.Stderr, "%-8s %-46s %6.2f s  %5.0f MiB RSS\n", s.tool, s.what, s.secs, s.rssMiB)
+		}
+		return nil
+	}
 	tgz := filepath.Join(work, "ops.tgz")
 	layout := filepath.Join(work, "layout")
 	fixed := func(a ...string) func(int) []string { return func(int) []string { return a } }
@@ -309,13 +358,27 @@ func run(dst, publish, crane, work string, ops int) error {
 		return err
 	}
 	lsize := dirSize(layout)
-	if err := add("tar", "tar -cf of that layout", false, fixed("tar", "-cf", filepath.Join(work, "layout.tar"), "-C", layout, ".")); err != nil {
+	// The same layout, three ways: tar, and publish package reading it as
+	// its --cache (bundle tags are still resolved at the registry), trusting
+	// it as tar does and hashing every blob (--verify-cache).
+	ltar, ltgz := filepath.Join(work, "layout.tar"), tgz+".layout"
+	if err := turns(
+		turn{"tar", "tar -cf of that layout", ltar, []string{"tar", "-cf", ltar, "-C", layout, "."}},
+		turn{"publish", "package --cache <that layout> (.tgz, gzip -1)", ltgz, []string{publish, "package", "--source", repo, "-o", ltgz, "--plain-http", "--cache", layout}},
+		turn{"publish", "package --cache <that layout> --verify-cache", ltgz + ".v", []string{publish, "package", "--source", repo, "-o", ltgz + ".v", "--plain-http", "--cache", layout, "--verify-cache"}},
+	); err != nil {
 		return err
 	}
 	if err := add("tar", "tar -czf of that layout (gzip -6)", true, fixed("tar", "-czf", filepath.Join(work, "layout.tar.gz"), "-C", layout, ".")); err != nil {
 		return err
 	}
 	if err := add("publish", "package (registry -> .tgz, gzip -1)", false, fixed(publish, "package", "--source", repo, "-o", tgz, "--plain-http")); err != nil {
+		return err
+	}
+	if err := add("publish", "package --cache <empty dir> (registry -> cache + .tgz)", false, func(r int) []string {
+		os.RemoveAll(filepath.Join(work, "cache"))
+		return []string{publish, "package", "--source", repo, "-o", tgz + ".cold", "--plain-http", "--cache", filepath.Join(work, "cache")}
+	}); err != nil {
 		return err
 	}
 	if err := add("publish", "package --level 0 (store)", false, fixed(publish, "package", "--source", repo, "-o", tgz+".0", "--plain-http", "--level", "0")); err != nil {
@@ -349,7 +412,7 @@ func run(dst, publish, crane, work string, ops int) error {
 	fmt.Println("| tool | step | wall time | peak RSS |")
 	fmt.Println("|---|---|---|---|")
 	for _, s := range steps {
-		fmt.Printf("| %s | %s | %.1f s | %.0f MiB |\n", s.tool, s.what, s.secs, s.rssMiB)
+		fmt.Printf("| %s | %s | %.2f s | %.0f MiB |\n", s.tool, s.what, s.secs, s.rssMiB)
 	}
 	fmt.Println()
 	fmt.Printf("| size | bytes | vs the layout's blobs |\n|---|---|---|\n")
@@ -359,7 +422,13 @@ func run(dst, publish, crane, work string, ops int) error {
 	fmt.Printf("| publish package (gzip -1) | %d | %.4f |\n", size(tgz), float64(size(tgz))/float64(lsize))
 	fmt.Printf("| publish package --level 0 | %d | %.4f |\n", size(tgz+".0"), float64(size(tgz+".0"))/float64(lsize))
 	fmt.Println()
-	fmt.Printf("package / tar -cf: %.2fx; package / (crane pull + tar -cf): %.2fx; push / crane push: %.2fx\n",
-		get("package (registry")/get("tar -cf"), get("package (registry")/(get("pull")+get("tar -cf")), get("push (.tgz")/get("push --index"))
+	for _, p := range []string{tgz + ".layout", tgz + ".layout.v", tgz + ".cold"} {
+		if sha(p) != sha(tgz) {
+			return fmt.Errorf("%s differs from %s: packaging from a cache must give the same archive", p, tgz)
+		}
+	}
+	fmt.Printf("the archives from the registry, an empty cache and the layout (trusted or hashed) are the same bytes (sha256 %s)\n\n", sha(tgz))
+	fmt.Printf("package from the layout / tar -cf of it: %.2fx (--verify-cache: %.2fx); package from the registry / (crane pull + tar -cf): %.2fx; push / crane push: %.2fx\n",
+		get("package --cache <that layout> (")/get("tar -cf"), get("package --cache <that layout> --verify")/get("tar -cf"), get("package (registry")/(get("pull")+get("tar -cf")), get("push (.tgz")/get("push --index"))
 	return nil
 }

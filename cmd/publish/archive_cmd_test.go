@@ -13,10 +13,11 @@ import (
 
 func TestArchiveUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
-		{"package"},                                 // no -o
-		{"package", "-o", "x.tgz", "--changed"},     // --changed without --base
-		{"package", "-o", "x.tgz", "--level", "12"}, // level out of range
-		{"push", "x.tgz"},                           // no --dst-repo
+		{"package"},                                  // no -o
+		{"package", "-o", "x.tgz", "--changed"},      // --changed without --base
+		{"package", "-o", "x.tgz", "--level", "12"},  // level out of range
+		{"package", "-o", "x.tgz", "--verify-cache"}, // --verify-cache without --cache
+		{"push", "x.tgz"},                            // no --dst-repo
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push", "--skip-crs"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push"}, // needs --catalog
 		// The catalog flags of publish run apply to push --catalog too.

@@ -39,7 +39,9 @@ byte for byte (digests preserved), each image annotated with its source
 reference, and every PackageManifest of the repo under packages/. The archive
 is deterministic (same input, same bytes) and FILE.tgz.sha256 is written
 beside it. --platforms reduces image indexes to the manifests' spec.arch (or
-the platforms given): reduced indexes get new digests.`,
+the platforms given): reduced indexes get new digests. --cache DIR keeps an OCI
+image layout of what was read, so that the next archive reads only what is new
+from the registries.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := applyEnv(cmd.Flags()); err != nil {
 				return err
@@ -49,6 +51,9 @@ the platforms given): reduced indexes get new digests.`,
 			}
 			if o.Level < 0 || o.Level > 9 {
 				return &usageError{fmt.Errorf("--level %d: want 0 (store) to 9 (smallest)", o.Level)}
+			}
+			if o.VerifyCache && o.Cache == "" {
+				return &usageError{fmt.Errorf("--verify-cache needs --cache DIR")}
 			}
 			if changed && o.Base == "" {
 				return &usageError{fmt.Errorf("--changed needs --base REV: the revision the site already has")}
@@ -65,6 +70,9 @@ the platforms given): reduced indexes get new digests.`,
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
 			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
+			if o.Cache != "" {
+				fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s; the rest from the registries, now cached\n", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), o.Cache)
+			}
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", res.Manifests)
 			for _, im := range res.Images {
 				if im.Reduced {
@@ -84,6 +92,8 @@ the platforms given): reduced indexes get new digests.`,
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")
 	fs.Lookup("platforms").NoOptDefVal = pipeline.PlatformsFromSpec
 	fs.IntVar(&o.Level, "level", archive.DefaultLevel, "gzip level: 0 store, 1 fastest (layers are compressed already), 9 smallest")
+	fs.StringVar(&o.Cache, "cache", "", "OCI image layout directory kept between runs (created if missing; `crane pull --format oci` output works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
+	fs.BoolVar(&o.VerifyCache, "verify-cache", false, "hash every blob taken from --cache (a damaged one is read from the registry again); by default a cached blob of the right size is trusted, as it was checked when cached")
 	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
 	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
 	fs.StringVar(&o.Mirror.CAFile, "ca-file", "", "PEM file of extra CA certificates to trust")

@@ -64,6 +64,9 @@ type PackageOptions struct {
 	Progress *Progress
 	// Annotations go on index.json itself (AnnotationSourceCommit, say).
 	Annotations map[string]string
+	// Cache, when set, is read before the registries (manifests named by
+	// digest, configs and layers) and receives what was read from them.
+	Cache *Cache
 }
 
 // DefaultLevel is the default gzip level: the fastest that compresses.
@@ -86,6 +89,10 @@ type PackageResult struct {
 	BlobBytes int64 // their total size
 	Bytes     int64 // size of the compressed archive
 	SHA256    string
+	// CachedBlobs and CachedBytes count the configs and layers taken from
+	// PackageOptions.Cache instead of a registry.
+	CachedBlobs int
+	CachedBytes int64
 }
 
 // blobInfo is a config or layer to copy, and where to read it.
@@ -99,6 +106,7 @@ type blobInfo struct {
 type collected struct {
 	mu        sync.Mutex
 	puller    *remote.Puller
+	cache     *Cache
 	manifests map[string][]byte
 	depth     map[string]int // 0: named by index.json; children one more
 	blobs     map[string]blobInfo
@@ -130,7 +138,7 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 	if err != nil {
 		return nil, err
 	}
-	c := &collected{puller: puller, manifests: map[string][]byte{}, depth: map[string]int{}, blobs: map[string]blobInfo{}}
+	c := &collected{puller: puller, cache: o.Cache, manifests: map[string][]byte{}, depth: map[string]int{}, blobs: map[string]blobInfo{}}
 	res := &PackageResult{Images: make([]ImageResult, len(o.Images))}
 	index := make([]v1.Descriptor, len(o.Images))
 	g, gctx := errgroup.WithContext(ctx)
@@ -172,6 +180,8 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		return nil, err
 	}
 
+	// The archive is hashed in a goroutine of its own (writing it there
+	// too was measured: no faster), waited for whatever happens.
 	sum := newAsyncHash()
 	hashed := false
 	defer func() {
@@ -243,13 +253,23 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		opened[i] = make(chan openBlob, 1)
 		go func() {
 			b := c.blobs[blobs[i]]
+			// A cached blob is hashed here, ahead of the copy (on the
+			// other core): a damaged one is read from the registry.
+			if f, ok := c.cache.checkedBlob(b.desc); ok {
+				opened[i] <- openBlob{rc: f, cached: true}
+				return
+			}
 			l, err := puller.Layer(bctx, b.repo.Digest(b.desc.Digest.String()))
 			if err != nil {
 				opened[i] <- openBlob{err: err}
 				return
 			}
 			rc, err := l.Compressed()
-			opened[i] <- openBlob{rc: rc, err: err}
+			if err != nil {
+				opened[i] <- openBlob{err: err}
+				return
+			}
+			opened[i] <- openBlob{rc: rc, cache: c.cache.newBlob(b.desc)}
 		}()
 	}
 	for i := range min(prefetch, len(blobs)) {
@@ -263,14 +283,11 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 			}
 			select {
 			case ob := <-ch:
-				if ob.rc != nil {
-					ob.rc.Close()
-				}
+				ob.close()
 			default:
 				go func() {
-					if ob := <-ch; ob.rc != nil {
-						ob.rc.Close()
-					}
+					ob := <-ch
+					ob.close()
 				}()
 			}
 		}
@@ -283,6 +300,10 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		opened[i] = nil
 		if err := copyBlob(tw, c.blobs[d], ob, o); err != nil {
 			return nil, err
+		}
+		if ob.cached {
+			res.CachedBlobs++
+			res.CachedBytes += c.blobs[d].desc.Size
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -314,10 +335,24 @@ func header(name string, size int64) *tar.Header {
 // prefetch is how many blob requests are open ahead of the one written.
 const prefetch = 4
 
-// openBlob is a blob request opened ahead.
+// copyBuffers hold the 1 MiB buffers blobs are copied through (io.Copy's
+// 32 KiB would mean 30 times as many read system calls for a cached blob).
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+// openBlob is a blob request opened ahead (or a cached blob, checked).
 type openBlob struct {
-	rc  io.ReadCloser
-	err error
+	rc     io.ReadCloser
+	err    error
+	cached bool        // rc is the cache's file
+	cache  *blobWriter // receives a registry's bytes for the cache
+}
+
+// close releases a blob that will not be copied.
+func (ob openBlob) close() {
+	if ob.rc != nil {
+		ob.rc.Close()
+	}
+	ob.cache.done(false)
 }
 
 func copyBlob(tw *tar.Writer, b blobInfo, ob openBlob, o PackageOptions) error {
@@ -327,12 +362,20 @@ func copyBlob(tw *tar.Writer, b blobInfo, ob openBlob, o PackageOptions) error {
 	}
 	rc := ob.rc
 	defer rc.Close()
+	verified := false
+	defer func() { ob.cache.done(verified) }()
 	if err := tw.WriteHeader(header(BlobsDir+b.desc.Digest.Hex, b.desc.Size)); err != nil {
 		return err
 	}
 	// go-containerregistry's blob reader checks the digest at the end (one
-	// sha256 pass, not two).
-	n, err := io.Copy(tw, io.TeeReader(rc, o.Progress))
+	// sha256 pass, not two); a cached blob was checked when opened.
+	var r io.Reader = rc
+	if ob.cache != nil {
+		r = io.TeeReader(rc, ob.cache)
+	}
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	n, err := io.CopyBuffer(tw, io.TeeReader(r, o.Progress), *buf)
 	switch {
 	case errors.Is(err, tar.ErrWriteTooLong):
 		return fmt.Errorf("%s: the registry sent more than the %d bytes the manifest says", what, b.desc.Size)
@@ -341,6 +384,7 @@ func copyBlob(tw *tar.Writer, b blobInfo, ob openBlob, o PackageOptions) error {
 	case n != b.desc.Size:
 		return fmt.Errorf("%s: the registry sent %d bytes, the manifest says %d", what, n, b.desc.Size)
 	}
+	verified = true
 	return nil
 }
 
@@ -351,12 +395,11 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
-	desc, err := c.puller.Get(ctx, ref)
+	raw, mt, h, err := c.get(ctx, ref)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
-	raw, mt := desc.Manifest, desc.MediaType
-	res := ImageResult{Ref: im.Ref, SourceDigest: desc.Digest.String(), MediaType: string(mt)}
+	res := ImageResult{Ref: im.Ref, SourceDigest: h.String(), MediaType: string(mt)}
 	if mt.IsIndex() && len(im.Platforms) > 0 {
 		if raw, err = reduceIndex(raw, im.Platforms); err != nil {
 			return v1.Descriptor{}, ImageResult{}, err
@@ -382,6 +425,25 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 		d.Annotations[AnnotationSourceDigest] = res.SourceDigest
 	}
 	return d, res, nil
+}
+
+// get reads the manifest ref names: from the cache when ref is a digest
+// it holds, else from the registry (and then into the cache). It returns the
+// raw bytes, their media type and digest.
+func (c *collected) get(ctx context.Context, ref name.Reference) ([]byte, types.MediaType, v1.Hash, error) {
+	if dr, ok := ref.(name.Digest); ok && c.cache != nil {
+		if h, err := v1.NewHash(dr.DigestStr()); err == nil {
+			if raw, mt, ok := c.cache.manifest(h, Limits{}.withDefaults().Manifest); ok {
+				return raw, mt, h, nil
+			}
+		}
+	}
+	desc, err := c.puller.Get(ctx, ref)
+	if err != nil {
+		return nil, "", v1.Hash{}, err
+	}
+	c.cache.putManifest(desc.Digest, desc.Manifest)
+	return desc.Manifest, desc.MediaType, desc.Digest, nil
 }
 
 // add records a manifest (raw bytes) and what it names, recursively.
@@ -413,11 +475,11 @@ func (c *collected) add(ctx context.Context, repo name.Repository, raw []byte, m
 				c.blob(child, repo, from)
 				continue
 			}
-			cd, err := c.puller.Get(ctx, repo.Digest(child.Digest.String()))
+			craw, cmt, _, err := c.get(ctx, repo.Digest(child.Digest.String()))
 			if err != nil {
 				return d, fmt.Errorf("child manifest %s: %w", child.Digest, err)
 			}
-			if _, err := c.add(ctx, repo, cd.Manifest, cd.MediaType, from, depth+1); err != nil {
+			if _, err := c.add(ctx, repo, craw, cmt, from, depth+1); err != nil {
 				return d, err
 			}
 		}
@@ -558,6 +620,10 @@ func WriteFile(ctx context.Context, path string, o PackageOptions) (*PackageResu
 		return nil, err
 	}
 	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	// CreateTemp made it 0600; an archive is for carrying around.
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

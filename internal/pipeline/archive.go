@@ -49,8 +49,14 @@ type PackageOptions struct {
 	Platforms []string
 	Level     int    // gzip level (archive.DefaultLevel)
 	Output    string // FILE.tgz
-	Progress  *archive.Progress
-	Log       func(format string, args ...any)
+	// Cache is an OCI image layout directory read before the source
+	// registries and filled from them (archive.Cache); "" for none.
+	Cache string
+	// VerifyCache hashes every cached blob before it is used (a damaged
+	// one is read from the registry again).
+	VerifyCache bool
+	Progress    *archive.Progress
+	Log         func(format string, args ...any)
 }
 
 // PackageResult says what Package wrote.
@@ -198,10 +204,17 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 			ann[archive.AnnotationSourceRepo] = origin
 		}
 	}
+	var cache *archive.Cache
+	if o.Cache != "" {
+		if cache, err = archive.OpenCache(o.Cache); err != nil {
+			return nil, inputErr(err)
+		}
+		cache.Verify = o.VerifyCache
+	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), count(work), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
 		Images: images, Files: files, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
-		Level: o.Level, Progress: o.Progress, Annotations: ann,
+		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
 	})
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,5 +141,40 @@ func TestCreateManifest(t *testing.T) {
 		} else {
 			t.Logf("lint: %s", f)
 		}
+	}
+}
+
+// TestPackageCacheDir: --cache makes the second archive from the disk, byte
+// for byte the first; a cache that is not an OCI image layout is an input
+// error.
+func TestPackageCacheDir(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	var sums []string
+	for i, name := range []string{"cold.tgz", "warm.tgz"} {
+		out := filepath.Join(dir, name)
+		pr, err := Package(t.Context(), PackageOptions{Source: f.source, Output: out, Cache: cache, Mirror: mirror.Options{PlainHTTP: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int]int{0: 0, 1: pr.Blobs}[i]; pr.CachedBlobs != want {
+			t.Errorf("%s: %d of %d blobs from the cache, want %d", name, pr.CachedBlobs, pr.Blobs, want)
+		}
+		sums = append(sums, pr.SHA256)
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("the archive from the cache differs: %s, %s", sums[0], sums[1])
+	}
+	bad := filepath.Join(dir, "bad")
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "oci-layout"), []byte("not json"), 0o644)
+	_, err := Package(t.Context(), PackageOptions{Source: f.source, Output: filepath.Join(dir, "x.tgz"), Cache: bad, Mirror: mirror.Options{PlainHTTP: true}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not an OCI image layout") {
+		t.Errorf("bad cache: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.tgz")); !os.IsNotExist(err) {
+		t.Errorf("an archive was written despite the error")
 	}
 }

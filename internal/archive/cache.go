@@ -1,0 +1,262 @@
+package archive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Cache is a local OCI image layout (image-spec v1.1 "image-layout.md":
+// oci-layout, index.json, blobs/sha256/<hex>) that Package uses as a
+// content-addressed store: manifests and blobs read from a registry are
+// written into it, and the next Package takes them from the disk instead of
+// the registry. Manifests named by digest (pinned related images, the
+// children of an image index) then need no request at all; tags are still
+// resolved at the registry, since a tag can move.
+//
+// Any OCI image layout will do, `crane pull --format oci` or `skopeo copy
+// oci:` output included: only its blobs/sha256 is read, and index.json is
+// never rewritten. Every file is written to a temporary name and renamed
+// once its digest checked out, so concurrent runs can share one cache and
+// an interrupted run leaves no wrong blob.
+//
+// Like containerd's content store, the cache trusts what it holds: a cached
+// blob of the right size goes into the archive without being hashed again
+// (the archive's consumers, `publish push` and `publish verify`, check every
+// digest). With Verify set, each cached blob is hashed first, and one whose
+// digest is wrong is removed and read from the registry instead. Cached
+// manifests are small and always checked.
+//
+// The cache only grows: remove the directory (or files under
+// blobs/sha256 not touched for a while) to prune it.
+type Cache struct {
+	dir string
+	// Verify hashes every cached blob before it is used.
+	Verify bool
+}
+
+// cacheTempPrefix starts the names of files being written into the cache.
+const cacheTempPrefix = ".partial-"
+
+// OpenCache opens (creating it when missing) the OCI image layout at dir.
+// Errors: dir exists but is not a directory, holds an oci-layout file of
+// another layout version, or cannot be written.
+func OpenCache(dir string) (*Cache, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		return nil, fmt.Errorf("cache %s: %w", dir, err)
+	}
+	c := &Cache{dir: dir}
+	data, err := os.ReadFile(filepath.Join(dir, LayoutFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := c.writeFile(filepath.Join(dir, LayoutFile), []byte(layoutData)); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("cache %s: %w", dir, err)
+	default:
+		var l struct {
+			Version string `json:"imageLayoutVersion"`
+		}
+		if err := json.Unmarshal(data, &l); err != nil || l.Version != "1.0.0" {
+			return nil, fmt.Errorf("cache %s: %s is not an OCI image layout 1.0.0 marker (%q): use an empty directory or an OCI image layout", dir, LayoutFile, strings.TrimSpace(string(data)))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, IndexFile)); errors.Is(err, os.ErrNotExist) {
+		empty := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
+		if err := c.writeFile(filepath.Join(dir, IndexFile), []byte(empty)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Dir is the cache's directory.
+func (c *Cache) Dir() string { return c.dir }
+
+func (c *Cache) path(h v1.Hash) string {
+	return filepath.Join(c.dir, "blobs", h.Algorithm, h.Hex)
+}
+
+// writeFile writes data to path through a temporary file in the same
+// directory.
+func (c *Cache) writeFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), cacheTempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("cache %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+// manifest returns the manifest with digest h from the cache, and its media
+// type (its mediaType field, else guessed from its fields as OCI 1.0
+// manifests may lack it). ok is false when the cache lacks it, it is larger
+// than limit bytes, or its bytes do not hash to h (the file is then
+// removed).
+func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType, ok bool) {
+	if c == nil || h.Algorithm != "sha256" {
+		return nil, "", false
+	}
+	f, err := os.Open(c.path(h))
+	if err != nil {
+		return nil, "", false
+	}
+	defer f.Close()
+	raw, err = io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil || int64(len(raw)) > limit {
+		return nil, "", false
+	}
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != h.Hex {
+		os.Remove(c.path(h))
+		return nil, "", false
+	}
+	mt = sniffMediaType(raw)
+	return raw, mt, mt != ""
+}
+
+// putManifest stores a manifest that was read (and checked) from a
+// registry. Errors are ignored: a cache that cannot be written only costs
+// requests.
+func (c *Cache) putManifest(h v1.Hash, raw []byte) {
+	if c == nil || h.Algorithm != "sha256" {
+		return
+	}
+	if _, err := os.Stat(c.path(h)); err == nil {
+		return
+	}
+	_ = c.writeFile(c.path(h), raw)
+}
+
+// sniffMediaType is a manifest's media type: its mediaType field, else an
+// OCI index when it has "manifests", an OCI image manifest when it has
+// "config" and "layers" (image-spec v1.0 made the field optional), else "".
+func sniffMediaType(raw []byte) types.MediaType {
+	var m struct {
+		MediaType types.MediaType `json:"mediaType"`
+		Manifests json.RawMessage `json:"manifests"`
+		Config    json.RawMessage `json:"config"`
+		Layers    json.RawMessage `json:"layers"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return ""
+	}
+	switch {
+	case m.MediaType != "":
+		return m.MediaType
+	case m.Manifests != nil:
+		return types.OCIImageIndex
+	case m.Config != nil && m.Layers != nil:
+		return types.OCIManifestSchema1
+	}
+	return ""
+}
+
+// checkedBlob opens the cached blob d: ok is false when the cache lacks it
+// or it has the wrong size, or (with Verify) the wrong digest; a wrong file
+// is removed, so that the registry's copy replaces it.
+func (c *Cache) checkedBlob(d v1.Descriptor) (f *os.File, ok bool) {
+	if c == nil || d.Digest.Algorithm != "sha256" {
+		return nil, false
+	}
+	p := c.path(d.Digest)
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, false
+	}
+	if !c.Verify {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() == d.Size {
+			return f, true
+		}
+		f.Close()
+		os.Remove(p)
+		return nil, false
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err == nil && n == d.Size && hex.EncodeToString(h.Sum(nil)) == d.Digest.Hex {
+		if _, err = f.Seek(0, io.SeekStart); err == nil {
+			return f, true
+		}
+	}
+	f.Close()
+	if err == nil {
+		os.Remove(p)
+	}
+	return nil, false
+}
+
+// blobWriter receives a blob read from a registry and adds it to the cache
+// once the whole blob was read and its digest checked (by the registry
+// reader: no second hash here).
+type blobWriter struct {
+	c    *Cache
+	d    v1.Descriptor
+	f    *os.File
+	n    int64
+	werr error
+}
+
+// newBlob starts writing blob d into the cache; nil when there is no cache
+// or it cannot be written (packaging goes on without it).
+func (c *Cache) newBlob(d v1.Descriptor) *blobWriter {
+	if c == nil || d.Digest.Algorithm != "sha256" {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(c.path(d.Digest)), cacheTempPrefix+"*")
+	if err != nil {
+		return nil
+	}
+	return &blobWriter{c: c, d: d, f: f}
+}
+
+// Write keeps the bytes; a failing disk stops the caching, not the
+// packaging.
+func (w *blobWriter) Write(p []byte) (int, error) {
+	if w.werr == nil {
+		if _, err := w.f.Write(p); err != nil {
+			w.werr = err
+		} else {
+			w.n += int64(len(p))
+		}
+	}
+	return len(p), nil
+}
+
+// done renames the blob into place when verified is true (the registry
+// reader checked its digest at the end) and every byte was written;
+// otherwise the temporary file is removed.
+func (w *blobWriter) done(verified bool) {
+	if w == nil {
+		return
+	}
+	err := w.f.Close()
+	if verified && err == nil && w.werr == nil && w.n == w.d.Size {
+		if os.Chmod(w.f.Name(), 0o644) == nil && os.Rename(w.f.Name(), w.c.path(w.d.Digest)) == nil {
+			return
+		}
+	}
+	os.Remove(w.f.Name())
+}
