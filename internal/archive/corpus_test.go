@@ -17,7 +17,8 @@ import (
 // TestCorpusThroughArchive: every bundle of the shared corpus, re-hosted in
 // a Debian docker-registry with TLS and auth, goes through an archive into
 // a fresh docker-registry with TLS and auth; every image arrives with its
-// source digest. Packaging twice gives the same bytes.
+// source digest. Packaging again, through an empty and then a full --cache,
+// gives the same bytes.
 func TestCorpusThroughArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration test: docker-registry and the shared corpus")
@@ -32,9 +33,14 @@ func TestCorpusThroughArchive(t *testing.T) {
 	srcOpts := mirror.Options{Src: mirror.Credentials{Username: src.Username, Password: src.Password}, CAFile: src.CAFile}
 	var sums []string
 	out := ""
-	for i := range 2 {
+	cache := filepath.Join(t.TempDir(), "cache")
+	for i := range 3 {
 		out = filepath.Join(t.TempDir(), "corpus.tgz")
-		res, err := pipeline.Package(t.Context(), pipeline.PackageOptions{Source: source, Output: out, Mirror: srcOpts})
+		o := pipeline.PackageOptions{Source: source, Output: out, Mirror: srcOpts}
+		if i > 0 {
+			o.Cache = cache
+		}
+		res, err := pipeline.Package(t.Context(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,10 +50,13 @@ func TestCorpusThroughArchive(t *testing.T) {
 		if res.Versions != len(corpus.Packages) {
 			t.Fatalf("%d versions packaged of %d", res.Versions, len(corpus.Packages))
 		}
+		if i == 2 && res.CachedBlobs != res.Blobs {
+			t.Errorf("full cache: %d of %d blobs from it", res.CachedBlobs, res.Blobs)
+		}
 		sums = append(sums, res.SHA256)
 	}
-	if sums[0] != sums[1] {
-		t.Errorf("two runs gave different archives: %s, %s", sums[0], sums[1])
+	if sums[0] != sums[1] || sums[0] != sums[2] {
+		t.Errorf("runs (no cache, empty cache, full cache) gave different archives: %v", sums)
 	}
 	if _, err := archive.Verify(out, archive.Limits{}, nil); err != nil {
 		t.Fatal(err)
