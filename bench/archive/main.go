@@ -3,6 +3,11 @@
 // one run, against two local registries. run.sh starts the registries and
 // builds the binaries; see README.md ("Air-gapped sites") for the table.
 //
+// Packaging is measured from the registry, through an empty --cache, and
+// from the very layout crane pulled (--cache <layout>, trusted and with
+// --verify-cache) in turns with `tar -cf` of that layout; it fails unless
+// every way gives the same archive bytes.
+//
 // The images are generated deterministically: 6 operators, each a bundle
 // and 5 related images; the 30 related images share 3 base stacks (64 MiB
 // each) and add one layer of their own (about 10 MiB). Layers hold random

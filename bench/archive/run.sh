@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# publish package / push beside crane pull --format oci + tar / crane push
+# publish package (from the registry, an empty --cache, and crane's layout as
+# --cache) / push beside crane pull --format oci + tar / crane push
 # of the same ~36 images (~500 MiB unique), in one run, against two Debian
 # docker-registry instances on free loopback ports (plain HTTP). Needs
 # docker-registry (apt-get install -y docker-registry) and a crane binary
