@@ -71,7 +71,11 @@ from the registries.`,
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
 			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
 			if o.Cache != "" {
-				fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s; the rest from the registries, now cached\n", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), o.Cache)
+				fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), o.Cache)
+				if n := res.Blobs - res.CachedBlobs; n > 0 {
+					fmt.Fprintf(w, "; %d read from the registries (%s) and added to it", n, archive.Size(res.BlobBytes-res.CachedBytes))
+				}
+				fmt.Fprintln(w)
 			}
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", res.Manifests)
 			for _, im := range res.Images {
