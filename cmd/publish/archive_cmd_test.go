@@ -53,3 +53,21 @@ func TestVerifyDamagedIsInputError(t *testing.T) {
 		t.Errorf("got %v, want an input error (exit 1)", err)
 	}
 }
+
+// TestPackageHelpCache: --cache shows DIR as its value name (pflag takes
+// the first back-quoted word of a usage as the value name).
+func TestPackageHelpCache(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"package", "--help"})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "--cache" && f[1] != "DIR" {
+			t.Errorf("--cache in package --help: %s", line)
+		}
+	}
+}

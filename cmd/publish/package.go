@@ -92,7 +92,7 @@ from the registries.`,
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")
 	fs.Lookup("platforms").NoOptDefVal = pipeline.PlatformsFromSpec
 	fs.IntVar(&o.Level, "level", archive.DefaultLevel, "gzip level: 0 store, 1 fastest (layers are compressed already), 9 smallest")
-	fs.StringVar(&o.Cache, "cache", "", "OCI image layout directory kept between runs (created if missing; `crane pull --format oci` output works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
+	fs.StringVar(&o.Cache, "cache", "", "`DIR`: an OCI image layout kept between runs (created if missing; the output of crane pull --format oci works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
 	fs.BoolVar(&o.VerifyCache, "verify-cache", false, "hash every blob taken from --cache (a damaged one is read from the registry again); by default a cached blob of the right size is trusted, as it was checked when cached")
 	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
 	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
