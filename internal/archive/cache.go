@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -120,11 +121,16 @@ func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType
 	if c == nil || h.Algorithm != "sha256" {
 		return nil, "", false
 	}
-	f, err := os.Open(c.path(h))
+	// A symbolic link is followed (the bytes are hashed), but only to a
+	// regular file of at most limit bytes: not a FIFO or a device.
+	f, err := os.OpenFile(c.path(h), os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return nil, "", false
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > limit {
+		return nil, "", false
+	}
 	raw, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil || int64(len(raw)) > limit {
 		return nil, "", false
@@ -177,25 +183,39 @@ func sniffMediaType(raw []byte) types.MediaType {
 // checkedBlob opens the cached blob d: ok is false when the cache lacks it
 // or it has the wrong size, or (with Verify) the wrong digest; a wrong file
 // is removed, so that the registry's copy replaces it.
-func (c *Cache) checkedBlob(d v1.Descriptor) (f *os.File, ok bool) {
+//
+// Only a regular file of the cache itself is trusted without hashing: a
+// symbolic link (it may lead anywhere, /etc/passwd say) is used only when
+// what it leads to has the blob's digest, as with Verify; a FIFO, device
+// or directory is never read. The default path costs one open and one
+// fstat; ctx stops the hashing.
+func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, ok bool) {
 	if c == nil || d.Digest.Algorithm != "sha256" {
 		return nil, false
 	}
 	p := c.path(d.Digest)
-	f, err := os.Open(p)
+	verify := c.Verify
+	f, err := os.OpenFile(p, os.O_RDONLY|openNonBlock|openNoFollow, 0)
 	if err != nil {
+		// O_NOFOLLOW refused a symbolic link (ELOOP): follow it, and hash.
+		if st, lerr := os.Lstat(p); lerr != nil || st.Mode()&os.ModeSymlink == 0 {
+			return nil, false
+		}
+		if f, err = os.OpenFile(p, os.O_RDONLY|openNonBlock, 0); err != nil {
+			return nil, false // dangling: the registry's copy replaces the link
+		}
+		verify = true
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() != d.Size {
+		f.Close()
+		os.Remove(p) // a link, not its target; a directory only when empty
 		return nil, false
 	}
-	if !c.Verify {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() == d.Size {
-			return f, true
-		}
-		f.Close()
-		os.Remove(p)
-		return nil, false
+	if !verify {
+		return f, true
 	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, ctxReader{ctx, io.LimitReader(f, d.Size+1)})
 	if err == nil && n == d.Size && hex.EncodeToString(h.Sum(nil)) == d.Digest.Hex {
 		if _, err = f.Seek(0, io.SeekStart); err == nil {
 			return f, true
@@ -206,6 +226,19 @@ func (c *Cache) checkedBlob(d v1.Descriptor) (f *os.File, ok bool) {
 		os.Remove(p)
 	}
 	return nil, false
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // blobWriter receives a blob read from a registry and adds it to the cache

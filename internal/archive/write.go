@@ -255,7 +255,7 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 			b := c.blobs[blobs[i]]
 			// A cached blob is hashed here, ahead of the copy (on the
 			// other core): a damaged one is read from the registry.
-			if f, ok := c.cache.checkedBlob(b.desc); ok {
+			if f, ok := c.cache.checkedBlob(bctx, b.desc); ok {
 				opened[i] <- openBlob{rc: f, cached: true}
 				return
 			}

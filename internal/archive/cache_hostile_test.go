@@ -1,0 +1,191 @@
+//go:build unix
+
+package archive
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// cacheFixture is the fixture's images pinned by digest, the sha256 of
+// their archive made without a cache, and a cache filled by a cold run.
+type cacheFixture struct {
+	cr     *countingRegistry
+	images []Image
+	plain  string
+	cache  *Cache
+}
+
+func newCacheFixture(t *testing.T) *cacheFixture {
+	t.Helper()
+	cr := startCountingRegistry(t)
+	imgs, idx := pushFixture(t, cr.host)
+	f := &cacheFixture{cr: cr, images: pinned(t, append(imgs, idx))}
+	_, f.plain = f.pack(t, nil)
+	c, err := OpenCache(filepath.Join(t.TempDir(), "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cache = c
+	if _, sum := f.pack(t, c); sum != f.plain {
+		t.Fatal("cold cache: the archive differs")
+	}
+	return f
+}
+
+// pack writes the archive (to no file) and returns its sha256.
+func (f *cacheFixture) pack(t *testing.T, c *Cache) (*PackageResult, string) {
+	t.Helper()
+	res, err := Package(ctx(t), io.Discard, PackageOptions{Images: f.images, Level: DefaultLevel, Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, res.SHA256
+}
+
+// cacheFiles lists blobs/sha256 of the cache, largest first (a layer).
+func cacheFiles(t *testing.T, c *Cache) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(c.Dir(), "blobs", "sha256"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	size := map[string]int64{}
+	for _, e := range ents {
+		p := filepath.Join(c.Dir(), "blobs", "sha256", e.Name())
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+			out = append(out, p)
+			size[p] = st.Size()
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return size[out[i]] > size[out[j]] })
+	return out
+}
+
+// imageManifest is a cached image manifest of the fixture.
+func imageManifest(t *testing.T, c *Cache) string {
+	t.Helper()
+	for _, p := range cacheFiles(t, c) {
+		if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(`"schemaVersion"`)) && bytes.Contains(data, []byte(`"layers"`)) && bytes.Contains(data, []byte(`"config"`)) {
+			return p
+		}
+	}
+	t.Fatal("no image manifest in the cache")
+	return ""
+}
+
+// checkCache fails when a file of blobs/sha256 does not hash to its name
+// (a wrong blob renamed into place) or a temporary file is left.
+func checkCache(t *testing.T, c *Cache) {
+	t.Helper()
+	ents, _ := os.ReadDir(filepath.Join(c.Dir(), "blobs", "sha256"))
+	for _, e := range ents {
+		p := filepath.Join(c.Dir(), "blobs", "sha256", e.Name())
+		if strings.HasPrefix(e.Name(), cacheTempPrefix) {
+			t.Errorf("temporary file left in the cache: %s", e.Name())
+			continue
+		}
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() {
+			if got := sha256File(t, p); got != e.Name() {
+				t.Errorf("cache file %s holds content of sha256 %s", e.Name(), got)
+			}
+		}
+	}
+}
+
+// TestCacheSymlinkBlob: a blob of the cache that is a symbolic link is
+// used only when what it leads to verifies (it may lead anywhere: a file of
+// the right size outside the cache is not put into an archive as the blob);
+// the link, not its target, is replaced by the registry's copy.
+func TestCacheSymlinkBlob(t *testing.T) {
+	f := newCacheFixture(t)
+	layer := cacheFiles(t, f.cache)[0]
+	good, _ := os.ReadFile(layer)
+	outside := filepath.Join(t.TempDir(), "outside")
+	secret := bytes.Repeat([]byte("s"), len(good))
+	os.WriteFile(outside, secret, 0o644)
+	for _, verify := range []bool{false, true} {
+		f.cache.Verify = verify
+		os.Remove(layer)
+		if err := os.Symlink(outside, layer); err != nil {
+			t.Fatal(err)
+		}
+		res, sum := f.pack(t, f.cache)
+		if sum != f.plain || res.CachedBlobs != res.Blobs-1 {
+			t.Errorf("verify %v: a symlink to a file of the right size outside the cache: %d of %d blobs cached, same archive: %v", verify, res.CachedBlobs, res.Blobs, sum == f.plain)
+		}
+		if data, _ := os.ReadFile(outside); !bytes.Equal(data, secret) {
+			t.Fatalf("the symlink's target was changed")
+		}
+		if st, err := os.Lstat(layer); err != nil || !st.Mode().IsRegular() {
+			t.Errorf("verify %v: the symlink was not replaced by the registry's blob", verify)
+		}
+	}
+	// A symlink to the right content (a store deduplicated by links) is
+	// used, once hashed.
+	f.cache.Verify = false
+	os.WriteFile(outside, good, 0o644)
+	os.Remove(layer)
+	os.Symlink(outside, layer)
+	f.cr.off.Store(true)
+	defer f.cr.off.Store(false)
+	if res, sum := f.pack(t, f.cache); sum != f.plain || res.CachedBlobs != res.Blobs {
+		t.Errorf("a symlink to the blob's content: %d of %d blobs cached, same archive: %v", res.CachedBlobs, res.Blobs, sum == f.plain)
+	}
+	checkCache(t, f.cache)
+}
+
+// TestCacheSpecialFiles: a FIFO, a device or a directory where the cache
+// should hold a blob or a manifest neither blocks nor goes into the
+// archive; leftovers of an interrupted run (.partial-*) are not used and
+// break nothing.
+func TestCacheSpecialFiles(t *testing.T) {
+	f := newCacheFixture(t)
+	files := cacheFiles(t, f.cache)
+	layer, manifest := files[0], imageManifest(t, f.cache)
+	sha := filepath.Join(f.cache.Dir(), "blobs", "sha256")
+	for _, tc := range []struct {
+		name string
+		make func(p string) error
+	}{
+		{"fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }},
+		{"symlink to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }},
+		{"directory", func(p string) error { return os.MkdirAll(filepath.Join(p, "x"), 0o755) }},
+		{"empty file", func(p string) error { return os.WriteFile(p, nil, 0o644) }},
+		{"dangling symlink", func(p string) error { return os.Symlink(filepath.Join(sha, "nowhere"), p) }},
+	} {
+		for _, verify := range []bool{false, true} {
+			f.cache.Verify = verify
+			for _, p := range []string{layer, manifest} {
+				os.RemoveAll(p)
+				if err := tc.make(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Leftovers of a killed run, named as ours are.
+			os.WriteFile(filepath.Join(sha, cacheTempPrefix+"123"), []byte("half a blob"), 0o600)
+			os.MkdirAll(filepath.Join(sha, cacheTempPrefix+"dir"), 0o755)
+			res, sum := f.pack(t, f.cache)
+			if sum != f.plain {
+				t.Errorf("%s (verify %v): the archive differs", tc.name, verify)
+			}
+			if tc.name != "directory" && res.CachedBlobs != res.Blobs-1 {
+				t.Errorf("%s (verify %v): %d of %d blobs cached", tc.name, verify, res.CachedBlobs, res.Blobs)
+			}
+			for _, p := range []string{filepath.Join(sha, cacheTempPrefix+"123"), filepath.Join(sha, cacheTempPrefix+"dir")} {
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("%s: a leftover was removed: %v", tc.name, err)
+				}
+				os.RemoveAll(p)
+			}
+			checkCache(t, f.cache)
+		}
+	}
+}
