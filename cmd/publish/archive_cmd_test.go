@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
 )
 
@@ -69,5 +70,18 @@ func TestPackageHelpCache(t *testing.T) {
 		if f := strings.Fields(line); len(f) > 1 && f[0] == "--cache" && f[1] != "DIR" {
 			t.Errorf("--cache in package --help: %s", line)
 		}
+	}
+}
+
+// TestPrintCache: the cache line says what was added, not "now cached",
+// and a cache that could not be written gets a warning.
+func TestPrintCache(t *testing.T) {
+	var out, errOut bytes.Buffer
+	printCache(&out, &errOut, "/ro", &archive.PackageResult{Blobs: 5, CachedBlobs: 2, CacheAdded: 0, CacheErr: errors.New("cache /ro: open /ro/blobs/sha256/.partial-1: read-only file system")})
+	if want := "cache     2 of 5 blobs (0 B) read from /ro; of the 3 read from the registries, 0 added to it\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	if !strings.HasPrefix(errOut.String(), "warning: cache /ro: open") {
+		t.Errorf("no warning: %q", errOut.String())
 	}
 }

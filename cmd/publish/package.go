@@ -71,7 +71,7 @@ from the registries.`,
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
 			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
 			if o.Cache != "" {
-				fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s; the rest from the registries, now cached\n", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), o.Cache)
+				printCache(w, stderr, o.Cache, res.PackageResult)
 			}
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", res.Manifests)
 			for _, im := range res.Images {
@@ -101,4 +101,14 @@ from the registries.`,
 	fs.BoolVar(&plain, "plain", false, "alias of --plain-http (violet)")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// printCache prints the cache line of package: what came from the cache
+// dir, and how much of the rest was added to it (a warning on stderr when
+// some could not be).
+func printCache(w, stderr io.Writer, dir string, res *archive.PackageResult) {
+	fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s; of the %d read from the registries, %d added to it\n", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), dir, res.Blobs-res.CachedBlobs, res.CacheAdded)
+	if res.CacheErr != nil {
+		fmt.Fprintf(stderr, "warning: %v: the archive is complete, but what could not be cached is read from the registries again next time\n", res.CacheErr)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -43,42 +42,84 @@ type Cache struct {
 	dir string
 	// Verify hashes every cached blob before it is used.
 	Verify bool
+
+	err error // why OpenCache could not write the layout (Err)
 }
 
 // cacheTempPrefix starts the names of files being written into the cache.
 const cacheTempPrefix = ".partial-"
 
 // OpenCache opens (creating it when missing) the OCI image layout at dir.
-// Errors: dir exists but is not a directory, holds an oci-layout file of
-// another layout version, or cannot be written.
+// Errors: dir is not a directory (or lies under a file), or holds an
+// oci-layout that is not the marker of layout version 1.0.0. A cache that
+// cannot be written (read-only, say) is no error: it is read as it is,
+// nothing is added to it, and Err says why.
 func OpenCache(dir string) (*Cache, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
-		return nil, fmt.Errorf("cache %s: %w", dir, err)
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("cache %s is not a directory: give a directory (created when missing) or an OCI image layout", dir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cache %s: %w", dir, err) // under a file: ENOTDIR
 	}
 	c := &Cache{dir: dir}
-	data, err := os.ReadFile(filepath.Join(dir, LayoutFile))
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		c.err = fmt.Errorf("cache %s: %w", dir, err)
+	}
+	marker := filepath.Join(dir, LayoutFile)
+	data, err := readMarker(marker)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := c.writeFile(filepath.Join(dir, LayoutFile), []byte(layoutData)); err != nil {
-			return nil, err
+		if c.err == nil {
+			c.err = c.writeFile(marker, []byte(layoutData))
 		}
 	case err != nil:
 		return nil, fmt.Errorf("cache %s: %w", dir, err)
 	default:
+		// The file's content is not quoted: it may be anything a link
+		// leads to (a docker config.json with credentials, say).
 		var l struct {
-			Version string `json:"imageLayoutVersion"`
+			Version any `json:"imageLayoutVersion"`
 		}
-		if err := json.Unmarshal(data, &l); err != nil || l.Version != "1.0.0" {
-			return nil, fmt.Errorf("cache %s: %s is not an OCI image layout 1.0.0 marker (%q): use an empty directory or an OCI image layout", dir, LayoutFile, strings.TrimSpace(string(data)))
+		what := "not JSON"
+		if json.Unmarshal(data, &l) == nil {
+			what = fmt.Sprintf("imageLayoutVersion %.40v", l.Version)
+			if l.Version == nil {
+				what = "no imageLayoutVersion"
+			}
+		}
+		if l.Version != "1.0.0" {
+			return nil, fmt.Errorf("cache %s: %s is not an OCI image layout 1.0.0 marker (%s): use an empty directory or an OCI image layout", dir, marker, what)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, IndexFile)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(dir, IndexFile)); errors.Is(err, os.ErrNotExist) && c.err == nil {
 		empty := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
-		if err := c.writeFile(filepath.Join(dir, IndexFile), []byte(empty)); err != nil {
-			return nil, err
-		}
+		c.err = c.writeFile(filepath.Join(dir, IndexFile), []byte(empty))
 	}
 	return c, nil
+}
+
+// readMarker reads the oci-layout file p: a regular file (a FIFO would
+// block, a device never end) of at most 4 KiB.
+func readMarker(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() || st.Size() > 4<<10 {
+		return nil, fmt.Errorf("%s is not an OCI image layout marker (not a regular file of at most 4 KiB): use an empty directory or an OCI image layout", p)
+	}
+	return io.ReadAll(io.LimitReader(f, 4<<10))
+}
+
+// Err is why OpenCache could not write the layout (nil: it could): such
+// a cache is read as it is, and nothing is added to it.
+func (c *Cache) Err() error {
+	if c == nil {
+		return nil
+	}
+	return c.err
 }
 
 // Dir is the cache's directory.
@@ -144,16 +185,16 @@ func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType
 }
 
 // putManifest stores a manifest that was read (and checked) from a
-// registry. Errors are ignored: a cache that cannot be written only costs
-// requests.
-func (c *Cache) putManifest(h v1.Hash, raw []byte) {
+// registry. An error only means that it was not stored: a cache that cannot
+// be written only costs requests.
+func (c *Cache) putManifest(h v1.Hash, raw []byte) error {
 	if c == nil || h.Algorithm != "sha256" {
-		return
+		return nil
 	}
 	if _, err := os.Stat(c.path(h)); err == nil {
-		return
+		return nil
 	}
-	_ = c.writeFile(c.path(h), raw)
+	return c.writeFile(c.path(h), raw)
 }
 
 // sniffMediaType is a manifest's media type: its mediaType field, else an
@@ -253,16 +294,17 @@ type blobWriter struct {
 }
 
 // newBlob starts writing blob d into the cache; nil when there is no cache
-// or it cannot be written (packaging goes on without it).
-func (c *Cache) newBlob(d v1.Descriptor) *blobWriter {
+// or it cannot be written (the error says why; packaging goes on without
+// it).
+func (c *Cache) newBlob(d v1.Descriptor) (*blobWriter, error) {
 	if c == nil || d.Digest.Algorithm != "sha256" {
-		return nil
+		return nil, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(c.path(d.Digest)), cacheTempPrefix+"*")
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("cache %s: %w", c.dir, err)
 	}
-	return &blobWriter{c: c, d: d, f: f}
+	return &blobWriter{c: c, d: d, f: f}, nil
 }
 
 // Write keeps the bytes; a failing disk stops the caching, not the
@@ -280,16 +322,29 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 
 // done renames the blob into place when verified is true (the registry
 // reader checked its digest at the end) and every byte was written;
-// otherwise the temporary file is removed.
-func (w *blobWriter) done(verified bool) {
+// otherwise the temporary file is removed. added says whether the blob is
+// now in the cache; err, why a verified blob is not (a write error).
+func (w *blobWriter) done(verified bool) (added bool, err error) {
 	if w == nil {
-		return
+		return false, nil
 	}
-	err := w.f.Close()
-	if verified && err == nil && w.werr == nil && w.n == w.d.Size {
-		if os.Chmod(w.f.Name(), 0o644) == nil && os.Rename(w.f.Name(), w.c.path(w.d.Digest)) == nil {
-			return
+	err = w.f.Close()
+	if err == nil {
+		err = w.werr
+	}
+	if verified && err == nil && w.n != w.d.Size {
+		err = fmt.Errorf("%s: %d bytes written, want %d", w.d.Digest, w.n, w.d.Size)
+	}
+	if verified && err == nil {
+		if err = os.Chmod(w.f.Name(), 0o644); err == nil {
+			if err = os.Rename(w.f.Name(), w.c.path(w.d.Digest)); err == nil {
+				return true, nil
+			}
 		}
 	}
 	os.Remove(w.f.Name())
+	if !verified {
+		return false, nil
+	}
+	return false, fmt.Errorf("cache %s: %w", w.c.dir, err)
 }

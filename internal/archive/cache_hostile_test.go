@@ -189,3 +189,126 @@ func TestCacheSpecialFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCacheHostile: a bad oci-layout is refused without quoting it (a
+// link may lead to a file of credentials), without blocking on a FIFO or
+// reading a device without end; a path under a file is an error; extra
+// fields in oci-layout and a garbage index.json (never read nor rewritten)
+// are fine.
+func TestOpenCacheHostile(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "config.json")
+	os.WriteFile(secret, []byte(`{"auths":{"r.example.com":{"auth":"dXNlcjpodW50ZXIy"}}}`), 0o600)
+	for name, make := range map[string]func(p string) error{
+		"link to a docker config": func(p string) error { return os.Symlink(secret, p) },
+		"fifo":                    func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"link to a device":        func(p string) error { return os.Symlink("/dev/zero", p) },
+		"directory":               func(p string) error { return os.Mkdir(p, 0o755) },
+		"number":                  func(p string) error { return os.WriteFile(p, []byte(`{"imageLayoutVersion":1}`), 0o644) },
+	} {
+		c := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		os.Mkdir(c, 0o755)
+		if err := make(filepath.Join(c, LayoutFile)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenCache(c)
+		if err == nil || !strings.Contains(err.Error(), filepath.Join(c, LayoutFile)) || strings.Contains(err.Error(), "dXNlcjpodW50ZXIy") {
+			t.Errorf("oci-layout is a %s: %v", name, err)
+		}
+	}
+	under := filepath.Join(secret, "cache")
+	if _, err := OpenCache(under); err == nil || !strings.Contains(err.Error(), under) {
+		t.Errorf("a cache under a file: %v", err)
+	}
+	ok := filepath.Join(dir, "ok")
+	os.Mkdir(ok, 0o755)
+	os.WriteFile(filepath.Join(ok, LayoutFile), []byte(`{"imageLayoutVersion":"1.0.0","x-tool":{"v":2}}`), 0o644)
+	os.WriteFile(filepath.Join(ok, IndexFile), []byte("garbage"), 0o644)
+	c, err := OpenCache(ok)
+	if err != nil || c.Err() != nil {
+		t.Fatalf("oci-layout with extra fields: %v, %v", err, c.Err())
+	}
+	if data, _ := os.ReadFile(filepath.Join(ok, IndexFile)); string(data) != "garbage" {
+		t.Errorf("index.json was rewritten")
+	}
+}
+
+// TestPackageCacheUnwritable: a cache that cannot be written (read-only,
+// or its blobs/sha256 under a file) is read as it is; the archive is the
+// same, and the result says that nothing was added, and why.
+func TestPackageCacheUnwritable(t *testing.T) {
+	f := newCacheFixture(t)
+	// blobs is a file: nothing can be read or written (this one works as
+	// root too).
+	dir := filepath.Join(t.TempDir(), "blobs-file")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, LayoutFile), []byte(layoutData), 0o644)
+	os.WriteFile(filepath.Join(dir, "blobs"), nil, 0o644)
+	c, err := OpenCache(dir)
+	if err != nil || c.Err() == nil {
+		t.Fatalf("a cache whose blobs is a file: %v, write error %v", err, c.Err())
+	}
+	res, sum := f.pack(t, c)
+	if sum != f.plain || res.CachedBlobs != 0 || res.CacheAdded != 0 || res.CacheErr == nil || !strings.Contains(res.CacheErr.Error(), dir) {
+		t.Errorf("blobs is a file: same archive %v, %d cached, %d added, error %v", sum == f.plain, res.CachedBlobs, res.CacheAdded, res.CacheErr)
+	}
+	// A read-only cache (not for root: root writes anyway) missing one blob.
+	if os.Geteuid() == 0 {
+		return
+	}
+	sha := filepath.Join(f.cache.Dir(), "blobs", "sha256")
+	os.Remove(cacheFiles(t, f.cache)[0])
+	os.Chmod(sha, 0o555)
+	t.Cleanup(func() { os.Chmod(sha, 0o755) })
+	ro, err := OpenCache(f.cache.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, sum = f.pack(t, ro)
+	if sum != f.plain || res.CachedBlobs != res.Blobs-1 || res.CacheAdded != 0 || res.CacheErr == nil {
+		t.Errorf("read-only cache: same archive %v, %d of %d cached, %d added, error %v", sum == f.plain, res.CachedBlobs, res.Blobs, res.CacheAdded, res.CacheErr)
+	}
+}
+
+// TestPackageCacheDiskFull: writes into the cache fail half-way (a file
+// size limit, as a full disk would): the archive is the same, no blob that
+// was not written whole is renamed into place, no temporary file is left,
+// and the result says so. The next run, with room, completes the cache.
+func TestPackageCacheDiskFull(t *testing.T) {
+	f := newCacheFixture(t)
+	c, err := OpenCache(filepath.Join(t.TempDir(), "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
+		t.Skip(err)
+	}
+	// Manifests and small blobs fit, layers of 1 KiB and more do not.
+	lim := old
+	lim.Cur = 1000
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Skip(err)
+	}
+	res, err := Package(ctx(t), io.Discard, PackageOptions{Images: f.images, Level: DefaultLevel, Cache: c})
+	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SHA256 != f.plain {
+		t.Errorf("the archive differs when the cache cannot be written")
+	}
+	if res.CacheErr == nil || res.CacheAdded == 0 || res.CacheAdded >= res.Blobs {
+		t.Errorf("disk full: %d of %d blobs added, error %v", res.CacheAdded, res.Blobs, res.CacheErr)
+	}
+	checkCache(t, c)
+	if res, _ := f.pack(t, c); res.CacheErr != nil || res.CachedBlobs+res.CacheAdded != res.Blobs {
+		t.Errorf("after the disk-full run: %d cached, %d added of %d, error %v", res.CachedBlobs, res.CacheAdded, res.Blobs, res.CacheErr)
+	}
+	f.cr.off.Store(true)
+	if res, sum := f.pack(t, c); sum != f.plain || res.CachedBlobs != res.Blobs {
+		t.Errorf("the cache was not completed: %d of %d blobs", res.CachedBlobs, res.Blobs)
+	}
+	f.cr.off.Store(false)
+	checkCache(t, c)
+}
