@@ -197,9 +197,12 @@ func (c *Cache) putManifest(h v1.Hash, raw []byte) error {
 	return c.writeFile(c.path(h), raw)
 }
 
-// sniffMediaType is a manifest's media type: its mediaType field, else an
-// OCI index when it has "manifests", an OCI image manifest when it has
-// "config" and "layers" (image-spec v1.0 made the field optional), else "".
+// sniffMediaType is the media type of a cached manifest: its mediaType
+// field when that names an image manifest or index (as the registry's
+// Content-Type is replaced by it, see manifestMediaType), else, when the
+// field is absent, an OCI index when it has "manifests", an OCI image
+// manifest when it has "config" and "layers" (image-spec v1.0 made the
+// field optional); "" otherwise (read from the registry).
 func sniffMediaType(raw []byte) types.MediaType {
 	var m struct {
 		MediaType types.MediaType `json:"mediaType"`
@@ -211,14 +214,32 @@ func sniffMediaType(raw []byte) types.MediaType {
 		return ""
 	}
 	switch {
-	case m.MediaType != "":
+	case m.MediaType.IsImage() || m.MediaType.IsIndex():
 		return m.MediaType
+	case m.MediaType != "":
+		return ""
 	case m.Manifests != nil:
 		return types.OCIImageIndex
 	case m.Config != nil && m.Layers != nil:
 		return types.OCIManifestSchema1
 	}
 	return ""
+}
+
+// manifestMediaType is the media type of manifest raw, served by a
+// registry as served (its Content-Type): the manifest's mediaType field
+// when that names an image manifest or index, else served. The field is
+// part of the digested bytes, so the cache, which keeps only the bytes,
+// gets the same type (a registry may serve whatever Content-Type it was
+// given at push).
+func manifestMediaType(raw []byte, served types.MediaType) types.MediaType {
+	var m struct {
+		MediaType types.MediaType `json:"mediaType"`
+	}
+	if json.Unmarshal(raw, &m) == nil && (m.MediaType.IsImage() || m.MediaType.IsIndex()) {
+		return m.MediaType
+	}
+	return served
 }
 
 // checkedBlob opens the cached blob d: ok is false when the cache lacks it

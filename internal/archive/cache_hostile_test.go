@@ -5,12 +5,16 @@ package archive
 import (
 	"bytes"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // cacheFixture is the fixture's images pinned by digest, the sha256 of
@@ -311,4 +315,53 @@ func TestPackageCacheDiskFull(t *testing.T) {
 	}
 	f.cr.off.Store(false)
 	checkCache(t, c)
+}
+
+// TestPackageCacheMediaType: a registry that serves a manifest with a
+// Content-Type other than its mediaType field (the in-process registry
+// keeps whatever was pushed) gives the same archive from the registry and
+// from the cache, which knows only the bytes: the field wins.
+func TestPackageCacheMediaType(t *testing.T) {
+	cr := startCountingRegistry(t)
+	imgs, _ := pushFixture(t, cr.host)
+	d, err := remote.Get(mustRef(t, imgs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sniffMediaType(d.Manifest) != types.DockerManifestSchema2 {
+		t.Fatalf("fixture: manifest of media type %s", sniffMediaType(d.Manifest))
+	}
+	ref := mustRef(t, cr.host+"/example/mislabelled:v1")
+	// The blobs first (this puts the manifest with its right type), then
+	// the manifest again, mislabelled.
+	img, _ := d.Image()
+	if err := remote.Write(ref.Context().Tag("blobs"), img); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPut, "http://"+cr.host+"/v2/example/mislabelled/manifests/v1", bytes.NewReader(d.Manifest))
+	req.Header.Set("Content-Type", string(types.OCIManifestSchema1))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("PUT: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	images := []Image{{Ref: ref.Context().Digest(d.Digest.String()).String()}}
+	c, err := OpenCache(filepath.Join(t.TempDir(), "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sums []string
+	for _, run := range []string{"cold", "warm"} {
+		res, err := Package(ctx(t), io.Discard, PackageOptions{Images: images, Level: DefaultLevel, Cache: c})
+		if err != nil {
+			t.Fatalf("%s: %v", run, err)
+		}
+		if res.Images[0].MediaType != string(types.DockerManifestSchema2) {
+			t.Errorf("%s: media type %s, want the mediaType field's %s", run, res.Images[0].MediaType, types.DockerManifestSchema2)
+		}
+		sums = append(sums, res.SHA256)
+	}
+	if sums[0] != sums[1] {
+		t.Errorf("the archive from the cache differs from the registry's")
+	}
 }

@@ -473,7 +473,7 @@ func (c *collected) get(ctx context.Context, ref name.Reference) ([]byte, types.
 		return nil, "", v1.Hash{}, err
 	}
 	c.cacheFailed(c.cache.putManifest(desc.Digest, desc.Manifest))
-	return desc.Manifest, desc.MediaType, desc.Digest, nil
+	return desc.Manifest, manifestMediaType(desc.Manifest, desc.MediaType), desc.Digest, nil
 }
 
 // add records a manifest (raw bytes) and what it names, recursively.
