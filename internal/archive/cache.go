@@ -185,13 +185,15 @@ func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType
 }
 
 // putManifest stores a manifest that was read (and checked) from a
-// registry. An error only means that it was not stored: a cache that cannot
+// registry, unless the cache holds a file of its size already: what is
+// there otherwise (too large, truncated, a FIFO) was not used, and is
+// replaced. An error only means that it was not stored: a cache that cannot
 // be written only costs requests.
 func (c *Cache) putManifest(h v1.Hash, raw []byte) error {
 	if c == nil || h.Algorithm != "sha256" {
 		return nil
 	}
-	if _, err := os.Stat(c.path(h)); err == nil {
+	if st, err := os.Stat(c.path(h)); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(raw)) {
 		return nil
 	}
 	return c.writeFile(c.path(h), raw)

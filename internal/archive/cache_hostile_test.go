@@ -365,3 +365,31 @@ func TestPackageCacheMediaType(t *testing.T) {
 		t.Errorf("the archive from the cache differs from the registry's")
 	}
 }
+
+// TestPackageCacheBadManifest: a cached manifest larger than the 4 MiB
+// limit, not JSON, or a FIFO is read from the registry instead, and
+// replaced in the cache (it was left there, and read again every run).
+func TestPackageCacheBadManifest(t *testing.T) {
+	f := newCacheFixture(t)
+	p := imageManifest(t, f.cache)
+	good, _ := os.ReadFile(p)
+	for name, make := range map[string]func() error{
+		"5 MiB":    func() error { return os.WriteFile(p, bytes.Repeat([]byte("{"), 5<<20), 0o644) },
+		"not JSON": func() error { return os.WriteFile(p, []byte("not json"), 0o644) },
+		"fifo":     func() error { return syscall.Mkfifo(p, 0o644) },
+	} {
+		os.Remove(p)
+		if err := make(); err != nil {
+			t.Fatal(err)
+		}
+		mans := f.cr.manifest.Load()
+		if _, sum := f.pack(t, f.cache); sum != f.plain || f.cr.manifest.Load() != mans+1 {
+			t.Errorf("%s: same archive %v, %d manifest reads", name, sum == f.plain, f.cr.manifest.Load()-mans)
+		}
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+			t.Errorf("%s: the cached manifest was not replaced", name)
+		} else if data, _ := os.ReadFile(p); !bytes.Equal(data, good) {
+			t.Errorf("%s: the cached manifest was not replaced", name)
+		}
+	}
+}
