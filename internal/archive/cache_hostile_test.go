@@ -4,12 +4,15 @@ package archive
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -391,5 +394,74 @@ func TestPackageCacheBadManifest(t *testing.T) {
 		} else if data, _ := os.ReadFile(p); !bytes.Equal(data, good) {
 			t.Errorf("%s: the cached manifest was not replaced", name)
 		}
+	}
+}
+
+// cancellingTransport cancels the packaging at the first blob request and
+// answers it anyway once the cancellation reached it (a reply that arrives
+// as the user presses Ctrl-C); it counts the requests in flight and the
+// bodies it returned that are not closed yet.
+type cancellingTransport struct {
+	cancel   func()
+	once     sync.Once
+	inflight atomic.Int64
+	open     atomic.Int64
+}
+
+type countedBody struct {
+	io.ReadCloser
+	t    *cancellingTransport
+	once sync.Once
+}
+
+func (b *countedBody) Close() error {
+	b.once.Do(func() { b.t.open.Add(-1) })
+	return b.ReadCloser.Close()
+}
+
+func (t *cancellingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.inflight.Add(1)
+	defer t.inflight.Add(-1)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || !strings.Contains(r.URL.Path, "/blobs/") {
+		return resp, err
+	}
+	first := false
+	t.once.Do(func() { first = true })
+	if first {
+		t.cancel()
+		<-r.Context().Done()
+	}
+	t.open.Add(1)
+	resp.Body = &countedBody{ReadCloser: resp.Body, t: t}
+	return resp, nil
+}
+
+// TestPackageCacheCancel: when the context is cancelled in the middle,
+// Package returns only once every blob request it opened ahead is done and
+// closed: no request or temporary file of the cache outlives it (the CLI
+// exits right after).
+func TestPackageCacheCancel(t *testing.T) {
+	cr := startCountingRegistry(t)
+	imgs, idx := pushFixture(t, cr.host)
+	images := pinned(t, append(imgs, idx))
+	for range 20 {
+		c, err := OpenCache(filepath.Join(t.TempDir(), "cache"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, cancel := context.WithCancel(ctx(t))
+		tr := &cancellingTransport{cancel: cancel}
+		_, err = Package(pctx, io.Discard, PackageOptions{Images: images, Level: DefaultLevel, Cache: c, Remote: []remote.Option{remote.WithTransport(tr)}})
+		n, open := tr.inflight.Load(), tr.open.Load()
+		left, _ := filepath.Glob(filepath.Join(c.Dir(), "blobs", "sha256", cacheTempPrefix+"*"))
+		cancel()
+		if err == nil {
+			t.Fatal("a cancelled Package succeeded")
+		}
+		if n != 0 || open != 0 || len(left) != 0 {
+			t.Fatalf("when Package returned: %d requests in flight, %d bodies open, temporary files %v", n, open, left)
+		}
+		checkCache(t, c)
 	}
 }

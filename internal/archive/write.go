@@ -297,19 +297,15 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		open(i)
 	}
 	defer func() {
-		// Close what was opened ahead and not written (on error).
+		// On error, stop what was opened ahead and close it once its open
+		// returns (quickly: requests and hashing stop with bctx), so that
+		// no request or temporary file of the cache outlives Package (the
+		// CLI exits right after it).
+		cancel()
 		for _, ch := range opened {
-			if ch == nil {
-				continue
-			}
-			select {
-			case ob := <-ch:
+			if ch != nil {
+				ob := <-ch
 				ob.close()
-			default:
-				go func() {
-					ob := <-ch
-					ob.close()
-				}()
 			}
 		}
 	}()
