@@ -245,8 +245,9 @@ func manifestMediaType(raw []byte, served types.MediaType) types.MediaType {
 }
 
 // checkedBlob opens the cached blob d: ok is false when the cache lacks it
-// or it has the wrong size, or (with Verify) the wrong digest; a wrong file
-// is removed, so that the registry's copy replaces it.
+// or it has the wrong size, or (with Verify) the wrong digest. A file of
+// the wrong digest is removed; one of the wrong size is left for the
+// registry's copy to replace (a manifest may lie about the size).
 //
 // Only a regular file of the cache itself is trusted without hashing: a
 // symbolic link (it may lead anywhere, /etc/passwd say) is used only when
@@ -272,7 +273,11 @@ func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, o
 	}
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() != d.Size {
 		f.Close()
-		os.Remove(p) // a link, not its target; a directory only when empty
+		if err == nil && !st.Mode().IsRegular() {
+			os.Remove(p) // a link, not its target; a directory only when empty
+		}
+		// A regular file stays: the registry's copy replaces it (rename),
+		// and the descriptor's size may be the wrong one.
 		return nil, false
 	}
 	if !verify {

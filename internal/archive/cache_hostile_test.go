@@ -5,6 +5,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -495,4 +497,45 @@ func TestPackageCacheDamagedBlobCaught(t *testing.T) {
 			t.Errorf("%s was pushed from a damaged archive", d)
 		}
 	}
+}
+
+// TestPackageCacheLyingSize: a manifest whose layer descriptor has the
+// wrong size fails packaging (the registry sends more than it says), and
+// does not remove the good copy of that layer from the cache.
+func TestPackageCacheLyingSize(t *testing.T) {
+	f := newCacheFixture(t)
+	layer := cacheFiles(t, f.cache)[0]
+	good, _ := os.ReadFile(layer)
+	repo := strings.SplitN(f.images[0].Ref, "@", 2)[0]
+	d, err := remote.Get(mustRef(t, f.images[0].Ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := v1.ParseManifest(bytes.NewReader(d.Manifest))
+	for i := range m.Layers {
+		if m.Layers[i].Digest.Hex == filepath.Base(layer) {
+			m.Layers[i].Size--
+		}
+	}
+	img := mustRef(t, repo+":lying")
+	if err := remote.Put(img, rawManifest{raw: mustJSON(t, m), mt: d.MediaType}); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := remote.Head(img)
+	_, err = Package(ctx(t), io.Discard, PackageOptions{Images: []Image{{Ref: repo + "@" + h.Digest.String()}}, Cache: f.cache})
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("a layer of the wrong size: %v", err)
+	}
+	if data, _ := os.ReadFile(layer); !bytes.Equal(data, good) {
+		t.Errorf("a manifest lying about a layer's size removed it from the cache")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
