@@ -30,14 +30,18 @@ import (
 // an interrupted run leaves no wrong blob.
 //
 // Like containerd's content store, the cache trusts what it holds: a cached
-// blob of the right size goes into the archive without being hashed again
-// (the archive's consumers, `publish push` and `publish verify`, check every
-// digest). With Verify set, each cached blob is hashed first, and one whose
-// digest is wrong is removed and read from the registry instead. Cached
-// manifests are small and always checked.
+// blob that is a regular file of the right size goes into the archive
+// without being hashed again (the archive's consumers, `publish push` and
+// `publish verify`, check every digest); a symbolic link is used only when
+// what it leads to hashes right. With Verify set, each cached blob is
+// hashed first, and one whose digest is wrong is removed and read from the
+// registry instead. Cached manifests are small and always checked. A cache
+// that cannot be written is read as it is (PackageResult.CacheErr says why
+// nothing was added).
 //
 // The cache only grows: remove the directory (or files under
-// blobs/sha256 not touched for a while) to prune it.
+// blobs/sha256 not touched for a while, .partial-* left by a killed run
+// included: they are never read) to prune it.
 type Cache struct {
 	dir string
 	// Verify hashes every cached blob before it is used.
