@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
 )
 
@@ -51,5 +52,41 @@ func TestVerifyDamagedIsInputError(t *testing.T) {
 	var ie *pipeline.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not a gzip-compressed archive") {
 		t.Errorf("got %v, want an input error (exit 1)", err)
+	}
+}
+
+// TestPackageHelpCache: --cache shows DIR as its value name (pflag takes
+// the first back-quoted word of a usage as the value name).
+func TestPackageHelpCache(t *testing.T) {
+	root := newRootCmd()
+	root.SetArgs([]string{"package", "--help"})
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "--cache" && f[1] != "DIR" {
+			t.Errorf("--cache in package --help: %s", line)
+		}
+	}
+}
+
+// TestPrintCache: the cache line says what was added, not "now cached",
+// and a cache that could not be written gets a warning.
+func TestPrintCache(t *testing.T) {
+	var out, errOut bytes.Buffer
+	printCache(&out, &errOut, "/ro", &archive.PackageResult{Blobs: 5, CachedBlobs: 2, CacheAdded: 0, CacheErr: errors.New("cache /ro: open /ro/blobs/sha256/.partial-1: read-only file system")})
+	if want := "cache     2 of 5 blobs (0 B) read from /ro; of the 3 read from the registries (0 B), 0 added to it\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	printCache(&out, &errOut, "/c", &archive.PackageResult{Blobs: 5, CachedBlobs: 5, BlobBytes: 2048, CachedBytes: 2048})
+	if want := "cache     5 of 5 blobs (2.0 KiB) read from /c\n"; out.String() != want {
+		t.Errorf("everything cached: got %q, want %q", out.String(), want)
+	}
+	if !strings.HasPrefix(errOut.String(), "warning: cache /ro: open") {
+		t.Errorf("no warning: %q", errOut.String())
 	}
 }

@@ -71,11 +71,7 @@ from the registries.`,
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
 			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
 			if o.Cache != "" {
-				fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), o.Cache)
-				if n := res.Blobs - res.CachedBlobs; n > 0 {
-					fmt.Fprintf(w, "; %d read from the registries (%s) and added to it", n, archive.Size(res.BlobBytes-res.CachedBytes))
-				}
-				fmt.Fprintln(w)
+				printCache(w, stderr, o.Cache, res.PackageResult)
 			}
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", res.Manifests)
 			for _, im := range res.Images {
@@ -96,7 +92,7 @@ from the registries.`,
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")
 	fs.Lookup("platforms").NoOptDefVal = pipeline.PlatformsFromSpec
 	fs.IntVar(&o.Level, "level", archive.DefaultLevel, "gzip level: 0 store, 1 fastest (layers are compressed already), 9 smallest")
-	fs.StringVar(&o.Cache, "cache", "", "OCI image layout directory kept between runs (created if missing; `crane pull --format oci` output works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
+	fs.StringVar(&o.Cache, "cache", "", "`DIR`: an OCI image layout kept between runs (created if missing; the output of crane pull --format oci works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
 	fs.BoolVar(&o.VerifyCache, "verify-cache", false, "hash every blob taken from --cache (a damaged one is read from the registry again); by default a cached blob of the right size is trusted, as it was checked when cached")
 	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "source registry user name (default: docker config)")
 	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "source registry password or token")
@@ -105,4 +101,18 @@ from the registries.`,
 	fs.BoolVar(&plain, "plain", false, "alias of --plain-http (violet)")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// printCache prints the cache line of package: what came from the cache
+// dir, and how much of the rest was added to it (a warning on stderr when
+// some could not be).
+func printCache(w, stderr io.Writer, dir string, res *archive.PackageResult) {
+	fmt.Fprintf(w, "cache     %d of %d blobs (%s) read from %s", res.CachedBlobs, res.Blobs, archive.Size(res.CachedBytes), dir)
+	if n := res.Blobs - res.CachedBlobs; n > 0 {
+		fmt.Fprintf(w, "; of the %d read from the registries (%s), %d added to it", n, archive.Size(res.BlobBytes-res.CachedBytes), res.CacheAdded)
+	}
+	fmt.Fprintln(w)
+	if res.CacheErr != nil {
+		fmt.Fprintf(stderr, "warning: %v: the archive is complete, but what could not be cached is read from the registries again next time\n", res.CacheErr)
+	}
 }

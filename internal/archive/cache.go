@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -30,54 +30,100 @@ import (
 // an interrupted run leaves no wrong blob.
 //
 // Like containerd's content store, the cache trusts what it holds: a cached
-// blob of the right size goes into the archive without being hashed again
-// (the archive's consumers, `publish push` and `publish verify`, check every
-// digest). With Verify set, each cached blob is hashed first, and one whose
-// digest is wrong is removed and read from the registry instead. Cached
-// manifests are small and always checked.
+// blob that is a regular file of the right size goes into the archive
+// without being hashed again (the archive's consumers, `publish push` and
+// `publish verify`, check every digest); a symbolic link is used only when
+// what it leads to hashes right. With Verify set, each cached blob is
+// hashed first, and one whose digest is wrong is removed and read from the
+// registry instead. Cached manifests are small and always checked. A cache
+// that cannot be written is read as it is (PackageResult.CacheErr says why
+// nothing was added).
 //
 // The cache only grows: remove the directory (or files under
-// blobs/sha256 not touched for a while) to prune it.
+// blobs/sha256 not touched for a while, .partial-* left by a killed run
+// included: they are never read) to prune it.
 type Cache struct {
 	dir string
 	// Verify hashes every cached blob before it is used.
 	Verify bool
+
+	err error // why OpenCache could not write the layout (Err)
 }
 
 // cacheTempPrefix starts the names of files being written into the cache.
 const cacheTempPrefix = ".partial-"
 
 // OpenCache opens (creating it when missing) the OCI image layout at dir.
-// Errors: dir exists but is not a directory, holds an oci-layout file of
-// another layout version, or cannot be written.
+// Errors: dir is not a directory (or lies under a file), or holds an
+// oci-layout that is not the marker of layout version 1.0.0. A cache that
+// cannot be written (read-only, say) is no error: it is read as it is,
+// nothing is added to it, and Err says why.
 func OpenCache(dir string) (*Cache, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
-		return nil, fmt.Errorf("cache %s: %w", dir, err)
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("cache %s is not a directory: give a directory (created when missing) or an OCI image layout", dir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("cache %s: %w", dir, err) // under a file: ENOTDIR
 	}
 	c := &Cache{dir: dir}
-	data, err := os.ReadFile(filepath.Join(dir, LayoutFile))
+	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
+		c.err = fmt.Errorf("cache %s: %w", dir, err)
+	}
+	marker := filepath.Join(dir, LayoutFile)
+	data, err := readMarker(marker)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		if err := c.writeFile(filepath.Join(dir, LayoutFile), []byte(layoutData)); err != nil {
-			return nil, err
+		if c.err == nil {
+			c.err = c.writeFile(marker, []byte(layoutData))
 		}
 	case err != nil:
 		return nil, fmt.Errorf("cache %s: %w", dir, err)
 	default:
+		// The file's content is not quoted: it may be anything a link
+		// leads to (a docker config.json with credentials, say).
 		var l struct {
-			Version string `json:"imageLayoutVersion"`
+			Version any `json:"imageLayoutVersion"`
 		}
-		if err := json.Unmarshal(data, &l); err != nil || l.Version != "1.0.0" {
-			return nil, fmt.Errorf("cache %s: %s is not an OCI image layout 1.0.0 marker (%q): use an empty directory or an OCI image layout", dir, LayoutFile, strings.TrimSpace(string(data)))
+		what := "not JSON"
+		if json.Unmarshal(data, &l) == nil {
+			what = fmt.Sprintf("imageLayoutVersion %.40v", l.Version)
+			if l.Version == nil {
+				what = "no imageLayoutVersion"
+			}
+		}
+		if l.Version != "1.0.0" {
+			return nil, fmt.Errorf("cache %s: %s is not an OCI image layout 1.0.0 marker (%s): use an empty directory or an OCI image layout", dir, marker, what)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, IndexFile)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(dir, IndexFile)); errors.Is(err, os.ErrNotExist) && c.err == nil {
 		empty := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
-		if err := c.writeFile(filepath.Join(dir, IndexFile), []byte(empty)); err != nil {
-			return nil, err
-		}
+		c.err = c.writeFile(filepath.Join(dir, IndexFile), []byte(empty))
 	}
 	return c, nil
+}
+
+// readMarker reads the oci-layout file p: a regular file (a FIFO would
+// block, a device never end) of at most 4 KiB.
+func readMarker(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|openNonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() || st.Size() > 4<<10 {
+		return nil, fmt.Errorf("%s is not an OCI image layout marker (not a regular file of at most 4 KiB): use an empty directory or an OCI image layout", p)
+	}
+	return io.ReadAll(io.LimitReader(f, 4<<10))
+}
+
+// Err is why OpenCache could not write the layout (nil: it could): such
+// a cache is read as it is, and nothing is added to it.
+func (c *Cache) Err() error {
+	if c == nil {
+		return nil
+	}
+	return c.err
 }
 
 // Dir is the cache's directory.
@@ -120,11 +166,16 @@ func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType
 	if c == nil || h.Algorithm != "sha256" {
 		return nil, "", false
 	}
-	f, err := os.Open(c.path(h))
+	// A symbolic link is followed (the bytes are hashed), but only to a
+	// regular file of at most limit bytes: not a FIFO or a device.
+	f, err := os.OpenFile(c.path(h), os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		return nil, "", false
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > limit {
+		return nil, "", false
+	}
 	raw, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil || int64(len(raw)) > limit {
 		return nil, "", false
@@ -138,21 +189,26 @@ func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType
 }
 
 // putManifest stores a manifest that was read (and checked) from a
-// registry. Errors are ignored: a cache that cannot be written only costs
-// requests.
-func (c *Cache) putManifest(h v1.Hash, raw []byte) {
+// registry, unless the cache holds a file of its size already: what is
+// there otherwise (too large, truncated, a FIFO) was not used, and is
+// replaced. An error only means that it was not stored: a cache that cannot
+// be written only costs requests.
+func (c *Cache) putManifest(h v1.Hash, raw []byte) error {
 	if c == nil || h.Algorithm != "sha256" {
-		return
+		return nil
 	}
-	if _, err := os.Stat(c.path(h)); err == nil {
-		return
+	if st, err := os.Stat(c.path(h)); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(raw)) {
+		return nil
 	}
-	_ = c.writeFile(c.path(h), raw)
+	return c.writeFile(c.path(h), raw)
 }
 
-// sniffMediaType is a manifest's media type: its mediaType field, else an
-// OCI index when it has "manifests", an OCI image manifest when it has
-// "config" and "layers" (image-spec v1.0 made the field optional), else "".
+// sniffMediaType is the media type of a cached manifest: its mediaType
+// field when that names an image manifest or index (as the registry's
+// Content-Type is replaced by it, see manifestMediaType), else, when the
+// field is absent, an OCI index when it has "manifests", an OCI image
+// manifest when it has "config" and "layers" (image-spec v1.0 made the
+// field optional); "" otherwise (read from the registry).
 func sniffMediaType(raw []byte) types.MediaType {
 	var m struct {
 		MediaType types.MediaType `json:"mediaType"`
@@ -164,8 +220,10 @@ func sniffMediaType(raw []byte) types.MediaType {
 		return ""
 	}
 	switch {
-	case m.MediaType != "":
+	case m.MediaType.IsImage() || m.MediaType.IsIndex():
 		return m.MediaType
+	case m.MediaType != "":
+		return ""
 	case m.Manifests != nil:
 		return types.OCIImageIndex
 	case m.Config != nil && m.Layers != nil:
@@ -174,28 +232,63 @@ func sniffMediaType(raw []byte) types.MediaType {
 	return ""
 }
 
+// manifestMediaType is the media type of manifest raw, served by a
+// registry as served (its Content-Type): the manifest's mediaType field
+// when that names an image manifest or index, else served. The field is
+// part of the digested bytes, so the cache, which keeps only the bytes,
+// gets the same type (a registry may serve whatever Content-Type it was
+// given at push).
+func manifestMediaType(raw []byte, served types.MediaType) types.MediaType {
+	var m struct {
+		MediaType types.MediaType `json:"mediaType"`
+	}
+	if json.Unmarshal(raw, &m) == nil && (m.MediaType.IsImage() || m.MediaType.IsIndex()) {
+		return m.MediaType
+	}
+	return served
+}
+
 // checkedBlob opens the cached blob d: ok is false when the cache lacks it
-// or it has the wrong size, or (with Verify) the wrong digest; a wrong file
-// is removed, so that the registry's copy replaces it.
-func (c *Cache) checkedBlob(d v1.Descriptor) (f *os.File, ok bool) {
+// or it has the wrong size, or (with Verify) the wrong digest. A file of
+// the wrong digest is removed; one of the wrong size is left for the
+// registry's copy to replace (a manifest may lie about the size).
+//
+// Only a regular file of the cache itself is trusted without hashing: a
+// symbolic link (it may lead anywhere, /etc/passwd say) is used only when
+// what it leads to has the blob's digest, as with Verify; a FIFO, device
+// or directory is never read. The default path costs one open and one
+// fstat; ctx stops the hashing.
+func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, ok bool) {
 	if c == nil || d.Digest.Algorithm != "sha256" {
 		return nil, false
 	}
 	p := c.path(d.Digest)
-	f, err := os.Open(p)
+	verify := c.Verify
+	f, err := os.OpenFile(p, os.O_RDONLY|openNonBlock|openNoFollow, 0)
 	if err != nil {
+		// O_NOFOLLOW refused a symbolic link (ELOOP): follow it, and hash.
+		if st, lerr := os.Lstat(p); lerr != nil || st.Mode()&os.ModeSymlink == 0 {
+			return nil, false
+		}
+		if f, err = os.OpenFile(p, os.O_RDONLY|openNonBlock, 0); err != nil {
+			return nil, false // dangling: the registry's copy replaces the link
+		}
+		verify = true
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() != d.Size {
+		f.Close()
+		if err == nil && !st.Mode().IsRegular() {
+			os.Remove(p) // a link, not its target; a directory only when empty
+		}
+		// A regular file stays: the registry's copy replaces it (rename),
+		// and the descriptor's size may be the wrong one.
 		return nil, false
 	}
-	if !c.Verify {
-		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() == d.Size {
-			return f, true
-		}
-		f.Close()
-		os.Remove(p)
-		return nil, false
+	if !verify {
+		return f, true
 	}
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, ctxReader{ctx, io.LimitReader(f, d.Size+1)})
 	if err == nil && n == d.Size && hex.EncodeToString(h.Sum(nil)) == d.Digest.Hex {
 		if _, err = f.Seek(0, io.SeekStart); err == nil {
 			return f, true
@@ -206,6 +299,19 @@ func (c *Cache) checkedBlob(d v1.Descriptor) (f *os.File, ok bool) {
 		os.Remove(p)
 	}
 	return nil, false
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // blobWriter receives a blob read from a registry and adds it to the cache
@@ -220,16 +326,17 @@ type blobWriter struct {
 }
 
 // newBlob starts writing blob d into the cache; nil when there is no cache
-// or it cannot be written (packaging goes on without it).
-func (c *Cache) newBlob(d v1.Descriptor) *blobWriter {
+// or it cannot be written (the error says why; packaging goes on without
+// it).
+func (c *Cache) newBlob(d v1.Descriptor) (*blobWriter, error) {
 	if c == nil || d.Digest.Algorithm != "sha256" {
-		return nil
+		return nil, nil
 	}
 	f, err := os.CreateTemp(filepath.Dir(c.path(d.Digest)), cacheTempPrefix+"*")
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("cache %s: %w", c.dir, err)
 	}
-	return &blobWriter{c: c, d: d, f: f}
+	return &blobWriter{c: c, d: d, f: f}, nil
 }
 
 // Write keeps the bytes; a failing disk stops the caching, not the
@@ -247,16 +354,29 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 
 // done renames the blob into place when verified is true (the registry
 // reader checked its digest at the end) and every byte was written;
-// otherwise the temporary file is removed.
-func (w *blobWriter) done(verified bool) {
+// otherwise the temporary file is removed. added says whether the blob is
+// now in the cache; err, why a verified blob is not (a write error).
+func (w *blobWriter) done(verified bool) (added bool, err error) {
 	if w == nil {
-		return
+		return false, nil
 	}
-	err := w.f.Close()
-	if verified && err == nil && w.werr == nil && w.n == w.d.Size {
-		if os.Chmod(w.f.Name(), 0o644) == nil && os.Rename(w.f.Name(), w.c.path(w.d.Digest)) == nil {
-			return
+	err = w.f.Close()
+	if err == nil {
+		err = w.werr
+	}
+	if verified && err == nil && w.n != w.d.Size {
+		err = fmt.Errorf("%s: %d bytes written, want %d", w.d.Digest, w.n, w.d.Size)
+	}
+	if verified && err == nil {
+		if err = os.Chmod(w.f.Name(), 0o644); err == nil {
+			if err = os.Rename(w.f.Name(), w.c.path(w.d.Digest)); err == nil {
+				return true, nil
+			}
 		}
 	}
 	os.Remove(w.f.Name())
+	if !verified {
+		return false, nil
+	}
+	return false, fmt.Errorf("cache %s: %w", w.c.dir, err)
 }

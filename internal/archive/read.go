@@ -250,7 +250,7 @@ func (e *entryReader) Read(p []byte) (int, error) {
 		e.done = true
 		if e.h != nil {
 			if got := hex.EncodeToString(e.h.Sum(nil)); got != e.want {
-				return n, &EntryError{Entry: e.name, Err: fmt.Errorf("content has digest sha256:%s, not the sha256:%s its name says: %w; if the .sha256 matches, the archive was written so: package it again, with --verify-cache when it was made with --cache", got, e.want, ErrCorrupt)}
+				return n, &EntryError{Entry: e.name, Err: fmt.Errorf("content has digest sha256:%s, not the sha256:%s its name says (when the archive's .sha256 matches, it was written so: package it again, with --verify-cache if it was made with --cache): %w", got, e.want, ErrCorrupt)}
 			}
 		}
 	}

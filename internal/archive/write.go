@@ -93,6 +93,12 @@ type PackageResult struct {
 	// PackageOptions.Cache instead of a registry.
 	CachedBlobs int
 	CachedBytes int64
+	// CacheAdded counts the blobs read from a registry and added to the
+	// cache; CacheErr is the first error writing into it (nil: none): the
+	// archive is complete anyway, only what could not be written will be
+	// read from the registries again.
+	CacheAdded int
+	CacheErr   error
 }
 
 // blobInfo is a config or layer to copy, and where to read it.
@@ -110,6 +116,19 @@ type collected struct {
 	manifests map[string][]byte
 	depth     map[string]int // 0: named by index.json; children one more
 	blobs     map[string]blobInfo
+	cacheErr  error // the first write into cache that failed
+}
+
+// cacheFailed records err (when not nil) as a failed write into the cache.
+func (c *collected) cacheFailed(err error) {
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cacheErr == nil {
+		c.cacheErr = err
+	}
 }
 
 // Package reads every image of o.Images from its registry and writes the
@@ -255,7 +274,7 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 			b := c.blobs[blobs[i]]
 			// A cached blob is hashed here, ahead of the copy (on the
 			// other core): a damaged one is read from the registry.
-			if f, ok := c.cache.checkedBlob(b.desc); ok {
+			if f, ok := c.cache.checkedBlob(bctx, b.desc); ok {
 				opened[i] <- openBlob{rc: f, cached: true}
 				return
 			}
@@ -269,26 +288,24 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 				opened[i] <- openBlob{err: err}
 				return
 			}
-			opened[i] <- openBlob{rc: rc, cache: c.cache.newBlob(b.desc)}
+			bw, err := c.cache.newBlob(b.desc)
+			c.cacheFailed(err)
+			opened[i] <- openBlob{rc: rc, cache: bw}
 		}()
 	}
 	for i := range min(prefetch, len(blobs)) {
 		open(i)
 	}
 	defer func() {
-		// Close what was opened ahead and not written (on error).
+		// On error, stop what was opened ahead and close it once its open
+		// returns (quickly: requests and hashing stop with bctx), so that
+		// no request or temporary file of the cache outlives Package (the
+		// CLI exits right after it).
+		cancel()
 		for _, ch := range opened {
-			if ch == nil {
-				continue
-			}
-			select {
-			case ob := <-ch:
+			if ch != nil {
+				ob := <-ch
 				ob.close()
-			default:
-				go func() {
-					ob := <-ch
-					ob.close()
-				}()
 			}
 		}
 	}()
@@ -298,8 +315,13 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		}
 		ob := <-opened[i]
 		opened[i] = nil
-		if err := copyBlob(tw, c.blobs[d], ob, o); err != nil {
+		added, cerr, err := copyBlob(tw, c.blobs[d], ob, o)
+		c.cacheFailed(cerr)
+		if err != nil {
 			return nil, err
+		}
+		if added {
+			res.CacheAdded++
 		}
 		if ob.cached {
 			res.CachedBlobs++
@@ -316,6 +338,10 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		return nil, err
 	}
 	o.Progress.Done()
+	res.CacheErr = o.Cache.Err()
+	if res.CacheErr == nil {
+		res.CacheErr = c.cacheErr
+	}
 	res.Bytes = cw.n
 	res.SHA256, hashed = hex.EncodeToString(sum.Sum()), true
 	return res, nil
@@ -330,8 +356,6 @@ func header(name string, size int64) *tar.Header {
 	}
 }
 
-// copyBlob streams one blob from its registry into the archive and checks
-// its size and digest.
 // prefetch is how many blob requests are open ahead of the one written.
 const prefetch = 4
 
@@ -352,20 +376,23 @@ func (ob openBlob) close() {
 	if ob.rc != nil {
 		ob.rc.Close()
 	}
-	ob.cache.done(false)
+	ob.cache.done(false) // not verified: no error to report
 }
 
-func copyBlob(tw *tar.Writer, b blobInfo, ob openBlob, o PackageOptions) error {
+// copyBlob streams one blob from its registry (or the cache) into the
+// archive and checks its size and digest (ob.rc checks the digest of a
+// registry's blob at its end). added says whether the blob was added to the
+// cache, cacheErr why not (a failed write: packaging goes on).
+func copyBlob(tw *tar.Writer, b blobInfo, ob openBlob, o PackageOptions) (added bool, cacheErr, err error) {
 	what := fmt.Sprintf("%s: blob %s", b.from, b.desc.Digest)
 	if ob.err != nil {
-		return fmt.Errorf("%s: %w", what, ob.err)
+		return false, nil, fmt.Errorf("%s: %w", what, ob.err)
 	}
 	rc := ob.rc
 	defer rc.Close()
-	verified := false
-	defer func() { ob.cache.done(verified) }()
+	defer func() { added, cacheErr = ob.cache.done(err == nil) }()
 	if err := tw.WriteHeader(header(BlobsDir+b.desc.Digest.Hex, b.desc.Size)); err != nil {
-		return err
+		return false, nil, err
 	}
 	// go-containerregistry's blob reader checks the digest at the end (one
 	// sha256 pass, not two); a cached blob was checked when opened.
@@ -378,14 +405,13 @@ func copyBlob(tw *tar.Writer, b blobInfo, ob openBlob, o PackageOptions) error {
 	n, err := io.CopyBuffer(tw, io.TeeReader(r, o.Progress), *buf)
 	switch {
 	case errors.Is(err, tar.ErrWriteTooLong):
-		return fmt.Errorf("%s: the registry sent more than the %d bytes the manifest says", what, b.desc.Size)
+		return false, nil, fmt.Errorf("%s: the registry sent more than the %d bytes the manifest says", what, b.desc.Size)
 	case err != nil:
-		return fmt.Errorf("%s: %w", what, err)
+		return false, nil, fmt.Errorf("%s: %w", what, err)
 	case n != b.desc.Size:
-		return fmt.Errorf("%s: the registry sent %d bytes, the manifest says %d", what, n, b.desc.Size)
+		return false, nil, fmt.Errorf("%s: the registry sent %d bytes, the manifest says %d", what, n, b.desc.Size)
 	}
-	verified = true
-	return nil
+	return false, nil, nil // added and cacheErr: set by done
 }
 
 // image reads the manifest (and, for an index, every child manifest) of one
@@ -442,8 +468,8 @@ func (c *collected) get(ctx context.Context, ref name.Reference) ([]byte, types.
 	if err != nil {
 		return nil, "", v1.Hash{}, err
 	}
-	c.cache.putManifest(desc.Digest, desc.Manifest)
-	return desc.Manifest, desc.MediaType, desc.Digest, nil
+	c.cacheFailed(c.cache.putManifest(desc.Digest, desc.Manifest))
+	return desc.Manifest, manifestMediaType(desc.Manifest, desc.MediaType), desc.Digest, nil
 }
 
 // add records a manifest (raw bytes) and what it names, recursively.

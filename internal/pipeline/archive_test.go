@@ -177,4 +177,17 @@ func TestPackageCacheDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "x.tgz")); !os.IsNotExist(err) {
 		t.Errorf("an archive was written despite the error")
 	}
+	// A cache that cannot be written (its blobs is a file: root writes
+	// into read-only directories) is no error: the same archive, and the
+	// result says that nothing was added.
+	ro := filepath.Join(dir, "ro")
+	os.MkdirAll(ro, 0o755)
+	os.WriteFile(filepath.Join(ro, "blobs"), nil, 0o644)
+	pr, err := Package(t.Context(), PackageOptions{Source: f.source, Output: filepath.Join(dir, "ro.tgz"), Cache: ro, Mirror: mirror.Options{PlainHTTP: true}})
+	if err != nil {
+		t.Fatalf("unwritable cache: %v", err)
+	}
+	if pr.SHA256 != sums[0] || pr.CacheAdded != 0 || pr.CacheErr == nil {
+		t.Errorf("unwritable cache: same archive %v, %d blobs added, error %v", pr.SHA256 == sums[0], pr.CacheAdded, pr.CacheErr)
+	}
 }
