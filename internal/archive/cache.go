@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -40,8 +42,9 @@ import (
 // nothing was added).
 //
 // The cache only grows: remove the directory (or files under
-// blobs/sha256 not touched for a while, .partial-* left by a killed run
-// included: they are never read) to prune it.
+// blobs/sha256 not touched for a while) to prune it. Temporary files
+// (.partial-*) left by a killed run are never read, and OpenCache removes
+// those not written for a day.
 type Cache struct {
 	dir string
 	// Verify hashes every cached blob before it is used.
@@ -98,7 +101,32 @@ func OpenCache(dir string) (*Cache, error) {
 		empty := `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`
 		c.err = c.writeFile(filepath.Join(dir, IndexFile), []byte(empty))
 	}
+	c.removeAbandoned(time.Now().Add(-abandonedAfter))
 	return c, nil
+}
+
+// abandonedAfter is how long a temporary file of the cache goes unwritten
+// before it counts as left by a killed run (a blob being written is written
+// to every few seconds at worst, so a running packaging is never disturbed).
+const abandonedAfter = 24 * time.Hour
+
+// removeAbandoned removes the temporary files (cacheTempPrefix) under
+// blobs/sha256 last written before cutoff. Errors are ignored: they are
+// only litter.
+func (c *Cache) removeAbandoned(cutoff time.Time) {
+	dir := filepath.Join(c.dir, "blobs", "sha256")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), cacheTempPrefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // readMarker reads the oci-layout file p: a regular file (a FIFO would

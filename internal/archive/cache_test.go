@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1"
@@ -297,5 +298,38 @@ func TestOpenCacheErrors(t *testing.T) {
 	}
 	if _, err := layout.FromPath(c.Dir()); err != nil {
 		t.Errorf("a new cache is not an OCI image layout: %v", err)
+	}
+}
+
+// TestOpenCacheRemovesAbandoned: temporary files a killed run left behind
+// go once they have not been written for a day; a recent one (a run in
+// progress) and every blob stay.
+func TestOpenCacheRemovesAbandoned(t *testing.T) {
+	dir := t.TempDir()
+	c, err := OpenCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := filepath.Join(c.Dir(), "blobs", "sha256")
+	old, recent := filepath.Join(blobs, cacheTempPrefix+"old"), filepath.Join(blobs, cacheTempPrefix+"recent")
+	blob := filepath.Join(blobs, strings.Repeat("ab", 32))
+	for _, p := range []string{old, recent, blob} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	longAgo := time.Now().Add(-abandonedAfter - time.Hour)
+	for _, p := range []string{old, blob} {
+		if err := os.Chtimes(p, longAgo, longAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := OpenCache(dir); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{old: false, recent: true, blob: true} {
+		if _, err := os.Stat(p); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
+		}
 	}
 }
