@@ -86,7 +86,36 @@ func TestPrintCache(t *testing.T) {
 	if want := "cache     5 of 5 blobs (2.0 KiB) read from /c\n"; out.String() != want {
 		t.Errorf("everything cached: got %q, want %q", out.String(), want)
 	}
+	var damagedErr bytes.Buffer
+	printCache(&out, &damagedErr, "/c", &archive.PackageResult{Blobs: 5, CachedBlobs: 4, CacheAdded: 1, CacheDamaged: 1})
+	if !strings.HasPrefix(damagedErr.String(), "warning: 1 cached blobs had the wrong digest") {
+		t.Errorf("no warning for a damaged cached blob: %q", damagedErr.String())
+	}
 	if !strings.HasPrefix(errOut.String(), "warning: cache /ro: open") {
 		t.Errorf("no warning: %q", errOut.String())
+	}
+}
+
+// TestPackageBadCacheIsUsageError: a --cache that cannot be a cache (a
+// file, a directory of other files) is refused before any registry is
+// read, as a usage error (exit 2), and no archive is written.
+func TestPackageBadCacheIsUsageError(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, cache := range []string{file, dir} {
+		root := newRootCmd()
+		root.SetArgs([]string{"package", "-o", filepath.Join(dir, "x.tgz"), "--source", dir, "--cache", cache})
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		var fe *pipeline.FlagError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), "--cache") {
+			t.Errorf("--cache %s: %v, want a usage error naming --cache", cache, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "x.tgz")); !os.IsNotExist(err) {
+			t.Errorf("--cache %s: an archive was written", cache)
+		}
 	}
 }

@@ -48,8 +48,9 @@ func run() int {
 	var ie *pipeline.InputError
 	var ue *usageError
 	var pe *pipeline.PathError
+	var fe *pipeline.FlagError
 	switch {
-	case errors.As(err, &ue), errors.As(err, &pe):
+	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &fe):
 		return 2
 	case errors.As(err, &ie):
 		return 1

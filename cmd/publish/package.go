@@ -112,6 +112,9 @@ func printCache(w, stderr io.Writer, dir string, res *archive.PackageResult) {
 		fmt.Fprintf(w, "; of the %d read from the registries (%s), %d added to it", n, archive.Size(res.BlobBytes-res.CachedBytes), res.CacheAdded)
 	}
 	fmt.Fprintln(w)
+	if res.CacheDamaged > 0 {
+		fmt.Fprintf(stderr, "warning: %d cached blobs had the wrong digest (damaged on the disk): they were read from the registries again and replaced in %s\n", res.CacheDamaged, dir)
+	}
 	if res.CacheErr != nil {
 		fmt.Fprintf(stderr, "warning: %v: the archive is complete, but what could not be cached is read from the registries again next time\n", res.CacheErr)
 	}

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -68,11 +69,22 @@ func OpenCache(dir string) (*Cache, error) {
 		return nil, fmt.Errorf("cache %s: %w", dir, err) // under a file: ENOTDIR
 	}
 	c := &Cache{dir: dir}
+	marker := filepath.Join(dir, LayoutFile)
+	data, err := readMarker(marker)
+	if errors.Is(err, os.ErrNotExist) {
+		// A new cache goes only into a new or empty directory: --cache .
+		// must not fill a checkout with blobs.
+		if entries, rerr := os.ReadDir(dir); rerr == nil {
+			for _, e := range entries {
+				if !strings.HasPrefix(e.Name(), cacheTempPrefix) {
+					return nil, fmt.Errorf("cache %s is neither empty nor an OCI image layout (it has %s, and no %s): give a new or empty directory, or an OCI image layout", dir, e.Name(), LayoutFile)
+				}
+			}
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "blobs", "sha256"), 0o755); err != nil {
 		c.err = fmt.Errorf("cache %s: %w", dir, err)
 	}
-	marker := filepath.Join(dir, LayoutFile)
-	data, err := readMarker(marker)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if c.err == nil {
@@ -217,16 +229,26 @@ func (c *Cache) manifest(h v1.Hash, limit int64) (raw []byte, mt types.MediaType
 }
 
 // putManifest stores a manifest that was read (and checked) from a
-// registry, unless the cache holds a file of its size already: what is
-// there otherwise (too large, truncated, a FIFO) was not used, and is
-// replaced. An error only means that it was not stored: a cache that cannot
-// be written only costs requests.
+// registry, unless the cache holds these very bytes already: anything else
+// there (damaged, too large, truncated, a FIFO) was not used, and is
+// replaced. Manifests are small: comparing costs one short read. An error
+// only means that it was not stored: a cache that cannot be written only
+// costs requests.
 func (c *Cache) putManifest(h v1.Hash, raw []byte) error {
 	if c == nil || h.Algorithm != "sha256" {
 		return nil
 	}
-	if st, err := os.Stat(c.path(h)); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(raw)) {
-		return nil
+	if f, err := os.OpenFile(c.path(h), os.O_RDONLY|openNonBlock|openNoFollow, 0); err == nil {
+		st, err := f.Stat()
+		same := false
+		if err == nil && st.Mode().IsRegular() && st.Size() == int64(len(raw)) {
+			have, err := io.ReadAll(io.LimitReader(f, int64(len(raw))))
+			same = err == nil && bytes.Equal(have, raw)
+		}
+		f.Close()
+		if same {
+			return nil
+		}
 	}
 	return c.writeFile(c.path(h), raw)
 }
@@ -280,15 +302,16 @@ func manifestMediaType(raw []byte, served types.MediaType) types.MediaType {
 // or it has the wrong size, or (with Verify) the wrong digest. A file of
 // the wrong digest is removed; one of the wrong size is left for the
 // registry's copy to replace (a manifest may lie about the size).
+// damaged says a file of the wrong digest was found (and removed).
 //
 // Only a regular file of the cache itself is trusted without hashing: a
 // symbolic link (it may lead anywhere, /etc/passwd say) is used only when
 // what it leads to has the blob's digest, as with Verify; a FIFO, device
 // or directory is never read. The default path costs one open and one
 // fstat; ctx stops the hashing.
-func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, ok bool) {
+func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, ok, damaged bool) {
 	if c == nil || d.Digest.Algorithm != "sha256" {
-		return nil, false
+		return nil, false, false
 	}
 	p := c.path(d.Digest)
 	verify := c.Verify
@@ -296,10 +319,10 @@ func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, o
 	if err != nil {
 		// O_NOFOLLOW refused a symbolic link (ELOOP): follow it, and hash.
 		if st, lerr := os.Lstat(p); lerr != nil || st.Mode()&os.ModeSymlink == 0 {
-			return nil, false
+			return nil, false, false
 		}
 		if f, err = os.OpenFile(p, os.O_RDONLY|openNonBlock, 0); err != nil {
-			return nil, false // dangling: the registry's copy replaces the link
+			return nil, false, false // dangling: the registry's copy replaces the link
 		}
 		verify = true
 	}
@@ -310,23 +333,24 @@ func (c *Cache) checkedBlob(ctx context.Context, d v1.Descriptor) (f *os.File, o
 		}
 		// A regular file stays: the registry's copy replaces it (rename),
 		// and the descriptor's size may be the wrong one.
-		return nil, false
+		return nil, false, false
 	}
 	if !verify {
-		return f, true
+		return f, true, false
 	}
 	h := sha256.New()
 	n, err := io.Copy(h, ctxReader{ctx, io.LimitReader(f, d.Size+1)})
 	if err == nil && n == d.Size && hex.EncodeToString(h.Sum(nil)) == d.Digest.Hex {
 		if _, err = f.Seek(0, io.SeekStart); err == nil {
-			return f, true
+			return f, true, false
 		}
 	}
 	f.Close()
 	if err == nil {
 		os.Remove(p)
+		return nil, false, true
 	}
-	return nil, false
+	return nil, false, false
 }
 
 // ctxReader stops reading once ctx is done.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -483,9 +484,18 @@ func TestPackageCacheDamagedBlobCaught(t *testing.T) {
 		t.Fatal(err)
 	}
 	hex := filepath.Base(layer)
-	if _, err := Verify(out, Limits{}, nil); err == nil || !strings.Contains(err.Error(), hex) {
+	// The archive matches its .sha256: the error says it was written so
+	// (package again), not "copy it again".
+	if _, err := Verify(out, Limits{}, nil); err == nil || !strings.Contains(err.Error(), hex) || !errors.Is(err, ErrWrittenDamaged) || errors.Is(err, ErrCorrupt) {
 		t.Errorf("verify: %v", err)
 	}
+	// Without its .sha256, the tool cannot tell: copy it again.
+	os.Remove(ChecksumPath(out))
+	if _, err := Verify(out, Limits{}, nil); err == nil || !errors.Is(err, ErrCorrupt) {
+		t.Errorf("verify without .sha256: %v", err)
+	}
+	sum := sha256File(t, out)
+	os.WriteFile(ChecksumPath(out), []byte(sum+"  "+filepath.Base(out)+"\n"), 0o644)
 	dst := startRegistry(t)
 	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst, "mirror"), TempDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "not the sha256:"+hex) || !strings.Contains(err.Error(), "--verify-cache") {

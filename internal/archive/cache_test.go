@@ -176,8 +176,8 @@ func TestPackageCache(t *testing.T) {
 	if sum != plain {
 		t.Errorf("archive from a damaged cache with Verify differs")
 	}
-	if repaired.CachedBlobs != repaired.Blobs-1 || cr.blobs.Load() != blobs+1 {
-		t.Errorf("with Verify, %d of %d blobs cached, %d registry reads", repaired.CachedBlobs, repaired.Blobs, cr.blobs.Load()-blobs)
+	if repaired.CachedBlobs != repaired.Blobs-1 || cr.blobs.Load() != blobs+1 || repaired.CacheDamaged != 1 {
+		t.Errorf("with Verify, %d of %d blobs cached, %d registry reads, %d damaged", repaired.CachedBlobs, repaired.Blobs, cr.blobs.Load()-blobs, repaired.CacheDamaged)
 	}
 	for _, p := range []string{layer, manifest} {
 		if got := sha256File(t, p); got != filepath.Base(p) {
@@ -292,6 +292,24 @@ func TestOpenCacheErrors(t *testing.T) {
 	if _, err := OpenCache(file); err == nil || !strings.Contains(err.Error(), file) {
 		t.Errorf("a file as cache: %v", err)
 	}
+	// A checkout (or any directory with files but no oci-layout) is not
+	// turned into a cache; an empty one, or one holding only temporary
+	// files of an interrupted first run, is.
+	checkout := filepath.Join(dir, "checkout")
+	os.MkdirAll(checkout, 0o755)
+	os.WriteFile(filepath.Join(checkout, "README.md"), []byte("hi"), 0o644)
+	if _, err := OpenCache(checkout); err == nil || !strings.Contains(err.Error(), "neither empty nor an OCI image layout (it has README.md") {
+		t.Errorf("a non-empty directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(checkout, "blobs")); !os.IsNotExist(err) {
+		t.Errorf("blobs/ was created in a directory refused as cache")
+	}
+	interrupted := filepath.Join(dir, "interrupted")
+	os.MkdirAll(interrupted, 0o755)
+	os.WriteFile(filepath.Join(interrupted, cacheTempPrefix+"1"), nil, 0o644)
+	if _, err := OpenCache(interrupted); err != nil {
+		t.Errorf("a directory with only a temporary file: %v", err)
+	}
 	c, err := OpenCache(filepath.Join(dir, "new"))
 	if err != nil {
 		t.Fatal(err)
@@ -331,5 +349,38 @@ func TestOpenCacheRemovesAbandoned(t *testing.T) {
 		if _, err := os.Stat(p); (err == nil) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
 		}
+	}
+}
+
+// TestPackageCacheRepairsTaggedManifest: a manifest named by a tag is read
+// from the registry (a tag can move); a damaged copy of it in the cache is
+// replaced by what the registry served.
+func TestPackageCacheRepairsTaggedManifest(t *testing.T) {
+	host := startRegistry(t)
+	imgs, _ := pushFixture(t, host)
+	dir := t.TempDir()
+	cache, err := OpenCache(filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack := func() *PackageResult {
+		t.Helper()
+		res, err := WriteFile(ctx(t), filepath.Join(dir, "a.tgz"), PackageOptions{Images: []Image{{Ref: imgs[0]}}, Level: DefaultLevel, Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := pack()
+	p := filepath.Join(cache.Dir(), "blobs", "sha256", strings.TrimPrefix(res.Images[0].Digest, "sha256:"))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("the tagged manifest was not cached: %v", err)
+	}
+	data[len(data)/2] ^= 0xff
+	os.WriteFile(p, data, 0o644)
+	pack()
+	if got := sha256File(t, p); got != filepath.Base(p) {
+		t.Errorf("the damaged manifest stayed in the cache")
 	}
 }

@@ -306,6 +306,18 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 		start(s.c)
 	}
 	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
+		// A blob that does not match its digest in a file that matches its
+		// .sha256 was written so: tell which of the two it is.
+		var de *DigestError
+		var ee *EntryError
+		if hasSum && errors.As(err, &de) && errors.As(err, &ee) {
+			if _, cerr := io.Copy(h, f); cerr == nil {
+				hashed = true
+				if hex.EncodeToString(h.Sum()) == want {
+					err = &EntryError{Entry: ee.Entry, Err: fmt.Errorf("%w: %w", de, ErrWrittenDamaged)}
+				}
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	// Hash whatever follows the gzip stream too: it is part of the file.

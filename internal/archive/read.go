@@ -64,6 +64,20 @@ func (e *RegistryError) Unwrap() error { return e.Err }
 // damaged (truncated, bad gzip or tar stream, wrong digest): copy it again.
 var ErrCorrupt = errors.New("the archive is damaged: copy it again (and compare its .sha256)")
 
+// DigestError says an entry's content does not hash to the digest its name
+// gives (sha256, hex).
+type DigestError struct{ Got, Want string }
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("content has digest sha256:%s, not the sha256:%s its name says", e.Got, e.Want)
+}
+
+// ErrWrittenDamaged replaces ErrCorrupt after a DigestError when the whole
+// file still matches its FILE.sha256: the archive was not damaged on the
+// way, it was written from a damaged blob (one trusted from a damaged
+// --cache, say), so copying it again cannot help.
+var ErrWrittenDamaged = errors.New("the archive matches its .sha256, so it was written with this damage, not damaged on the way: package it again (with --verify-cache if it was made with --cache)")
+
 // Walk reads a gzip-compressed tar from r and calls visit for every regular
 // file, in archive order, after checking it: the path must be oci-layout,
 // index.json, blobs/sha256/<64 hex digits> or a .yaml file below packages/
@@ -250,7 +264,7 @@ func (e *entryReader) Read(p []byte) (int, error) {
 		e.done = true
 		if e.h != nil {
 			if got := hex.EncodeToString(e.h.Sum(nil)); got != e.want {
-				return n, &EntryError{Entry: e.name, Err: fmt.Errorf("content has digest sha256:%s, not the sha256:%s its name says (when the archive's .sha256 matches, it was written so: package it again, with --verify-cache if it was made with --cache): %w", got, e.want, ErrCorrupt)}
+				return n, &EntryError{Entry: e.name, Err: fmt.Errorf("%w: %w", &DigestError{Got: got, Want: e.want}, ErrCorrupt)}
 			}
 		}
 	}

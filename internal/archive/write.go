@@ -99,6 +99,10 @@ type PackageResult struct {
 	// read from the registries again.
 	CacheAdded int
 	CacheErr   error
+	// CacheDamaged counts the cached blobs found damaged (wrong digest,
+	// with Cache.Verify): they were read from a registry instead, and
+	// replaced in the cache.
+	CacheDamaged int
 }
 
 // blobInfo is a config or layer to copy, and where to read it.
@@ -274,7 +278,8 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 			b := c.blobs[blobs[i]]
 			// A cached blob is hashed here, ahead of the copy (on the
 			// other core): a damaged one is read from the registry.
-			if f, ok := c.cache.checkedBlob(bctx, b.desc); ok {
+			f, ok, damaged := c.cache.checkedBlob(bctx, b.desc)
+			if ok {
 				opened[i] <- openBlob{rc: f, cached: true}
 				return
 			}
@@ -290,7 +295,7 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 			}
 			bw, err := c.cache.newBlob(b.desc)
 			c.cacheFailed(err)
-			opened[i] <- openBlob{rc: rc, cache: bw}
+			opened[i] <- openBlob{rc: rc, cache: bw, damaged: damaged}
 		}()
 	}
 	for i := range min(prefetch, len(blobs)) {
@@ -322,6 +327,9 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		}
 		if added {
 			res.CacheAdded++
+		}
+		if ob.damaged {
+			res.CacheDamaged++
 		}
 		if ob.cached {
 			res.CachedBlobs++
@@ -369,6 +377,8 @@ type openBlob struct {
 	err    error
 	cached bool        // rc is the cache's file
 	cache  *blobWriter // receives a registry's bytes for the cache
+	// damaged: the cache had this blob with the wrong digest (Verify).
+	damaged bool
 }
 
 // close releases a blob that will not be copied.

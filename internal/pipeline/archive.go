@@ -86,6 +86,16 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 			return nil, &PathError{Path: p}
 		}
 	}
+	// The cache first: a wrong --cache is told before any registry is read.
+	var cache *archive.Cache
+	if o.Cache != "" {
+		c, err := archive.OpenCache(o.Cache)
+		if err != nil {
+			return nil, &FlagError{Flag: "--cache", Err: err}
+		}
+		c.Verify = o.VerifyCache
+		cache = c
+	}
 	ms, err := Scan(o.Source, o.PackagesDir)
 	if err != nil {
 		return nil, err
@@ -203,13 +213,6 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		if origin != "" {
 			ann[archive.AnnotationSourceRepo] = origin
 		}
-	}
-	var cache *archive.Cache
-	if o.Cache != "" {
-		if cache, err = archive.OpenCache(o.Cache); err != nil {
-			return nil, inputErr(err)
-		}
-		cache.Verify = o.VerifyCache
 	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), count(work), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{

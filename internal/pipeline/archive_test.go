@@ -145,8 +145,8 @@ func TestCreateManifest(t *testing.T) {
 }
 
 // TestPackageCacheDir: --cache makes the second archive from the disk, byte
-// for byte the first; a cache that is not an OCI image layout is an input
-// error.
+// for byte the first; a cache that is not an OCI image layout is a usage
+// error (exit 2).
 func TestPackageCacheDir(t *testing.T) {
 	f := newFixture(t)
 	dir := t.TempDir()
@@ -170,8 +170,8 @@ func TestPackageCacheDir(t *testing.T) {
 	os.MkdirAll(bad, 0o755)
 	os.WriteFile(filepath.Join(bad, "oci-layout"), []byte("not json"), 0o644)
 	_, err := Package(t.Context(), PackageOptions{Source: f.source, Output: filepath.Join(dir, "x.tgz"), Cache: bad, Mirror: mirror.Options{PlainHTTP: true}})
-	var ie *InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not an OCI image layout") {
+	var fe *FlagError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "not an OCI image layout") {
 		t.Errorf("bad cache: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.tgz")); !os.IsNotExist(err) {
@@ -182,6 +182,7 @@ func TestPackageCacheDir(t *testing.T) {
 	// result says that nothing was added.
 	ro := filepath.Join(dir, "ro")
 	os.MkdirAll(ro, 0o755)
+	os.WriteFile(filepath.Join(ro, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644)
 	os.WriteFile(filepath.Join(ro, "blobs"), nil, 0o644)
 	pr, err := Package(t.Context(), PackageOptions{Source: f.source, Output: filepath.Join(dir, "ro.tgz"), Cache: ro, Mirror: mirror.Options{PlainHTTP: true}})
 	if err != nil {

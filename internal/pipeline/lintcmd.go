@@ -102,6 +102,16 @@ func (e *PathError) Error() string {
 	return fmt.Sprintf("%s: no such file or directory below --source", e.Path)
 }
 
+// FlagError says a flag's value cannot be used (a usage error, exit 2:
+// the message says what to give instead).
+type FlagError struct {
+	Flag string
+	Err  error
+}
+
+func (e *FlagError) Error() string { return fmt.Sprintf("%s: %v", e.Flag, e.Err) }
+func (e *FlagError) Unwrap() error { return e.Err }
+
 // Selected reports whether path (slash-separated, relative to the source)
 // is one of paths (files or directories as given on the command line) or
 // below one of them; no paths selects everything.
