@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/publish
 
-.PHONY: build demo test test-short lint clean
+.PHONY: build demo demo-airgap test test-short lint clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/publish
@@ -11,6 +11,11 @@ build:
 # in-process registries and local Git repos: needs only Go (and no network).
 demo: build
 	$(GO) run ./hack/demo -publish $(BIN)
+
+# The air-gapped story on the same example: package (twice, the second time
+# from the --cache), verify, stop the source registry, push --catalog.
+demo-airgap: build
+	$(GO) run ./hack/demo -publish $(BIN) -airgap
 
 # README command 2: every test, with the race detector. The integration tests
 # need the Debian packages docker-registry and git (apt-get install -y

@@ -48,29 +48,10 @@ func (d *demo) showCatalog() error {
 	}
 	var problems []string
 
-	delisted := pick(objs, func(o renderedObject) bool {
-		return o.Kind == "Artifact" && o.Metadata.Name == delistPackage
-	})
-	if delisted == nil {
-		problems = append(problems, fmt.Sprintf("no Artifact %s under rendered/", delistPackage))
+	if d.airgapped {
+		problems = d.checkAirgapped(objs)
 	} else {
-		d.cat(delisted)
-		if delisted.Spec.Present == nil || *delisted.Spec.Present {
-			problems = append(problems, fmt.Sprintf("%s: Artifact %s should have spec.present: false after the delisting", delisted.Path, delistPackage))
-		}
-	}
-
-	upgrade := newest(d.bundles, upgradePackage)
-	upgraded := pick(objs, func(o renderedObject) bool {
-		return o.Kind == "ArtifactVersion" && o.artifact() == upgradePackage && strings.TrimPrefix(o.Spec.Tag, "v") == upgrade.Version
-	})
-	if upgraded == nil {
-		problems = append(problems, fmt.Sprintf("no ArtifactVersion of %s with tag v%s under rendered/", upgradePackage, upgrade.Version))
-	} else {
-		d.cat(upgraded)
-		if upgraded.Spec.Present == nil || !*upgraded.Spec.Present {
-			problems = append(problems, fmt.Sprintf("%s: ArtifactVersion %s should have spec.present: true", upgraded.Path, upgraded.Metadata.Name))
-		}
+		problems = d.checkRuns(objs)
 	}
 
 	fmt.Fprintf(d.out, "\n$ git log --oneline\n")
@@ -110,6 +91,66 @@ func (d *demo) showCatalog() error {
 }
 
 // renderedObject is the part of a rendered Kubernetes object the demo looks at.
+// checkRuns checks what the four publish runs should leave: the delisted
+// package's Artifact with spec.present: false, the upgrade's
+// ArtifactVersion present.
+func (d *demo) checkRuns(objs []renderedObject) []string {
+	var problems []string
+	delisted := pick(objs, func(o renderedObject) bool {
+		return o.Kind == "Artifact" && o.Metadata.Name == delistPackage
+	})
+	if delisted == nil {
+		problems = append(problems, fmt.Sprintf("no Artifact %s under rendered/", delistPackage))
+	} else {
+		d.cat(delisted)
+		if delisted.Spec.Present == nil || *delisted.Spec.Present {
+			problems = append(problems, fmt.Sprintf("%s: Artifact %s should have spec.present: false after the delisting", delisted.Path, delistPackage))
+		}
+	}
+
+	upgrade := newest(d.bundles, upgradePackage)
+	upgraded := pick(objs, func(o renderedObject) bool {
+		return o.Kind == "ArtifactVersion" && o.artifact() == upgradePackage && strings.TrimPrefix(o.Spec.Tag, "v") == upgrade.Version
+	})
+	if upgraded == nil {
+		problems = append(problems, fmt.Sprintf("no ArtifactVersion of %s with tag v%s under rendered/", upgradePackage, upgrade.Version))
+	} else {
+		d.cat(upgraded)
+		if upgraded.Spec.Present == nil || !*upgraded.Spec.Present {
+			problems = append(problems, fmt.Sprintf("%s: ArtifactVersion %s should have spec.present: true", upgraded.Path, upgraded.Metadata.Name))
+		}
+	}
+
+	return problems
+}
+
+// checkAirgapped checks what push --catalog of the archive should leave:
+// every Artifact present, pointing at the destination registry under the
+// site prefix.
+func (d *demo) checkAirgapped(objs []renderedObject) []string {
+	var problems []string
+	artifacts := 0
+	for i, o := range objs {
+		if o.Kind != "Artifact" {
+			continue
+		}
+		artifacts++
+		if o.Spec.Present == nil || !*o.Spec.Present {
+			problems = append(problems, fmt.Sprintf("%s: Artifact %s should have spec.present: true", o.Path, o.Metadata.Name))
+		}
+		if o.Spec.Registry != d.dst.Host || !strings.HasPrefix(o.Spec.Repository, "site/") {
+			problems = append(problems, fmt.Sprintf("%s: Artifact %s points at %s/%s, not the destination %s/site/...", o.Path, o.Metadata.Name, o.Spec.Registry, o.Spec.Repository, d.dst.Host))
+		}
+		if o.Metadata.Name == delistPackage {
+			d.cat(&objs[i])
+		}
+	}
+	if artifacts == 0 {
+		problems = append(problems, "no Artifact under rendered/")
+	}
+	return problems
+}
+
 type renderedObject struct {
 	Path     string `json:"-"` // relative to the clone
 	Doc      []byte `json:"-"` // the object's YAML document
@@ -119,8 +160,10 @@ type renderedObject struct {
 		Labels map[string]string `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
-		Present *bool  `json:"present"`
-		Tag     string `json:"tag"`
+		Present    *bool  `json:"present"`
+		Tag        string `json:"tag"`
+		Registry   string `json:"registry"`
+		Repository string `json:"repository"`
 	} `json:"spec"`
 }
 

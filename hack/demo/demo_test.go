@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -479,5 +481,53 @@ func TestVersionLess(t *testing.T) {
 		if got := versionLess(tc.a, tc.b); got != tc.want {
 			t.Errorf("versionLess(%s, %s) = %v", tc.a, tc.b, got)
 		}
+	}
+}
+
+// allFromCache matches the cache line of a package run that read every
+// blob from the cache.
+var allFromCache = regexp.MustCompile(`cache +(\d+) of (\d+) blobs .* read from \S+\n`)
+
+// fromCacheOnly reports whether a cache line of out says every blob came
+// from the cache.
+func fromCacheOnly(out string) bool {
+	for _, m := range allFromCache.FindAllStringSubmatch(out, -1) {
+		if m[1] == m[2] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDemoWithPublish runs the README demo, both stories, with the real
+// publish binary (built here): what `make demo` and `make demo-airgap` do.
+func TestDemoWithPublish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the publish binary")
+	}
+	bin := filepath.Join(t.TempDir(), "publish")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/publish")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	examples, _ := filepath.Abs(examplesDir)
+	for _, airgap := range []bool{false, true} {
+		t.Run(map[bool]string{false: "runs", true: "airgap"}[airgap], func(t *testing.T) {
+			var out bytes.Buffer
+			d := &demo{out: &out, runTimeout: 2 * time.Minute, airgapped: airgap}
+			if err := d.run(t.Context(), bin, examples); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			want := "Listing, upgrade and delisting reached the catalog repo"
+			if airgap {
+				want = "The archive alone put every image into the destination registry"
+				if !strings.Contains(out.String(), "same sha256 both times") || !fromCacheOnly(out.String()) {
+					t.Errorf("the second package did not come from the cache, the same bytes:\n%s", out.String())
+				}
+			}
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("no %q in:\n%s", want, out.String())
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -21,6 +22,9 @@ type localRegistry struct {
 
 	srv  *http.Server
 	done chan error
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // startRegistry listens on 127.0.0.1:0 and serves a fresh, empty registry.
@@ -42,8 +46,14 @@ func startRegistry(name string) (*localRegistry, error) {
 	return r, nil
 }
 
-// Close stops the registry, waiting briefly for requests in flight.
+// Close stops the registry, waiting briefly for requests in flight. Calls
+// after the first return its result.
 func (r *localRegistry) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.close() })
+	return r.closeErr
+}
+
+func (r *localRegistry) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := r.srv.Shutdown(ctx)
