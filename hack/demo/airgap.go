@@ -22,7 +22,7 @@ func (d *demo) airgap(ctx context.Context) error {
 	}
 	archive, cache := filepath.Join(dir, "operators.tgz"), filepath.Join(dir, "cache")
 	d.header("5a. Connected side: publish package, filling a cache")
-	if err := d.publishCmd(ctx, "package", "--source", d.pkgRepo, "-o", archive, "--plain-http", "--cache", cache); err != nil {
+	if err := d.publishCmd(ctx, "", "package", "--source", d.pkgRepo, "-o", archive, "--plain-http", "--cache", cache); err != nil {
 		return err
 	}
 	d.header("5b. publish package again: every blob from the cache, the same archive")
@@ -30,7 +30,7 @@ func (d *demo) airgap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := d.publishCmd(ctx, "package", "--source", d.pkgRepo, "-o", archive, "--plain-http", "--cache", cache); err != nil {
+	if err := d.publishCmd(ctx, "", "package", "--source", d.pkgRepo, "-o", archive, "--plain-http", "--cache", cache); err != nil {
 		return err
 	}
 	second, err := os.ReadFile(archive + ".sha256")
@@ -43,7 +43,7 @@ func (d *demo) airgap(ctx context.Context) error {
 	fmt.Fprintf(d.out, "same sha256 both times: %s", second)
 
 	d.header("5c. publish verify: checksum, every digest, the structure")
-	if err := d.publishCmd(ctx, "verify", archive); err != nil {
+	if err := d.publishCmd(ctx, "", "verify", archive); err != nil {
 		return err
 	}
 
@@ -54,12 +54,16 @@ func (d *demo) airgap(ctx context.Context) error {
 	fmt.Fprintf(d.out, "source registry http://%s: stopped\n", d.src.Host)
 
 	d.header("5e. Site: publish push --catalog, from the archive alone")
-	return d.publishCmd(ctx, "push", archive, "--dst-repo", d.dst.Host+"/site", "--plain-http", "--no-auth", "--catalog", d.catalog)
+	return d.publishCmd(ctx, "", "push", archive, "--dst-repo", d.dst.Host+"/site", "--plain-http", "--no-auth", "--catalog", d.catalog)
 }
 
 // publishCmd runs publish with args, showing the command (paths below the
-// work directory as $WORK/...) and its output.
-func (d *demo) publishCmd(ctx context.Context, args ...string) error {
+// work directory as $WORK/...) and its output; errors start with label
+// ("publish run #2", say; "" for "publish <first argument>").
+func (d *demo) publishCmd(ctx context.Context, label string, args ...string) error {
+	if label == "" {
+		label = "publish " + args[0]
+	}
 	shown := make([]string, len(args))
 	for i, a := range args {
 		shown[i] = d.display(a)
@@ -74,9 +78,9 @@ func (d *demo) publishCmd(ctx context.Context, args ...string) error {
 	pw.Flush()
 	if err != nil {
 		if runCtx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("publish %s did not finish within %s", args[0], d.runTimeout)
+			return fmt.Errorf("%s did not finish within %s", label, d.runTimeout)
 		}
-		return fmt.Errorf("publish %s failed: %w", args[0], err)
+		return fmt.Errorf("%s failed: %w", label, err)
 	}
 	return nil
 }

@@ -275,25 +275,8 @@ func (d *demo) publishRun(ctx context.Context, n int, expect commitExpectation) 
 		"--dst-registry", d.dst.Host,
 		"--plain-http",
 	}
-	shown := make([]string, len(args))
-	for i, a := range args {
-		shown[i] = d.display(a)
-	}
-	fmt.Fprintf(d.out, "$ publish %s\n", strings.Join(shown, " "))
-
-	runCtx, cancel := context.WithTimeout(ctx, d.runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, d.publish, args...)
-	pw := &prefixWriter{w: d.out, prefix: "  | "}
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	runErr := cmd.Run()
-	pw.Flush()
-	if runErr != nil {
-		if runCtx.Err() == context.DeadlineExceeded {
-			return fmt.Errorf("publish run #%d did not finish within %s", n, d.runTimeout)
-		}
-		return fmt.Errorf("publish run #%d failed: %w", n, runErr)
+	if err := d.publishCmd(ctx, fmt.Sprintf("publish run #%d", n), args...); err != nil {
+		return err
 	}
 
 	after, err := catalogHead(d.catalog)
