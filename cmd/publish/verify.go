@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
@@ -39,7 +40,7 @@ PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", len(c.Packages))
 			if commit := c.Annotations[archive.AnnotationSourceCommit]; commit != "" {
 				// the --base of the next `publish package --changed`
-				fmt.Fprintf(w, "source    %s %s\n", commit, c.Annotations[archive.AnnotationSourceRepo])
+				fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("source    %s %s", commit, c.Annotations[archive.AnnotationSourceRepo])))
 			}
 			sum := "no .sha256 file to compare"
 			if res.Checksum {
