@@ -358,32 +358,32 @@ func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (
 		}
 		return nil, fmt.Errorf("--skip-push: not at the destination (%v): push the images first", err)
 	}
-	if err := p.put(ctx, dst.Context(), d); err != nil {
+	// A tagged image is put by its tag only (the registry keeps it by
+	// digest too): one request instead of a HEAD and two PUTs.
+	if err := p.put(ctx, dst, d); err != nil {
 		return nil, err
-	}
-	if _, ok := dst.(name.Tag); ok {
-		m := p.c.Manifests[d]
-		if err := p.rp.Put(ctx, dst, rawManifest{m.Raw, m.MediaType}); err != nil {
-			return nil, err
-		}
 	}
 	return r, nil
 }
 
-// put puts manifest d (and, for an index, its children first) by digest.
-func (p *pusher) put(ctx context.Context, repo name.Repository, d string) error {
+// put puts manifest d (and, for an index, its children first, by digest)
+// at ref: a tag, or a digest (skipped when the registry has it).
+func (p *pusher) put(ctx context.Context, ref name.Reference, d string) error {
 	m := p.c.Manifests[d]
 	if m == nil {
 		return fmt.Errorf("manifest %s is not in the archive", d)
 	}
-	ref := repo.Digest(d)
-	if _, err := p.puller.Head(ctx, ref); err == nil {
-		return nil
+	repo := ref.Context()
+	if _, tagged := ref.(name.Tag); !tagged {
+		ref = repo.Digest(d)
+		if _, err := p.puller.Head(ctx, ref); err == nil {
+			return nil
+		}
 	}
 	if m.MediaType.IsIndex() {
 		for _, ch := range m.Children {
 			if ch.MediaType.IsIndex() || ch.MediaType.IsImage() {
-				if err := p.put(ctx, repo, ch.Digest.String()); err != nil {
+				if err := p.put(ctx, repo.Digest(ch.Digest.String()), ch.Digest.String()); err != nil {
 					return err
 				}
 			}
