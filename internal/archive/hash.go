@@ -3,38 +3,25 @@ package archive
 import (
 	"crypto/sha256"
 	"hash"
-	"io"
-	"sync"
 )
 
-// asyncWriter hands what is written to it to w in another goroutine, so
-// that writing the archive file and hashing it run beside the reading and
-// the compressing (on the other core) instead of after them. Writes are
-// copied into chunks of at most 1 MiB; at most 8 wait, so memory stays
-// bounded. The first error of w is returned by the following Write and by
-// Close; after it, the bytes are dropped.
-type asyncWriter struct {
+// asyncHash is a sha256 of what is written to it, computed in another
+// goroutine: hashing the whole archive then runs beside the blob digests
+// (the second core) instead of after them. Writes are copied into chunks
+// of at most 1 MiB; at most 8 wait, so memory stays bounded.
+type asyncHash struct {
 	ch   chan []byte
 	done chan struct{}
-	w    io.Writer
+	h    hash.Hash
 	free chan []byte
-
-	mu  sync.Mutex
-	err error
 }
 
-func newAsyncWriter(w io.Writer) *asyncWriter {
-	a := &asyncWriter{ch: make(chan []byte, 8), done: make(chan struct{}), w: w, free: make(chan []byte, 10)}
+func newAsyncHash() *asyncHash {
+	a := &asyncHash{ch: make(chan []byte, 8), done: make(chan struct{}), h: sha256.New(), free: make(chan []byte, 10)}
 	go func() {
 		defer close(a.done)
 		for b := range a.ch {
-			if a.error() == nil {
-				if _, err := a.w.Write(b); err != nil {
-					a.mu.Lock()
-					a.err = err
-					a.mu.Unlock()
-				}
-			}
+			a.h.Write(b)
 			select {
 			case a.free <- b[:0]:
 			default:
@@ -44,16 +31,7 @@ func newAsyncWriter(w io.Writer) *asyncWriter {
 	return a
 }
 
-func (a *asyncWriter) error() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.err
-}
-
-func (a *asyncWriter) Write(p []byte) (int, error) {
-	if err := a.error(); err != nil {
-		return 0, err
-	}
+func (a *asyncHash) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		var b []byte
@@ -70,29 +48,10 @@ func (a *asyncWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close waits until w has everything (or failed) and returns w's first
-// error. The writer takes no more writes.
-func (a *asyncWriter) Close() error {
-	close(a.ch)
-	<-a.done
-	return a.error()
-}
-
-// asyncHash is a sha256 of what is written to it, computed in another
-// goroutine (asyncWriter).
-type asyncHash struct {
-	*asyncWriter
-	h hash.Hash
-}
-
-func newAsyncHash() *asyncHash {
-	h := sha256.New()
-	return &asyncHash{asyncWriter: newAsyncWriter(h), h: h}
-}
-
 // Sum waits for every write to be hashed and returns the digest. The hash
 // takes no more writes.
 func (a *asyncHash) Sum() []byte {
-	a.Close()
+	close(a.ch)
+	<-a.done
 	return a.h.Sum(nil)
 }
