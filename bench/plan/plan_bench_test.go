@@ -20,6 +20,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 )
@@ -58,7 +59,7 @@ func BenchmarkPlanStages(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			arts0, _ := pipeline.Artifacts(mc, ms0, nil, nil)
+			arts0, _ := pipeline.Artifacts(pipeline.DestinationOf(mc), model.NewVersions(ms0), nil)
 			key, err := pipeline.RenderInto(catalog, "global", render.Config{}, render.Merge(nil, arts0), "")
 			if err != nil {
 				b.Fatal(err)
@@ -81,7 +82,7 @@ func BenchmarkPlanStages(b *testing.B) {
 				t2 := time.Now()
 				lint.Run(ctx, lint.Config{}, lint.Input{Files: files})
 				t3 := time.Now()
-				arts, err := pipeline.Artifacts(mc, ms, nil, nil)
+				arts, err := pipeline.Artifacts(pipeline.DestinationOf(mc), model.NewVersions(ms), nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -17,13 +17,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	publish "github.com/operator-publish/publish"
 	diffbench "github.com/operator-publish/publish/bench/diff"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 )
@@ -110,7 +110,7 @@ func seedCatalog(b *testing.B, src, commit string) string {
 		b.Fatal(err)
 	}
 	mc, _ := mirror.New(mirror.Options{DstRegistry: "unmapped.invalid"})
-	arts, err := pipeline.Artifacts(mc, ms, nil, nil)
+	arts, err := pipeline.Artifacts(pipeline.DestinationOf(mc), model.NewVersions(ms), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 func TestCloneSeedCommitPush(t *testing.T) {
@@ -116,8 +116,8 @@ func TestState(t *testing.T) {
 		t.Fatalf("missing state: %+v %v", s, err)
 	}
 	s.Source = Source{Commit: "abc"}
-	s.Artifacts = []render.Artifact{
-		{Name: "b", Present: true, Versions: []render.Version{{Version: "1.10.0", Tag: "v1.10.0"}, {Version: "1.9.0", Tag: "v1.9.0"}}},
+	s.Artifacts = []model.ArtifactRecord{
+		{Name: "b", Present: true, Versions: []model.VersionRecord{{Version: "1.10.0", Tag: "v1.10.0"}, {Version: "1.9.0", Tag: "v1.9.0"}}},
 		{Name: "a"},
 	}
 	data, err := s.Marshal()

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -18,17 +18,17 @@ func sampleState() *State {
 	return &State{
 		Source:   Source{Repo: "https://git.example.com/ops/packages.git", Commit: strings.Repeat("a", 40)},
 		Rendered: map[string]string{"global": "sha256:" + strings.Repeat("b", 64)},
-		Artifacts: []render.Artifact{
+		Artifacts: []model.ArtifactRecord{
 			{Name: "alpha", Present: true, Registry: "reg.example.com", Repository: "mirror/alpha/bundle",
-				Description: "line one\nline two: with a colon\n- and a dash", Versions: []render.Version{
+				Description: "line one\nline two: with a colon\n- and a dash", Versions: []model.VersionRecord{
 					{Version: "1.0.0", Tag: "v1.0.0", Present: true, Path: "packages/alpha/1.0.0/manifest.yaml",
 						BundleDigest: "sha256:" + strings.Repeat("c", 64),
-						Images:       []render.Image{{Source: "quay.io/a/b:1", Destination: "reg.example.com/mirror/a/b:1", Digest: "sha256:" + strings.Repeat("d", 64)}}},
+						Images:       []model.Image{{Source: "quay.io/a/b:1", Destination: "reg.example.com/mirror/a/b:1", Digest: "sha256:" + strings.Repeat("d", 64)}}},
 					{Version: "0.9.0", Tag: "v0.9.0", Present: false, Path: "packages/alpha/0.9.0/manifest.yaml"},
 				}},
 			{Name: "beta.operator", Present: false, Registry: "reg.example.com", Repository: "mirror/beta/bundle",
-				Versions: []render.Version{{Version: "2.0.0", Tag: "v2.0.0", Present: false}}},
-			{Name: "gamma", Present: true, Versions: []render.Version{}},
+				Versions: []model.VersionRecord{{Version: "2.0.0", Tag: "v2.0.0", Present: false}}},
+			{Name: "gamma", Present: true, Versions: []model.VersionRecord{}},
 		},
 	}
 }

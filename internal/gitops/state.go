@@ -11,8 +11,7 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
-
-	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,10 +26,11 @@ type State struct {
 	Source     Source `json:"source"`
 	// Artifacts is every artifact and version ever published, present or
 	// tombstoned, sorted; with the digests mirrored for each.
-	Artifacts []render.Artifact `json:"artifacts"`
-	// Rendered maps a cluster to the render key (render.Key: overlays and
-	// configuration) rendered/<cluster> was last written with; while it
-	// holds, only changed artifacts are rendered again.
+	Artifacts []model.ArtifactRecord `json:"artifacts"`
+	// Rendered maps a cluster to the render key rendered/<cluster> was
+	// last written with (internal/render's Key: overlays and configuration;
+	// "olm <catalog image>" for the olm target); while it holds, only
+	// changed artifacts are rendered again.
 	Rendered map[string]string `json:"rendered,omitempty"`
 }
 
@@ -80,7 +80,7 @@ func ParseState(data []byte) (*State, error) {
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("catalog %s is not valid (it is written by publish; restore it from the catalog's git history): %w", StatePath, err)
 	}
-	render.Sort(s.Artifacts)
+	model.SortRecords(s.Artifacts)
 	return &s, nil
 }
 
@@ -88,9 +88,9 @@ func ParseState(data []byte) (*State, error) {
 func (s *State) Marshal() ([]byte, error) {
 	c := *s
 	c.APIVersion, c.Kind = StateAPIVersion, StateKind
-	render.Sort(c.Artifacts)
+	model.SortRecords(c.Artifacts)
 	if c.Artifacts == nil {
-		c.Artifacts = []render.Artifact{}
+		c.Artifacts = []model.ArtifactRecord{}
 	}
 	data, err := yaml.Marshal(c)
 	if err != nil {
@@ -239,13 +239,13 @@ func (x *StateIndex) Names() []string {
 
 // Artifact parses and validates the entry of artifact name; ok is false
 // when the state has none.
-func (x *StateIndex) Artifact(name string) (a render.Artifact, ok bool, err error) {
+func (x *StateIndex) Artifact(name string) (a model.ArtifactRecord, ok bool, err error) {
 	chunk := x.chunks[name]
 	if chunk == nil {
 		return a, false, nil
 	}
 	var s struct {
-		Artifacts []render.Artifact `json:"artifacts"`
+		Artifacts []model.ArtifactRecord `json:"artifacts"`
 	}
 	if err := yaml.UnmarshalStrict(append([]byte("artifacts:\n"), chunk...), &s); err != nil {
 		return a, false, fmt.Errorf("catalog %s, artifact %s: %v (it is written by publish; restore it from the catalog's git history)", StatePath, name, err)

@@ -26,6 +26,7 @@ import (
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -112,32 +113,29 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		changed = dr.Changed
 		o.Log("changes: %d added, %d modified since %s", dr.Count(diff.Added), dr.Count(diff.Modified), shortOr(dr.Base, "the beginning"))
 	}
-	work := make([]bool, len(ms))
-	for i, m := range ms {
-		work[i] = Selected(m.Path, o.Paths) && changed(m.Artifact, m.Version.String())
+	vs := model.NewVersions(ms)
+	for _, v := range vs {
+		v.Changed = Selected(v.Manifest.Path, o.Paths) && changed(v.Key().Artifact, v.Key().Version)
 	}
-	if count(work) == 0 {
+	selected := model.ChangedVersions(vs)
+	if len(selected) == 0 {
 		return nil, inputErr(errors.New("no version selected: nothing to package (check the paths and --changed/--base)"))
 	}
-	if o.Mirror.SrcHosts == nil {
-		o.Mirror.SrcHosts = sourceHosts(ms)
-	}
-	mc, err := mirror.New(o.Mirror)
-	if err != nil {
-		return nil, inputErr(err)
-	}
-	bundles, byErr, err := readBundles(ctx, mc, ms, work)
+	mc, err := newClient(o.Mirror, ms)
 	if err != nil {
 		return nil, err
 	}
-	if len(byErr) > 0 {
+	if err := readBundles(ctx, mc, selected); err != nil {
+		return nil, err
+	}
+	if byPath := bundleErrors(selected); len(byPath) > 0 {
 		var errs []error
-		for _, p := range sortedPaths(byErr) {
-			errs = append(errs, fmt.Errorf("%s: %w", p, byErr[p]))
+		for _, p := range sortedPaths(byPath) {
+			errs = append(errs, fmt.Errorf("%s: %w", p, byPath[p]))
 		}
 		return nil, inputErr(errors.Join(errs...))
 	}
-	o.Log("bundles: %d read", count(work))
+	o.Log("bundles: %d read", len(selected))
 
 	// One image entry per reference; the platforms of every manifest that
 	// names it.
@@ -167,11 +165,9 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 			e.plats[""] = true // someone wants the whole index
 		}
 	}
-	for i, m := range ms {
-		if !work[i] {
-			continue
-		}
-		for _, r := range append(append([]string(nil), m.Spec.RelatedImages...), bundles[i].Images...) {
+	for _, v := range selected {
+		m := v.Manifest
+		for _, r := range v.Images {
 			add(r, "", false, m.Spec.Arch)
 		}
 		// A bundle pinned by digest gets its ArtifactVersion tag at the
@@ -214,7 +210,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 			ann[archive.AnnotationSourceRepo] = origin
 		}
 	}
-	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), count(work), len(files))
+	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
 		Images: images, Files: files, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
@@ -222,7 +218,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PackageResult{PackageResult: res, Versions: count(work), Manifests: len(files)}, nil
+	return &PackageResult{PackageResult: res, Versions: len(selected), Manifests: len(files)}, nil
 }
 
 // hasTag reports whether an image reference names a tag
@@ -416,12 +412,14 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		return res, err
 	}
 	defer repo.Close()
-	work := selectWork(ms, state.Artifacts, func(a, v string) bool { return false })
-	bundles := make([]*bundle.Bundle, len(ms))
+	// Changed: the versions publish/state.yaml has no mirrored record of.
+	vs := model.NewVersions(ms)
+	markUnpublished(vs, state.Artifacts, func(a, v string) bool { return false })
 	var missing []string
-	for i, m := range ms {
+	for _, v := range vs {
+		m := v.Manifest
 		if !inArchive[m.Spec.Artifact] {
-			if work[i] {
+			if v.Changed {
 				missing = append(missing, fmt.Sprintf("%s (%s %s)", m.Spec.Artifact, m.Artifact, m.Version))
 			}
 			continue
@@ -440,18 +438,18 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		if err != nil {
 			return res, fmt.Errorf("reading the pushed bundle %s: %w", dst, err)
 		}
-		bundles[i] = b
+		v.SetBundle(b)
 		res.BundlesRead++
 	}
 	if len(missing) > 0 {
 		return res, inputErr(fmt.Errorf("nothing committed: the images of %d versions are neither in %s nor published before (publish/state.yaml): %s; package them (without --changed) and push again", len(missing), po.Archive, strings.Join(missing, ", ")))
 	}
-	current, err := Artifacts(mc, ms, bundles, rep)
+	current, err := Artifacts(clientMapper{mc}, vs, rep)
 	if err != nil {
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, o, repo, state, current, res)
+	return res, publishWithRetry(ctx, &run{Options: o, mc: mc}, repo, state, current, res)
 }
 
 // CreateOptions configures `publish create`.

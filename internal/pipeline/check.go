@@ -12,7 +12,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
-	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/model"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -35,42 +35,60 @@ func (e *LintError) Error() string {
 	return b.String()
 }
 
-// readBundles reads the bundles of the manifests marked in work,
-// concurrently. A missing or invalid bundle goes to byErr (a lint finding
-// later); registry failures are returned in infra, naming the manifest.
-func readBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest, work []bool) (bundles []*bundle.Bundle, byErr map[string]error, infra error) {
-	bundles = make([]*bundle.Bundle, len(ms))
-	byErr = map[string]error{}
+// readBundles reads the bundles of vs, at most 8 at once, and records each
+// in its version (Version.SetBundle). A missing or invalid bundle is
+// recorded as the version's BundleErr (a lint finding later, exit code 1);
+// registry failures are returned, joined and sorted, each naming the
+// manifest (exit code 2).
+func readBundles(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
 	var mu sync.Mutex
-	var infras []error
+	var failed []error
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
-	for i, m := range ms {
-		if work != nil && !work[i] {
-			continue
-		}
+	for _, v := range vs {
 		g.Go(func() error {
-			b, err := bundle.Fetch(gctx, m.Spec.Artifact, mc.SrcOptions()...)
-			mu.Lock()
-			defer mu.Unlock()
+			b, err := bundle.Fetch(gctx, v.Ref(), mc.SrcOptions()...)
 			if err == nil {
-				bundles[i] = b
+				v.SetBundle(b)
 				return nil
 			}
 			var nf *bundle.NotFoundError
 			var inv *bundle.InvalidError
 			if errors.As(err, &nf) || errors.As(err, &inv) {
-				byErr[m.Path] = err
+				v.Bundle, v.BundleErr = nil, err
 				return nil
 			}
-			host := strings.SplitN(m.Spec.Artifact, "/", 2)[0]
-			infras = append(infras, fmt.Errorf("%s:%d: %w", m.Path, m.Lines["spec.artifact"], mirror.Describe("reading bundle "+m.Spec.Artifact, host, errors.Unwrap(err))))
+			host := strings.SplitN(v.Ref(), "/", 2)[0]
+			mu.Lock()
+			defer mu.Unlock()
+			failed = append(failed, &bundleReadError{v: v, err: mirror.Describe("reading bundle "+v.Ref(), host, errors.Unwrap(err))})
 			return nil
 		})
 	}
 	_ = g.Wait()
-	sortErrs(infras)
-	return bundles, byErr, errors.Join(infras...)
+	sortErrs(failed)
+	return errors.Join(failed...)
+}
+
+// bundleReadError is a registry failure reading the bundle of a version:
+// "<manifest>:<line>: <what to do>".
+type bundleReadError struct {
+	v   *model.Version
+	err error
+}
+
+func (e *bundleReadError) Error() string { return e.v.Where() + ": " + e.err.Error() }
+func (e *bundleReadError) Unwrap() error { return e.err }
+
+// bundleErrors returns the bundle errors of vs, by manifest path.
+func bundleErrors(vs []*model.Version) map[string]error {
+	out := map[string]error{}
+	for _, v := range vs {
+		if v.BundleErr != nil {
+			out[v.Manifest.Path] = v.BundleErr
+		}
+	}
+	return out
 }
 
 // lintStage runs the lint engine on the package repo: the manifest rules
@@ -78,18 +96,19 @@ func readBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageM
 // platform and image rules on the bundles read (the changed versions). It
 // keeps the findings about changed versions, repo-wide rules and files that
 // do not parse: unchanged versions were checked when they changed.
-func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, ms []*manifest.PackageManifest, bundles []*bundle.Bundle, byErr map[string]error, work []bool) []lint.Finding {
-	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: byErr, Annotations: map[string]map[string]string{}}
+func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs []*model.Version) []lint.Finding {
+	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: bundleErrors(vs), Annotations: map[string]map[string]string{}}
 	changed := map[string]bool{}
 	parsed := map[string]bool{}
-	for i, m := range ms {
-		parsed[m.Path] = true
-		if work == nil || work[i] {
-			changed[m.Path] = true
+	for _, v := range vs {
+		p := v.Manifest.Path
+		parsed[p] = true
+		if v.Changed {
+			changed[p] = true
 		}
-		if bundles[i] != nil {
-			in.Bundles[m.Path] = bundles[i]
-			in.Annotations[m.Path] = bundles[i].Annotations
+		if v.Bundle != nil {
+			in.Bundles[p] = v.Bundle
+			in.Annotations[p] = v.Bundle.Annotations
 		}
 	}
 	var out []lint.Finding
@@ -113,7 +132,7 @@ func hasErrors(fs []lint.Finding) bool {
 // editedInPlace reports repo/edited-in-place for every version that change
 // detection saw modified and the state records as published: clusters that
 // installed it keep the old content. Severity and waivers come from cfg.
-func editedInPlace(cfg lint.Config, dr *diff.Result, ms []*manifest.PackageManifest, state []render.Artifact) []lint.Finding {
+func editedInPlace(cfg lint.Config, dr *diff.Result, vs []*model.Version, state []model.ArtifactRecord) []lint.Finding {
 	if dr == nil || dr.All {
 		return nil
 	}
@@ -126,8 +145,8 @@ func editedInPlace(cfg lint.Config, dr *diff.Result, ms []*manifest.PackageManif
 		}
 	}
 	byID := map[[2]string]*manifest.PackageManifest{}
-	for _, m := range ms {
-		byID[[2]string{m.Artifact, m.Version.String()}] = m
+	for _, v := range vs {
+		byID[[2]string{v.Manifest.Artifact, v.Manifest.Version.String()}] = v.Manifest
 	}
 	info, _ := lint.Rule(lint.RuleEditedInPlace)
 	var out []lint.Finding

@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/render"
 )

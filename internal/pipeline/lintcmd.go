@@ -12,6 +12,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 // LintOptions configures Lint (`publish lint`).
@@ -51,32 +52,28 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	}
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
 	if !o.Offline {
-		if o.Mirror.SrcHosts == nil {
-			o.Mirror.SrcHosts = sourceHosts(ms)
-		}
-		mc, err := mirror.New(o.Mirror)
+		mc, err := newClient(o.Mirror, ms)
 		if err != nil {
-			return nil, inputErr(err)
+			return nil, err
 		}
-		work := make([]bool, len(ms))
-		for i, m := range ms {
-			work[i] = Selected(m.Path, o.Paths)
-		}
-		bundles, byErr, infra := readBundles(ctx, mc, ms, work)
-		for i, m := range ms {
-			if bundles[i] != nil {
-				in.Bundles[m.Path] = bundles[i]
+		var selected []*model.Version
+		for _, v := range model.NewVersions(ms) {
+			if Selected(v.Manifest.Path, o.Paths) {
+				selected = append(selected, v)
 			}
 		}
-		in.BundleErrors = byErr
-		if infra != nil {
-			// Unreadable bundles are findings here: lint reports, it does not stop.
-			for _, e := range splitErrs(infra) {
-				for _, m := range ms {
-					if strings.HasPrefix(e.Error(), m.Path+":") {
-						in.BundleErrors[m.Path] = e
-					}
-				}
+		failed := readBundles(ctx, mc, selected)
+		for _, v := range selected {
+			if v.Bundle != nil {
+				in.Bundles[v.Manifest.Path] = v.Bundle
+			}
+		}
+		in.BundleErrors = bundleErrors(selected)
+		// Unreadable bundles are findings here: lint reports, it does not stop.
+		for _, e := range splitErrs(failed) {
+			var be *bundleReadError
+			if errors.As(e, &be) {
+				in.BundleErrors[be.v.Manifest.Path] = e
 			}
 		}
 		if o.Images {

@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/gitops"
-	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/render"
 )
@@ -54,12 +54,12 @@ type OLMOptions struct {
 // every present version's bundle.
 type olmRun struct {
 	mc      *mirror.Client
-	bundles map[[2]string]*bundle.Bundle // by artifact and version
+	bundles map[model.Key]*bundle.Bundle
 	// reused holds the entries of the last catalog image for unchanged
-	// versions, by artifact and version.
-	reused map[[2]string]olm.Entry
+	// versions.
+	reused map[model.Key]olm.Entry
 	// where names each version's manifest (file:line of spec.artifact).
-	where map[[2]string]string
+	where map[model.Key]string
 }
 
 // checkTarget rejects an unknown target.
@@ -103,18 +103,14 @@ func (o *Options) checkTarget() error {
 	return nil
 }
 
-// olmTargets returns the images the olm target mirrors besides the
+// olmImages returns the images the olm target mirrors besides the
 // bundles and their related images: the catalog base image and OLM's own
 // images.
-func (o *Options) olmTargets() []mirror.Target {
+func (o *Options) olmImages() []string {
 	if o.Target != TargetOLM {
 		return nil
 	}
-	var ts []mirror.Target
-	for _, r := range append([]string{o.olmBase()}, o.OLM.Images...) {
-		ts = append(ts, mirror.Target{Ref: r})
-	}
-	return ts
+	return append([]string{o.olmBase()}, o.OLM.Images...)
 }
 
 func (o *Options) olmBase() string {
@@ -130,61 +126,58 @@ func (o *Options) olmBase() string {
 // image recorded in publish/state.yaml when it has them (same bundle image
 // by digest); the other bundles are read from the source. Bundle errors are
 // input errors naming the manifest.
-func (o *Options) prepareOLM(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bundle.Bundle, work []bool, state *gitops.State) error {
-	if o.Target != TargetOLM {
+func (r *run) prepareOLM(ctx context.Context, vs []*model.Version, state *gitops.State) error {
+	if r.Target != TargetOLM {
 		return nil
 	}
-	run := &olmRun{mc: mc, bundles: map[[2]string]*bundle.Bundle{}, reused: map[[2]string]olm.Entry{}, where: map[[2]string]string{}}
-	for _, m := range ms {
-		run.where[[2]string{m.Artifact, m.Version.String()}] = fmt.Sprintf("%s:%d", m.Path, m.Lines["spec.artifact"])
+	mc := r.mc
+	run := &olmRun{mc: mc, bundles: map[model.Key]*bundle.Bundle{}, reused: map[model.Key]olm.Entry{}, where: map[model.Key]string{}}
+	for _, v := range vs {
+		run.where[v.Key()] = v.Where()
 	}
-	prev := o.previousCatalog(ctx, mc, state)
+	prev := r.previousCatalog(ctx, mc, state)
 	digests := map[[2]string]string{} // artifact, tag -> bundle digest at the last publish
 	for _, a := range state.Artifacts {
 		for _, v := range a.Versions {
 			digests[[2]string{a.Name, v.Tag}] = v.BundleDigest
 		}
 	}
-	rest := make([]bool, len(ms))
-	for i, m := range ms {
-		if work[i] && bundles[i] != nil {
+	var unread []*model.Version
+	for _, v := range vs {
+		if v.Changed && v.Bundle != nil {
 			continue
 		}
-		rest[i] = true
+		m := v.Manifest
 		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
 			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
 				if e, ok := prev.Entry(mc.DstHost() + "/" + mc.DestinationRepository(ref) + "@" + d); ok {
-					run.reused[[2]string{m.Artifact, m.Version.String()}] = e
-					rest[i] = false
+					run.reused[v.Key()] = e
+					continue
 				}
 			}
 		}
+		unread = append(unread, v)
 	}
-	more, byErr, err := readBundles(ctx, mc, ms, rest)
-	if err != nil {
+	if err := readBundles(ctx, mc, unread); err != nil {
 		return err
 	}
 	var errs []error
-	for i, m := range ms {
-		b := bundles[i]
-		if rest[i] {
-			b = more[i]
-		}
-		if e := byErr[m.Path]; e != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %w", m.Path, m.Lines["spec.artifact"], e))
+	for _, v := range vs {
+		if v.BundleErr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.Where(), v.BundleErr))
 			continue
 		}
-		if b != nil {
-			run.bundles[[2]string{m.Artifact, m.Version.String()}] = b
+		if v.Bundle != nil {
+			run.bundles[v.Key()] = v.Bundle
 		}
 	}
 	if len(errs) > 0 {
 		return inputErr(errors.Join(errs...))
 	}
-	if n := count(rest); n > 0 || len(run.reused) > 0 {
-		o.logf("olm: %d unchanged bundles taken from the last catalog image, %d read again", len(run.reused), n)
+	if n := len(unread); n > 0 || len(run.reused) > 0 {
+		r.logf("olm: %d unchanged bundles taken from the last catalog image, %d read again", len(run.reused), n)
 	}
-	o.olm = run
+	r.olm = run
 	return nil
 }
 
@@ -203,7 +196,7 @@ func (o *Options) previousCatalog(ctx context.Context, mc *mirror.Client, state 
 			return prev
 		}
 	}
-	o.logf("warning: the last catalog image %s cannot be read (%v): the unchanged bundles are read again", strings.TrimPrefix(key, olmKeyPrefix), err)
+	o.warnf("the last catalog image %s cannot be read (%v): the unchanged bundles are read again", strings.TrimPrefix(key, olmKeyPrefix), err)
 	return nil
 }
 
@@ -240,11 +233,12 @@ func (o *Options) catalogRef(mc *mirror.Client) (name.Tag, error) {
 // catalog image is built from every present version of arts, pushed, and
 // rendered/<cluster>/catalogsource.yaml points at it by digest (the key is
 // "olm <image by digest>").
-func (o *Options) renderCluster(ctx context.Context, root string, arts []render.Artifact, prevKey string) (string, error) {
+func (r *run) renderCluster(ctx context.Context, root string, arts []model.ArtifactRecord, prevKey string) (string, error) {
+	o := r.Options
 	if o.Target != TargetOLM {
 		return RenderInto(root, o.Cluster, o.Render, arts, prevKey)
 	}
-	if o.olm == nil {
+	if r.olm == nil {
 		return "", errors.New("olm target: the bundles were not read")
 	}
 	var pkgs []olm.Package
@@ -257,18 +251,18 @@ func (o *Options) renderCluster(ctx context.Context, root string, arts []render.
 			if !v.Present {
 				continue // delisted version: the bundle leaves the catalog
 			}
-			k := [2]string{a.Name, v.Version}
+			k := model.Key{Artifact: a.Name, Version: v.Version}
 			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
-			if e, ok := o.olm.reused[k]; ok && e.Image == image && o.olm.bundles[k] == nil {
-				e.Source = o.olm.where[k]
+			if e, ok := r.olm.reused[k]; ok && e.Image == image && r.olm.bundles[k] == nil {
+				e.Source = r.olm.where[k]
 				p.Entries = append(p.Entries, e)
 				continue
 			}
-			b := o.olm.bundles[k]
+			b := r.olm.bundles[k]
 			if b == nil || v.BundleDigest == "" {
 				return "", fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
 			}
-			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: o.olm.where[k]})
+			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: r.olm.where[k]})
 		}
 		pkgs = append(pkgs, p)
 	}
@@ -280,19 +274,19 @@ func (o *Options) renderCluster(ctx context.Context, root string, arts []render.
 	if err != nil {
 		return "", err
 	}
-	dst, err := o.catalogRef(o.olm.mc)
+	dst, err := o.catalogRef(r.olm.mc)
 	if err != nil {
 		return "", err
 	}
-	baseSrc, err := o.olm.mc.ParseReference(o.olmBase())
+	baseSrc, err := r.olm.mc.ParseReference(o.olmBase())
 	if err != nil {
 		return "", inputErr(fmt.Errorf("catalog base image %q: %w", o.olmBase(), err))
 	}
-	base, err := o.olm.mc.Destination(baseSrc)
+	base, err := r.olm.mc.Destination(baseSrc)
 	if err != nil {
 		return "", err
 	}
-	digest, err := olm.Push(ctx, base, dst, files, o.olm.mc.DstOptions()...)
+	digest, err := olm.Push(ctx, base, dst, files, r.olm.mc.DstOptions()...)
 	if err != nil {
 		return "", err
 	}

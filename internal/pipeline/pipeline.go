@@ -20,31 +20,22 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
-	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/crdcheck"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
 	"sigs.k8s.io/yaml"
 )
 
 // InputError is a problem the user must fix in the package repo, the
-// catalog's overlays or the flags (exit code 1). Everything else that fails
-// is an infrastructure error (exit code 2).
-type InputError struct{ Err error }
+// catalog's overlays or the flags (exit code 1); model.InputError.
+type InputError = model.InputError
 
-func (e *InputError) Error() string { return e.Err.Error() }
-func (e *InputError) Unwrap() error { return e.Err }
-
-func inputErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &InputError{Err: err}
-}
+func inputErr(err error) error { return model.Input(err) }
 
 // Options configures a run. Paths are local paths.
 type Options struct {
@@ -78,11 +69,36 @@ type Options struct {
 	// (olm.go); OLM configures the latter.
 	Target string
 	OLM    OLMOptions
-	olm    *olmRun
 	// SourceCommitOverride and SourceRepoOverride, when set, are recorded as
 	// the source of the publish instead of Source's Git HEAD and origin
 	// (push --catalog: the commit the archive was packaged from).
 	SourceCommitOverride, SourceRepoOverride string
+}
+
+// run is the run-time state of one Run or PlanRun, apart from the Options
+// that configure it (which it never rewrites): the registry client, what
+// change detection found, and what the target prepared.
+type run struct {
+	Options
+	mc *mirror.Client
+	// changed is Options.Changed, or change detection's answer; nil: every
+	// version counts as changed.
+	changed func(artifact, version string) bool
+	diff    *diff.Result
+	olm     *olmRun
+}
+
+// newClient builds the registry client of a run: the source credentials go
+// to the registries the manifests name, unless o.SrcHosts says otherwise.
+func newClient(o mirror.Options, ms []*manifest.PackageManifest) (*mirror.Client, error) {
+	if o.SrcHosts == nil {
+		o.SrcHosts = sourceHosts(ms)
+	}
+	mc, err := mirror.New(o)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	return mc, nil
 }
 
 // Result is what a run did.
@@ -123,6 +139,16 @@ func (o *Options) logf(format string, args ...any) {
 	fmt.Fprintf(o.Log, format+"\n", args...)
 }
 
+// warnf logs a warning: something the user may want to fix, which does not
+// stop the run.
+func (o *Options) warnf(format string, args ...any) {
+	fmt.Fprintf(o.Log, "warning: "+format+"\n", args...)
+}
+
+// logWriter is Log as a writer, for the stages that take one
+// (internal/diff).
+func (o *Options) logWriter() io.Writer { return o.Log }
+
 // packagesRoot is --packages-dir resolved against --source.
 func packagesRoot(source, packagesDir string) string {
 	if filepath.IsAbs(packagesDir) {
@@ -131,20 +157,25 @@ func packagesRoot(source, packagesDir string) string {
 	return filepath.Join(source, packagesDir)
 }
 
-// scanAndLint reads every manifest file and parses the PackageManifests.
-// When a file does not parse or a repo-wide rule fails, it lints the files
-// (no registry access yet) and returns a *LintError: the run stops before
-// touching the catalog or a registry.
-func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*manifest.PackageManifest, error) {
+// scanAndLint reads every manifest file and parses the PackageManifests
+// into versions (none marked Changed yet). When a file does not parse or a
+// repo-wide rule fails, it lints the files (no registry access yet) and
+// returns a *LintError: the run stops before touching the catalog or a
+// registry.
+func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*model.Version, error) {
 	root := packagesRoot(o.Source, o.PackagesDir)
 	files, ms, scanErr := manifest.ScanFiles(o.Source, root)
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
 		return nil, nil, inputErr(scanErr) // the directory itself is missing
 	}
 	if scanErr == nil && !hasErrors(lint.Repo(ms)) {
-		return files, ms, nil
+		return files, model.NewVersions(ms), nil
 	}
-	fs := lintStage(ctx, o.Lint, files, ms, make([]*bundle.Bundle, len(ms)), nil, nil)
+	all := model.NewVersions(ms)
+	for _, v := range all {
+		v.Changed = true // every finding counts
+	}
+	fs := lintStage(ctx, o.Lint, files, all)
 	fs = append(fs, unreadFindings(scanErr, files)...)
 	if hasErrors(fs) {
 		return nil, nil, &InputError{Err: &LintError{Findings: fs}}
@@ -152,7 +183,7 @@ func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*manifest.P
 	if scanErr != nil {
 		return nil, nil, inputErr(scanErr)
 	}
-	return files, ms, nil
+	return files, model.NewVersions(ms), nil
 }
 
 // Scan reads and checks the package repo: every PackageManifest parses, and
@@ -201,22 +232,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.checkTarget(); err != nil {
 		return nil, err
 	}
-	files, ms, err := scanAndLint(ctx, o)
+	files, vs, err := scanAndLint(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	res.Manifests = len(ms)
-	o.logf("scan: %d package manifests in %s", len(ms), filepath.Join(o.Source, o.PackagesDir))
+	ms := model.Manifests(vs)
+	res.Manifests = len(vs)
+	o.logf("scan: %d package manifests in %s", len(vs), filepath.Join(o.Source, o.PackagesDir))
 	res.SourceCommit, _ = SourceCommit(o.Source)
 
-	if o.Mirror.SrcHosts == nil {
-		o.Mirror.SrcHosts = sourceHosts(ms)
+	r := &run{Options: o, changed: o.Changed}
+	if r.mc, err = newClient(o.Mirror, ms); err != nil {
+		return nil, err
 	}
-	mc, err := mirror.New(o.Mirror)
-	if err != nil {
-		return nil, inputErr(err)
-	}
-	if mc.DstHost() == "" {
+	if r.mc.DstHost() == "" {
 		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
 	}
 
@@ -225,83 +254,95 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer repo.Close()
-	if o.Changed == nil {
+	if r.changed == nil {
 		dr, err := diff.Compute(ctx, diff.Options{
 			Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
-			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.Log,
+			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
 		})
 		if err != nil {
-			o.logf("warning: change detection failed (%v): every version counts as changed", err)
+			o.warnf("change detection failed (%v): every version counts as changed", err)
 		} else {
-			res.Diff = dr
-			o.Changed = dr.Changed
+			res.Diff, r.diff, r.changed = dr, dr, dr.Changed
 			o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
 		}
 	}
-	if len(ms) == 0 && !o.AllowEmpty {
+	if len(vs) == 0 && !o.AllowEmpty {
 		if n := presentArtifacts(state.Artifacts); n > 0 {
 			return nil, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
 	}
-	work := o.workSet(ms, files, state.Artifacts)
-	bundles, byErr, err := readBundles(ctx, mc, ms, work)
-	if err != nil {
+	r.markChanged(vs, files, state.Artifacts)
+	changed := model.ChangedVersions(vs)
+	if err := readBundles(ctx, r.mc, changed); err != nil {
 		return nil, err
 	}
-	res.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
-	res.Findings = append(res.Findings, editedInPlace(o.Lint, res.Diff, ms, state.Artifacts)...)
+	res.Findings = lintStage(ctx, o.Lint, files, vs)
+	res.Findings = append(res.Findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
 	if hasErrors(res.Findings) {
 		return res, &InputError{Err: &LintError{Findings: res.Findings}}
 	}
 	for _, f := range res.Findings {
 		o.logf("lint: %s", f)
 	}
-	res.BundlesRead = count(work)
-	if res.BundlesRead == len(ms) {
-		o.logf("bundles: %d read", len(ms))
+	res.BundlesRead = len(changed)
+	if res.BundlesRead == len(vs) {
+		o.logf("bundles: %d read", len(vs))
 	} else {
-		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(ms))
+		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(vs))
 	}
 
-	if err := o.prepareOLM(ctx, mc, ms, bundles, work, state); err != nil {
+	if err := r.prepareOLM(ctx, vs, state); err != nil {
 		return res, err
 	}
-	related, bundleRefs := o.olmTargets(), []mirror.Target(nil)
-	for i, m := range ms {
-		if !work[i] {
-			continue
-		}
-		for _, r := range append(append([]string(nil), m.Spec.RelatedImages...), bundles[i].Images...) {
-			related = append(related, mirror.Target{Ref: r})
-		}
-		// The bundle carries the ArtifactVersion's tag at the destination,
-		// also when spec.artifact pins it by digest.
-		bundleRefs = append(bundleRefs, mirror.Target{Ref: m.Spec.Artifact, Tag: m.Tag()})
+	var related []mirror.Target
+	for _, ref := range r.olmImages() {
+		related = append(related, mirror.Target{Ref: ref})
 	}
-	if len(bundleRefs) > 0 {
-		if err := mc.CheckDestination(bundleRefs[0].Ref); err != nil {
-			return res, fmt.Errorf("nothing mirrored, nothing committed: %w", err)
-		}
-	}
-	rep, err := mc.MirrorTargets(ctx, related, bundleRefs)
+	rep, err := mirrorVersions(ctx, r.mc, vs, related)
 	res.Mirror = rep
 	if err != nil {
-		return res, mirrorErr(annotateImageErrors(err, namedBy(ms, bundles)))
+		return res, err
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
 
-	current, err := Artifacts(mc, ms, bundles, rep)
+	current, err := Artifacts(clientMapper{r.mc}, vs, rep)
 	if err != nil {
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, o, repo, state, current, res)
+	return res, publishWithRetry(ctx, r, repo, state, current, res)
+}
+
+// mirrorVersions mirrors extra and the related images of the changed
+// versions of vs, then their bundles, each under its version's tag at the
+// destination (also when spec.artifact pins it by digest). A failed image
+// is annotated with the lines of every manifest of vs that names it; the
+// error is an *InputError when only the package repo can fix it
+// (mirrorErr).
+func mirrorVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version, extra []mirror.Target) (*mirror.Report, error) {
+	related, bundleRefs := extra, []mirror.Target(nil)
+	for _, v := range model.ChangedVersions(vs) {
+		for _, ref := range v.Images {
+			related = append(related, mirror.Target{Ref: ref})
+		}
+		bundleRefs = append(bundleRefs, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
+	}
+	if len(bundleRefs) > 0 {
+		if err := mc.CheckDestination(bundleRefs[0].Ref); err != nil {
+			return nil, fmt.Errorf("nothing mirrored, nothing committed: %w", err)
+		}
+	}
+	rep, err := mc.MirrorTargets(ctx, related, bundleRefs)
+	if err != nil {
+		return rep, mirrorErr(annotateImageErrors(err, namedBy(vs)))
+	}
+	return rep, nil
 }
 
 // namedBy maps each image reference to the manifest lines that make the run
 // mirror it: a spec.relatedImages entry, or the spec.artifact line of a
 // bundle whose CSV deploys it.
-func namedBy(ms []*manifest.PackageManifest, bundles []*bundle.Bundle) map[string][]string {
+func namedBy(vs []*model.Version) map[string][]string {
 	out := map[string][]string{}
 	add := func(ref, where string) {
 		for _, w := range out[ref] {
@@ -311,16 +352,17 @@ func namedBy(ms []*manifest.PackageManifest, bundles []*bundle.Bundle) map[strin
 		}
 		out[ref] = append(out[ref], where)
 	}
-	for i, m := range ms {
+	for _, v := range vs {
+		m := v.Manifest
 		for j, r := range m.Spec.RelatedImages {
 			add(r, fmt.Sprintf("%s:%d (spec.relatedImages)", m.Path, m.Lines[fmt.Sprintf("spec.relatedImages.%d", j)]))
 		}
-		if i < len(bundles) && bundles[i] != nil {
-			for _, r := range bundles[i].Images {
-				add(r, fmt.Sprintf("%s:%d (deployed by the bundle's CSV)", m.Path, m.Lines["spec.artifact"]))
+		if v.Bundle != nil {
+			for _, r := range v.Bundle.Images {
+				add(r, v.Where()+" (deployed by the bundle's CSV)")
 			}
 		}
-		add(m.Spec.Artifact, fmt.Sprintf("%s:%d (spec.artifact)", m.Path, m.Lines["spec.artifact"]))
+		add(m.Spec.Artifact, v.Where()+" (spec.artifact)")
 	}
 	return out
 }
@@ -388,7 +430,7 @@ func sourceHosts(ms []*manifest.PackageManifest) []string {
 	return hosts
 }
 
-func presentArtifacts(arts []render.Artifact) (n int) {
+func presentArtifacts(arts []model.ArtifactRecord) (n int) {
 	for _, a := range arts {
 		if a.Present {
 			n++
@@ -397,10 +439,11 @@ func presentArtifacts(arts []render.Artifact) (n int) {
 	return n
 }
 
-// selectWork marks the manifests whose bundles must be read and mirrored:
-// those changed is true for, and those publish/state.yaml has no mirrored
-// record of (never published, or published before digests were recorded).
-func selectWork(ms []*manifest.PackageManifest, state []render.Artifact, changed func(a, v string) bool) []bool {
+// markUnpublished marks Changed the versions whose bundles must be read
+// and mirrored: those changed is true for (nil: all), and those
+// publish/state.yaml has no mirrored record of (never published, or
+// published before digests were recorded).
+func markUnpublished(vs []*model.Version, state []model.ArtifactRecord, changed func(a, v string) bool) {
 	known := map[[3]string]bool{}
 	for _, a := range state {
 		for _, v := range a.Versions {
@@ -409,21 +452,10 @@ func selectWork(ms []*manifest.PackageManifest, state []render.Artifact, changed
 			}
 		}
 	}
-	work := make([]bool, len(ms))
-	for i, m := range ms {
-		v := m.Version.String()
-		work[i] = changed == nil || changed(m.Artifact, v) || !known[[3]string{m.Artifact, v, m.Tag()}]
+	for _, v := range vs {
+		k := v.Key()
+		v.Changed = changed == nil || changed(k.Artifact, k.Version) || !known[[3]string{k.Artifact, k.Version, v.Manifest.Tag()}]
 	}
-	return work
-}
-
-func count(bs []bool) (n int) {
-	for _, b := range bs {
-		if b {
-			n++
-		}
-	}
-	return n
 }
 
 // carryOver fills what current lacks from the previous state: display name
@@ -431,8 +463,8 @@ func count(bs []bool) (n int) {
 // version (same tag) that was not read in this run. With mapping, the
 // registry and repository of known artifacts come from the state too (used
 // when no destination registry is given).
-func carryOver(current, previous []render.Artifact, mapping bool) {
-	prev := map[string]render.Artifact{}
+func carryOver(current, previous []model.ArtifactRecord, mapping bool) {
+	prev := map[string]model.ArtifactRecord{}
 	for _, a := range previous {
 		prev[a.Name] = a
 	}
@@ -450,7 +482,7 @@ func carryOver(current, previous []render.Artifact, mapping bool) {
 		if current[i].Description == "" {
 			current[i].Description = p.Description
 		}
-		old := map[string]render.Version{}
+		old := map[string]model.VersionRecord{}
 		for _, v := range p.Versions {
 			old[v.Tag] = v
 		}
@@ -466,79 +498,111 @@ func sortErrs(errs []error) {
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 }
 
-// Artifacts builds the published artifacts from the manifests (sorted by
-// manifest.Sort), their bundles (same order; nil entries allowed when
-// bundles were not read) and the mirror report (nil when nothing was
-// mirrored). Display name and description come from the newest version's
-// manifest info, else from its CSV.
-func Artifacts(mc *mirror.Client, ms []*manifest.PackageManifest, bundles []*bundle.Bundle, rep *mirror.Report) ([]render.Artifact, error) {
+// Mapper maps the source reference of a bundle image (spec.artifact) to the
+// registry (host[:port]) and repository it is mirrored to: an Artifact's
+// spec.registry and spec.repository. An error names what is wrong with the
+// reference.
+type Mapper interface {
+	MapRepository(src string) (registry, repository string, err error)
+}
+
+// clientMapper is the mapping of a registry client (--dst-registry).
+type clientMapper struct{ mc *mirror.Client }
+
+func (c clientMapper) MapRepository(src string) (string, string, error) {
+	ref, err := c.mc.ParseReference(src)
+	if err != nil {
+		return "", "", err
+	}
+	return c.mc.DstHost(), c.mc.DestinationRepository(ref), nil
+}
+
+// UnmappedRegistry is the registry of a new artifact when no destination
+// registry was given (`publish plan` without --dst-registry): a name that
+// cannot resolve (RFC 6761). Known artifacts keep their recorded registry.
+const UnmappedRegistry = "unmapped.invalid"
+
+// unmapped maps every reference to UnmappedRegistry and its own repository
+// path: the mapping when there is no destination registry.
+type unmapped struct{}
+
+func (unmapped) MapRepository(src string) (string, string, error) {
+	ref, err := name.ParseReference(src)
+	if err != nil {
+		return "", "", err
+	}
+	return UnmappedRegistry, ref.Context().RepositoryStr(), nil
+}
+
+// DestinationOf returns the mapping of a registry client (--dst-registry),
+// or unmapped when the client is nil or has no destination registry.
+func DestinationOf(mc *mirror.Client) Mapper {
+	if mc == nil || mc.DstHost() == "" {
+		return unmapped{}
+	}
+	return clientMapper{mc}
+}
+
+// Artifacts builds the published artifacts from the versions (sorted by
+// manifest.Sort; bundles nil when not read) and the mirror report (nil when
+// nothing was mirrored), mapping each artifact's bundle repository with m.
+// Display name and description come from the newest version's manifest
+// info, else from its CSV.
+func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.ArtifactRecord, error) {
 	digests := map[string]mirror.Result{}
 	if rep != nil {
 		for _, r := range rep.Images {
 			digests[r.Source] = r
 		}
 	}
-	byName := map[string]*render.Artifact{}
-	var order []string
-	for i, m := range ms {
-		ref, err := mc.ParseReference(m.Spec.Artifact)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", m.Path, m.Lines["spec.artifact"], err)
-		}
-		a, ok := byName[m.Artifact]
-		if !ok {
-			a = &render.Artifact{Name: m.Artifact, Registry: mc.DstHost(), Repository: mc.DestinationRepository(ref)}
-			byName[m.Artifact] = a
-			order = append(order, m.Artifact)
-		}
-		// ms is sorted by version: the last one wins.
-		var b *bundle.Bundle
-		if i < len(bundles) {
-			b = bundles[i]
-		}
-		a.DisplayName = m.Spec.Info.DisplayName
-		a.Description = m.Spec.Info.Description
-		if b != nil {
-			if a.DisplayName == "" {
-				a.DisplayName = b.DisplayName
+	var out []model.ArtifactRecord
+	for _, art := range model.Group(vs) {
+		a := model.ArtifactRecord{Name: art.Name}
+		for i, v := range art.Versions {
+			pm := v.Manifest
+			registry, repository, err := m.MapRepository(pm.Spec.Artifact)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", v.Where(), err)
 			}
-			if a.Description == "" {
-				a.Description = b.Description
+			if i == 0 {
+				a.Registry, a.Repository = registry, repository
 			}
-		}
-		v := render.Version{Version: m.Version.String(), Tag: m.Tag(), Present: true, Path: m.Path}
-		if r, ok := digests[m.Spec.Artifact]; ok {
-			v.BundleDigest = r.Digest
-		}
-		imgs := append([]string(nil), m.Spec.RelatedImages...)
-		if b != nil {
-			imgs = append(imgs, b.Images...)
-		}
-		seen := map[string]bool{}
-		for _, img := range imgs {
-			if r, ok := digests[img]; ok && !seen[img] {
-				seen[img] = true
-				v.Images = append(v.Images, render.Image{Source: r.Source, Destination: r.Destination, Digest: r.Digest})
+			// Versions are sorted by semver: the last one wins.
+			a.DisplayName = pm.Spec.Info.DisplayName
+			a.Description = pm.Spec.Info.Description
+			if b := v.Bundle; b != nil {
+				if a.DisplayName == "" {
+					a.DisplayName = b.DisplayName
+				}
+				if a.Description == "" {
+					a.Description = b.Description
+				}
 			}
+			rv := model.VersionRecord{Version: pm.Version.String(), Tag: pm.Tag(), Present: true, Path: pm.Path}
+			if r, ok := digests[pm.Spec.Artifact]; ok {
+				rv.BundleDigest = r.Digest
+			}
+			for _, img := range v.Images {
+				if r, ok := digests[img]; ok {
+					rv.Images = append(rv.Images, model.Image{Source: r.Source, Destination: r.Destination, Digest: r.Digest})
+				}
+			}
+			sort.Slice(rv.Images, func(i, j int) bool { return rv.Images[i].Source < rv.Images[j].Source })
+			a.Versions = append(a.Versions, rv)
 		}
-		sort.Slice(v.Images, func(i, j int) bool { return v.Images[i].Source < v.Images[j].Source })
-		a.Versions = append(a.Versions, v)
+		out = append(out, a)
 	}
-	out := make([]render.Artifact, 0, len(order))
-	for _, n := range order {
-		out = append(out, *byName[n])
-	}
-	render.Sort(out)
+	model.SortRecords(out)
 	return out, nil
 }
 
 // updatedVersions lists "<artifact> <version>" for every version change
 // detection saw modified that was published before and still is.
-func updatedVersions(dr *diff.Result, prev, next []render.Artifact) []string {
+func updatedVersions(dr *diff.Result, prev, next []model.ArtifactRecord) []string {
 	if dr == nil || dr.All {
 		return nil
 	}
-	present := func(arts []render.Artifact) map[[2]string]bool {
+	present := func(arts []model.ArtifactRecord) map[[2]string]bool {
 		m := map[[2]string]bool{}
 		for _, a := range arts {
 			for _, v := range a.Versions {
@@ -601,19 +665,19 @@ func prepareCatalog(repo *gitops.Repo, o Options) (*gitops.State, error) {
 	return state, nil
 }
 
-// workSet marks the versions to read, lint and mirror: changed since the
-// base, unknown to the state, or edited on disk without a commit.
-func (o *Options) workSet(ms []*manifest.PackageManifest, files []manifest.File, state []render.Artifact) []bool {
-	work := selectWork(ms, state, o.Changed)
-	if dirty := dirtyFiles(o.Source, files); len(dirty) > 0 {
-		o.logf("warning: %d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", len(dirty))
-		for i, m := range ms {
-			if dirty[m.Path] {
-				work[i] = true
+// markChanged marks Changed the versions to read, lint and mirror:
+// changed since the base, unknown to the state, or edited on disk without a
+// commit.
+func (r *run) markChanged(vs []*model.Version, files []manifest.File, state []model.ArtifactRecord) {
+	markUnpublished(vs, state, r.changed)
+	if dirty := dirtyFiles(r.Source, files); len(dirty) > 0 {
+		r.warnf("%d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", len(dirty))
+		for _, v := range vs {
+			if dirty[v.Manifest.Path] {
+				v.Changed = true
 			}
 		}
 	}
-	return work
 }
 
 // pushAttempts bounds how often a rejected push is tried in all.
@@ -636,7 +700,8 @@ func retryDelay(n int) time.Duration {
 // commit of the catalog with ours by ancestry in the package repo: when the
 // catalog was published from a newer commit, it stops with nothing to do, so
 // an older run never overwrites a newer catalog (no lost update).
-func publishWithRetry(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
+func publishWithRetry(ctx context.Context, r *run, repo *gitops.Repo, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
+	o := r.Options
 	for attempt := 1; ; attempt++ {
 		if newer, why := supersededBy(ctx, o, res.SourceCommit, state.Source.Commit); newer {
 			o.logf("catalog: %s; nothing to do", why)
@@ -644,7 +709,7 @@ func publishWithRetry(ctx context.Context, o Options, repo *gitops.Repo, state *
 			res.Superseded = state.Source.Commit
 			return nil
 		}
-		err := publishCatalog(ctx, o, repo, state, current, res)
+		err := publishCatalog(ctx, r, repo, state, current, res)
 		if err == nil || !gitops.IsRejected(err) {
 			return err
 		}
@@ -695,7 +760,7 @@ func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, st
 	}
 	if err != nil {
 		if shallow, _ := repo.Storer.Shallow(); len(shallow) > 0 || o.Base != "" {
-			o.logf("warning: the catalog was published from source commit %s, which this clone does not have: cannot tell whether it is newer; publishing %s", short(theirs), short(ours))
+			o.warnf("the catalog was published from source commit %s, which this clone does not have: cannot tell whether it is newer; publishing %s", short(theirs), short(ours))
 			return false, ""
 		}
 		return true, fmt.Sprintf("the catalog was published from source commit %s, which is not in the history of %s (it is newer, or on another line; if the package repo's history was rewritten, publish once with --base to overwrite it)", short(theirs), short(ours))
@@ -744,12 +809,13 @@ func short(h string) string {
 
 // publishCatalog renders into the clone, commits when a byte changed, and
 // pushes.
-func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gitops.State, current []render.Artifact, res *Result) error {
+func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
+	o := r.Options
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
-	key, err := o.renderCluster(ctx, repo.Dir, next, state.Rendered[o.Cluster])
+	key, err := r.renderCluster(ctx, repo.Dir, next, state.Rendered[o.Cluster])
 	if err != nil {
 		return err
 	}
@@ -800,7 +866,7 @@ func publishCatalog(ctx context.Context, o Options, repo *gitops.Repo, state *gi
 	return nil
 }
 
-func sameArtifacts(a, b []render.Artifact) bool {
+func sameArtifacts(a, b []model.ArtifactRecord) bool {
 	x, _ := (&gitops.State{Artifacts: a}).Marshal()
 	y, _ := (&gitops.State{Artifacts: b}).Marshal()
 	return string(x) == string(y)
@@ -815,7 +881,7 @@ func sameArtifacts(a, b []render.Artifact) bool {
 // artifacts whose generated objects changed are rendered again; the other
 // files of rendered/<cluster> stay as they are. Otherwise everything is
 // rendered. Errors from the overlay are *InputError.
-func RenderInto(root, cluster string, cfg render.Config, arts []render.Artifact, prevKey string) (string, error) {
+func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
 	gen, err := render.Generated(cfg, arts)
 	if err != nil {
 		return "", inputErr(err)

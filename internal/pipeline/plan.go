@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
 	"golang.org/x/sync/errgroup"
 )
@@ -91,9 +91,11 @@ type PlanOptions struct {
 	TargetBranch string
 }
 
-// Plan computes the plan without any registry or Git write: bundles are read
-// at the source, the destination only gets HEAD requests, and the catalog is
-// rendered into a throw-away clone that is never pushed.
+// PlanRun is `publish plan`: it makes the Plan without any registry or Git
+// write. Bundles are read at the source, the destination only gets HEAD
+// requests, and the catalog is rendered from Git objects of the branch tip
+// (planIncremental) or, when that does not apply, into a throw-away clone
+// that is never pushed (planFull).
 //
 // It returns the plan and an error only for infrastructure problems; lint
 // errors are findings in the plan (Summary.Errors), which the CLI turns into
@@ -125,12 +127,10 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
 		return nil, inputErr(scanErr)
 	}
-	if o.Mirror.SrcHosts == nil {
-		o.Mirror.SrcHosts = sourceHosts(ms)
-	}
-	mc, err := mirror.New(o.Mirror)
-	if err != nil {
-		return nil, inputErr(err)
+	r := &run{Options: o.Options, changed: o.Changed}
+	var err error
+	if r.mc, err = newClient(o.Mirror, ms); err != nil {
+		return nil, err
 	}
 	repo, state, err := openCatalog(ctx, o.Options)
 	if err != nil {
@@ -138,22 +138,20 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	defer repo.Close()
 
-	var planDiff *diff.Result
-	if o.Changed == nil {
+	if r.changed == nil {
 		dr, err := diff.Compute(ctx, diff.Options{
 			Repo: o.Options.Source, PackagesDir: o.PackagesDir, Base: o.Base,
 			PR: o.PR, TargetBranch: o.TargetBranch,
-			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.Log,
+			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
 		})
 		if err != nil {
 			p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", err)}}
 		} else {
-			o.Changed = dr.Changed
-			planDiff = dr
+			r.changed, r.diff = dr.Changed, dr
 			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 		}
 	}
-	next, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, planDiff)
+	next, err := planContent(ctx, r, p, files, model.NewVersions(ms), scanErr, state)
 	if err != nil {
 		return nil, err
 	}
@@ -177,51 +175,47 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 }
 
 // planContent fills the findings, artifacts and images of p from the
-// manifests read (files, ms, scanErr) and the published state, and returns
+// versions read (files, vs, scanErr) and the published state, and returns
 // the merged artifacts to render. The incremental plan passes only the
-// touched artifacts' manifests and state entries.
-func planContent(ctx context.Context, o PlanOptions, p *Plan, mc *mirror.Client, files []manifest.File, ms []*manifest.PackageManifest, scanErr error, state *gitops.State, planDiff *diff.Result) ([]render.Artifact, error) {
-	work := o.workSet(ms, files, state.Artifacts)
-	bundles, byErr, err := readBundles(ctx, mc, ms, work)
-	if err != nil {
+// touched artifacts' versions and state entries.
+func planContent(ctx context.Context, r *run, p *Plan, files []manifest.File, vs []*model.Version, scanErr error, state *gitops.State) ([]model.ArtifactRecord, error) {
+	r.markChanged(vs, files, state.Artifacts)
+	if err := readBundles(ctx, r.mc, model.ChangedVersions(vs)); err != nil {
 		return nil, err
 	}
-	p.Findings = lintStage(ctx, o.Lint, files, ms, bundles, byErr, work)
-	p.Findings = append(p.Findings, editedInPlace(o.Lint, planDiff, ms, state.Artifacts)...)
+	p.Findings = lintStage(ctx, r.Lint, files, vs)
+	p.Findings = append(p.Findings, editedInPlace(r.Lint, r.diff, vs, state.Artifacts)...)
 	p.Findings = append(p.Findings, unreadFindings(scanErr, files)...)
 	lint.Sort(p.Findings)
 	if p.Findings == nil {
 		p.Findings = []lint.Finding{}
 	}
 
-	mapper := mc
-	if mc.DstHost() == "" {
-		mapper, _ = mirror.New(mirror.Options{DstRegistry: "unmapped.invalid"})
-	}
-	current, err := Artifacts(mapper, ms, bundles, nil)
+	mapped := r.mc.DstHost() != ""
+	current, err := Artifacts(DestinationOf(r.mc), vs, nil)
 	if err != nil {
 		return nil, inputErr(err)
 	}
-	carryOver(current, state.Artifacts, mc.DstHost() == "")
+	carryOver(current, state.Artifacts, !mapped)
 	next := render.Merge(state.Artifacts, current)
-	p.Artifacts = planArtifacts(state.Artifacts, next, ms, work)
-	if mc.DstHost() != "" {
-		planImages(ctx, mc, p.Artifacts, ms, bundles)
+	p.Artifacts = planArtifacts(state.Artifacts, next, vs)
+	if mapped {
+		planImages(ctx, r.mc, p.Artifacts, vs)
 	}
 	return next, nil
 }
 
 // planArtifacts lists the artifacts whose listing changes between the
 // previous state and next, and the changed versions of unchanged artifacts.
-func planArtifacts(prev, next []render.Artifact, ms []*manifest.PackageManifest, work []bool) []PlanArtifact {
-	pa := map[string]render.Artifact{}
+func planArtifacts(prev, next []model.ArtifactRecord, vs []*model.Version) []PlanArtifact {
+	pa := map[string]model.ArtifactRecord{}
 	for _, a := range prev {
 		pa[a.Name] = a
 	}
-	modified := map[[2]string]bool{}
-	for i, m := range ms {
-		if work[i] {
-			modified[[2]string{m.Artifact, m.Version.String()}] = true
+	modified := map[model.Key]bool{}
+	for _, v := range vs {
+		if v.Changed {
+			modified[v.Key()] = true
 		}
 	}
 	var out []PlanArtifact
@@ -236,7 +230,7 @@ func planArtifacts(prev, next []render.Artifact, ms []*manifest.PackageManifest,
 		case had && !p.Present && a.Present:
 			art.Action = "relisted"
 		}
-		pv := map[string]render.Version{}
+		pv := map[string]model.VersionRecord{}
 		for _, v := range p.Versions {
 			pv[v.Tag] = v
 		}
@@ -250,7 +244,7 @@ func planArtifacts(prev, next []render.Artifact, ms []*manifest.PackageManifest,
 				action = "delisted"
 			case ok && !old.Present && v.Present:
 				action = "relisted"
-			case v.Present && modified[[2]string{a.Name, v.Version}]:
+			case v.Present && modified[model.Key{Artifact: a.Name, Version: v.Version}]:
 				action = "modified"
 			}
 			if action == "" {
@@ -273,10 +267,10 @@ func planArtifacts(prev, next []render.Artifact, ms []*manifest.PackageManifest,
 
 // planImages fills the images each added, modified or relisted version
 // would mirror, with HEAD requests at the destination.
-func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, ms []*manifest.PackageManifest, bundles []*bundle.Bundle) {
-	byKey := map[[2]string]int{}
-	for i, m := range ms {
-		byKey[[2]string{m.Artifact, m.Version.String()}] = i
+func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, vs []*model.Version) {
+	byKey := map[model.Key]*model.Version{}
+	for _, v := range vs {
+		byKey[v.Key()] = v
 	}
 	type job struct{ a, v int }
 	var jobs []job
@@ -285,15 +279,11 @@ func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, ms 
 			if v.Action == "delisted" {
 				continue
 			}
-			i, ok := byKey[[2]string{arts[ai].Name, v.Version}]
+			mv, ok := byKey[model.Key{Artifact: arts[ai].Name, Version: v.Version}]
 			if !ok {
 				continue
 			}
-			refs := append([]string(nil), ms[i].Spec.RelatedImages...)
-			if bundles[i] != nil {
-				refs = append(refs, bundles[i].Images...)
-			}
-			refs = append(unique(refs), ms[i].Spec.Artifact)
+			refs := append(unique(mv.Images), mv.Ref())
 			for _, r := range refs {
 				arts[ai].Versions[vi].Images = append(arts[ai].Versions[vi].Images, PlanImage{Source: r})
 			}

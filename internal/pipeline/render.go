@@ -9,6 +9,7 @@ import (
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
 )
 
@@ -58,7 +59,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
-	prev := map[string]render.Artifact{}
+	prev := map[string]model.ArtifactRecord{}
 	for _, a := range state.Artifacts {
 		prev[a.Name] = a
 	}
@@ -69,12 +70,9 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			}
 		}
 	}
-	mapper := mc
-	if mc.DstHost() == "" {
-		// Every artifact is known: registry and repository come from the state below.
-		mapper, _ = mirror.New(mirror.Options{DstRegistry: "unmapped.invalid"})
-	}
-	current, err := Artifacts(mapper, ms, nil, nil)
+	// Without --dst-registry every artifact is known: registry and
+	// repository come from the state (carryOver).
+	current, err := Artifacts(DestinationOf(mc), model.NewVersions(ms), nil)
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}

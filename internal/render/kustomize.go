@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -32,7 +33,7 @@ type Files map[string][]byte
 // Generated returns the kustomize base under publish/generated: one file per
 // object (<artifact>/<kind>_<name>.yaml) and a kustomization.yaml listing
 // them in order.
-func Generated(cfg Config, arts []Artifact) (Files, error) {
+func Generated(cfg Config, arts []model.ArtifactRecord) (Files, error) {
 	files := Files{}
 	var resources []string
 	for _, obj := range Objects(cfg, arts) {

@@ -9,10 +9,9 @@ package render
 import (
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
-	"github.com/blang/semver/v4"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 // Group, version and labels of the Alauda objects.
@@ -39,38 +38,14 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Artifact is one operator (OLM package) as published. It is also the unit
-// of publish/state.yaml, so it carries what a tombstone needs to be rendered
-// after its manifests are gone.
-type Artifact struct {
-	Name        string    `json:"name"`
-	Present     bool      `json:"present"`
-	Registry    string    `json:"registry"`   // destination host[:port]
-	Repository  string    `json:"repository"` // bundle repository at the destination
-	DisplayName string    `json:"displayName,omitempty"`
-	Description string    `json:"description,omitempty"`
-	Versions    []Version `json:"versions"`
-}
-
-// Version is one bundle of an artifact.
-type Version struct {
-	Version      string  `json:"version"` // semver without "v"
-	Tag          string  `json:"tag"`     // bundle tag at the destination
-	Present      bool    `json:"present"`
-	BundleDigest string  `json:"bundleDigest,omitempty"`
-	Images       []Image `json:"images,omitempty"` // related images mirrored
-	// Path is the manifest file the version was last published from,
-	// relative to the package repo (slash-separated); `publish plan` reads
-	// the other versions of a changed artifact from there. Not rendered.
-	Path string `json:"path,omitempty"`
-}
-
-// Image records one mirrored image: the lock of what a version names.
-type Image struct {
-	Source      string `json:"source"`
-	Destination string `json:"destination"`
-	Digest      string `json:"digest"`
-}
+// Artifact, Version and Image are the state records, now in internal/model.
+//
+// Deprecated: use model.ArtifactRecord, model.VersionRecord and model.Image.
+type (
+	Artifact = model.ArtifactRecord
+	Version  = model.VersionRecord
+	Image    = model.Image
+)
 
 // ArtifactVersionName is the ArtifactVersion object name: <artifact>.<tag>,
 // with characters a Kubernetes name cannot hold turned into '-'.
@@ -83,31 +58,21 @@ func ArtifactVersionName(artifact, tag string) string {
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]`)
 
 // Sort orders artifacts by name and their versions by semver (then tag).
-func Sort(arts []Artifact) {
-	sort.Slice(arts, func(i, j int) bool { return arts[i].Name < arts[j].Name })
-	for _, a := range arts {
-		sort.SliceStable(a.Versions, func(i, j int) bool {
-			vi, ei := semver.Parse(a.Versions[i].Version)
-			vj, ej := semver.Parse(a.Versions[j].Version)
-			if ei == nil && ej == nil && !vi.EQ(vj) {
-				return vi.LT(vj)
-			}
-			return a.Versions[i].Tag < a.Versions[j].Tag
-		})
-	}
-}
+//
+// Deprecated: use model.SortRecords.
+func Sort(arts []model.ArtifactRecord) { model.SortRecords(arts) }
 
 // Merge adds tombstones to current (the artifacts built from the source
 // tree): every artifact or version of previous (publish/state.yaml) that is
 // not in current is kept with Present false. A version or artifact in
 // current is present, whatever previous said (re-adding relists). The result
 // is sorted.
-func Merge(previous, current []Artifact) []Artifact {
-	byName := map[string]*Artifact{}
-	var out []Artifact
+func Merge(previous, current []model.ArtifactRecord) []model.ArtifactRecord {
+	byName := map[string]*model.ArtifactRecord{}
+	var out []model.ArtifactRecord
 	for _, a := range current {
 		a.Present = true
-		a.Versions = append([]Version(nil), a.Versions...)
+		a.Versions = append([]model.VersionRecord(nil), a.Versions...)
 		for i := range a.Versions {
 			a.Versions[i].Present = true
 		}
@@ -116,13 +81,13 @@ func Merge(previous, current []Artifact) []Artifact {
 	for i := range out {
 		byName[out[i].Name] = &out[i]
 	}
-	var gone []Artifact
+	var gone []model.ArtifactRecord
 	for _, p := range previous {
 		cur, ok := byName[p.Name]
 		if !ok {
 			t := p
 			t.Present = false
-			t.Versions = append([]Version(nil), p.Versions...)
+			t.Versions = append([]model.VersionRecord(nil), p.Versions...)
 			for i := range t.Versions {
 				t.Versions[i].Present = false
 			}
@@ -141,7 +106,7 @@ func Merge(previous, current []Artifact) []Artifact {
 		}
 	}
 	out = append(out, gone...)
-	Sort(out)
+	model.SortRecords(out)
 	return out
 }
 
@@ -160,15 +125,15 @@ func (c Changes) Empty() bool {
 }
 
 // Diff compares two merged artifact lists (previous state, next state).
-func Diff(previous, next []Artifact) Changes {
+func Diff(previous, next []model.ArtifactRecord) Changes {
 	var ch Changes
-	prev := map[string]Artifact{}
+	prev := map[string]model.ArtifactRecord{}
 	for _, a := range previous {
 		prev[a.Name] = a
 	}
 	for _, a := range next {
 		p, had := prev[a.Name]
-		pv := map[string]Version{}
+		pv := map[string]model.VersionRecord{}
 		for _, v := range p.Versions {
 			pv[v.Tag] = v
 		}
@@ -200,7 +165,7 @@ func Diff(previous, next []Artifact) Changes {
 	return ch
 }
 
-func versionList(vs []Version, present bool) string {
+func versionList(vs []model.VersionRecord, present bool) string {
 	var s []string
 	for _, v := range vs {
 		if v.Present == present {
@@ -218,7 +183,7 @@ type Object = map[string]any
 // {type, present, registry, repository, displayName, description,
 // imagePullSecrets, artifactVersionSelector}, ArtifactVersion spec {tag,
 // present}.
-func Objects(cfg Config, arts []Artifact) []Object {
+func Objects(cfg Config, arts []model.ArtifactRecord) []Object {
 	cfg = cfg.withDefaults()
 	var out []Object
 	for _, a := range arts {

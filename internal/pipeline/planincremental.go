@@ -13,12 +13,11 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
-
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
-	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
 )
 
@@ -99,7 +98,7 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 	dr, err := diff.Compute(ctx, diff.Options{
 		Repo: o.Options.Source, PackagesDir: o.PackagesDir, Base: o.Base,
 		PR: o.PR, TargetBranch: o.TargetBranch,
-		StateCommit: header.Source.Commit, Fetch: !o.NoFetch, Log: o.Log,
+		StateCommit: header.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
 	})
 	if err != nil || dr.All {
 		return nil, notIncremental("change detection has no base")
@@ -134,12 +133,9 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 
 	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{},
 		Source: PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, Warnings: dr.Warnings}}
-	if o.Mirror.SrcHosts == nil {
-		o.Mirror.SrcHosts = sourceHosts(ms)
-	}
-	mc, err := mirror.New(o.Mirror)
+	mc, err := newClient(o.Mirror, ms)
 	if err != nil {
-		return nil, inputErr(err)
+		return nil, err
 	}
 	if h := mc.DstHost(); h != "" {
 		for _, a := range state.Artifacts {
@@ -149,8 +145,8 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 		}
 	}
 
-	o.Changed = dr.Changed
-	sub, err := planContent(ctx, o, p, mc, files, ms, scanErr, state, dr)
+	r := &run{Options: o.Options, mc: mc, changed: dr.Changed, diff: dr}
+	sub, err := planContent(ctx, r, p, files, model.NewVersions(ms), scanErr, state)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +179,7 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 		}
 	}
 	if len(changed) > 0 {
-		var only []render.Artifact
+		var only []model.ArtifactRecord
 		for _, a := range sub {
 			if changed[a.Name] {
 				only = append(only, a)

@@ -1,0 +1,59 @@
+package model
+
+import (
+	"sort"
+
+	"github.com/blang/semver/v4"
+)
+
+// ArtifactRecord is what publish/state.yaml records of one artifact (OLM
+// package) as published: present or delisted (a tombstone), where its
+// bundles are at the destination, and every version ever published. It
+// carries what a tombstone needs to be rendered after its manifests are
+// gone. The state file's format is documented in docs/design.md.
+type ArtifactRecord struct {
+	Name        string          `json:"name"`
+	Present     bool            `json:"present"`
+	Registry    string          `json:"registry"`   // destination host[:port]
+	Repository  string          `json:"repository"` // bundle repository at the destination
+	DisplayName string          `json:"displayName,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Versions    []VersionRecord `json:"versions"`
+}
+
+// VersionRecord is what publish/state.yaml records of one version (bundle)
+// of an artifact.
+type VersionRecord struct {
+	Version      string  `json:"version"` // semver without "v"
+	Tag          string  `json:"tag"`     // bundle tag at the destination
+	Present      bool    `json:"present"`
+	BundleDigest string  `json:"bundleDigest,omitempty"`
+	Images       []Image `json:"images,omitempty"` // related images mirrored
+	// Path is the manifest file the version was last published from,
+	// relative to the package repo (slash-separated); `publish plan` reads
+	// the other versions of a changed artifact from there. Not rendered.
+	Path string `json:"path,omitempty"`
+}
+
+// Image records one mirrored image: the lock of what a version names.
+type Image struct {
+	Source      string `json:"source"`
+	Destination string `json:"destination"`
+	Digest      string `json:"digest"`
+}
+
+// SortRecords orders artifacts by name and their versions by semver (then
+// tag), in place: the order of publish/state.yaml.
+func SortRecords(arts []ArtifactRecord) {
+	sort.Slice(arts, func(i, j int) bool { return arts[i].Name < arts[j].Name })
+	for _, a := range arts {
+		sort.SliceStable(a.Versions, func(i, j int) bool {
+			vi, ei := semver.Parse(a.Versions[i].Version)
+			vj, ej := semver.Parse(a.Versions[j].Version)
+			if ei == nil && ej == nil && !vi.EQ(vj) {
+				return vi.LT(vj)
+			}
+			return a.Versions[i].Tag < a.Versions[j].Tag
+		})
+	}
+}
