@@ -7,6 +7,7 @@ import (
 	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -47,12 +48,11 @@ func (c *commonFlags) check() error {
 	if c.target == "" {
 		c.target = loadedConfig.Target(c.cluster)
 	}
-	if c.target == "" {
-		c.target = pipeline.TargetAlauda
+	k, err := target.Lookup(c.target)
+	if err != nil {
+		return &usageError{err}
 	}
-	if c.target != pipeline.TargetAlauda && c.target != pipeline.TargetOLM {
-		return &usageError{fmt.Errorf("--target %q: want %s or %s", c.target, pipeline.TargetAlauda, pipeline.TargetOLM)}
-	}
+	c.target = k.Name
 	return nil
 }
 

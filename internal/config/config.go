@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/target"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -59,10 +60,10 @@ type Config struct {
 const (
 	// TargetAlauda publishes Artifact and ArtifactVersion objects (the
 	// default).
-	TargetAlauda = "alauda"
+	TargetAlauda = target.Alauda
 	// TargetOLM publishes to upstream OLM: a file-based catalog image and a
 	// CatalogSource (internal/olm).
-	TargetOLM = "olm"
+	TargetOLM = target.OLM
 )
 
 // Cluster is the publish.yaml entry of one cluster.
@@ -158,8 +159,8 @@ func Load(path string, required bool) (*Config, error) {
 		return nil, &Error{Path: path, Line: 1, Msg: fmt.Sprintf("apiVersion/kind is %q/%q, want %s/%s", c.APIVersion, c.Kind, APIVersion, Kind)}
 	}
 	for name, cl := range c.Clusters {
-		if cl.Target != "" && cl.Target != TargetAlauda && cl.Target != TargetOLM {
-			return nil, &Error{Path: path, Line: clusterLine(data, name), Msg: fmt.Sprintf("clusters.%s.target is %q: want %s or %s", name, cl.Target, TargetAlauda, TargetOLM)}
+		if _, err := target.Lookup(cl.Target); err != nil {
+			return nil, &Error{Path: path, Line: clusterLine(data, name), Msg: fmt.Sprintf("clusters.%s.%v", name, err)}
 		}
 	}
 	c.Lint.File = path

@@ -407,7 +407,11 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		}
 	}
 	res.Mirror = rep
-	repo, state, err := openCatalog(ctx, o)
+	tgt, err := o.newTarget()
+	if err != nil {
+		return res, err
+	}
+	repo, state, err := openCatalog(ctx, o, tgt)
 	if err != nil {
 		return res, err
 	}
@@ -449,7 +453,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, &run{Options: o, mc: mc}, repo, state, current, res)
+	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, repo, state, current, res)
 }
 
 // CreateOptions configures `publish create`.

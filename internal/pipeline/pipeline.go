@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
-	"github.com/operator-publish/publish/internal/crdcheck"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -28,7 +26,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
-	"sigs.k8s.io/yaml"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // InputError is a problem the user must fix in the package repo, the
@@ -65,8 +63,8 @@ type Options struct {
 	CommitTemplate *template.Template
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
-	// Target is what the cluster runs: TargetAlauda ("" too) or TargetOLM
-	// (olm.go); OLM configures the latter.
+	// Target names what the cluster runs (internal/target: "alauda", the
+	// default, or "olm"); OLM configures the olm target.
 	Target string
 	OLM    OLMOptions
 	// SourceCommitOverride and SourceRepoOverride, when set, are recorded as
@@ -85,7 +83,8 @@ type run struct {
 	// version counts as changed.
 	changed func(artifact, version string) bool
 	diff    *diff.Result
-	olm     *olmRun
+	// target renders rendered/<cluster>; it keeps what it prepared.
+	target target.Target
 }
 
 // newClient builds the registry client of a run: the source credentials go
@@ -229,7 +228,11 @@ func redactURL(u string) string {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
 	res := &Result{}
-	if err := o.checkTarget(); err != nil {
+	tgt, err := o.newTarget()
+	if err != nil {
+		return nil, err
+	}
+	if err := tgt.Check(); err != nil {
 		return nil, err
 	}
 	files, vs, err := scanAndLint(ctx, o)
@@ -241,7 +244,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.logf("scan: %d package manifests in %s", len(vs), filepath.Join(o.Source, o.PackagesDir))
 	res.SourceCommit, _ = SourceCommit(o.Source)
 
-	r := &run{Options: o, changed: o.Changed}
+	r := &run{Options: o, changed: o.Changed, target: tgt}
 	if r.mc, err = newClient(o.Mirror, ms); err != nil {
 		return nil, err
 	}
@@ -249,7 +252,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
 	}
 
-	repo, state, err := openCatalog(ctx, o)
+	repo, state, err := openCatalog(ctx, o, tgt)
 	if err != nil {
 		return nil, err
 	}
@@ -291,11 +294,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(vs))
 	}
 
-	if err := r.prepareOLM(ctx, vs, state); err != nil {
+	env := target.Env{Client: r.mc, ReadBundles: func(ctx context.Context, vs []*model.Version) error { return readBundles(ctx, r.mc, vs) }}
+	if err := tgt.Prepare(ctx, env, vs, state); err != nil {
 		return res, err
 	}
 	var related []mirror.Target
-	for _, ref := range r.olmImages() {
+	for _, ref := range tgt.Images() {
 		related = append(related, mirror.Target{Ref: ref})
 	}
 	rep, err := mirrorVersions(ctx, r.mc, vs, related)
@@ -627,7 +631,7 @@ func updatedVersions(dr *diff.Result, prev, next []model.ArtifactRecord) []strin
 // openCatalog clones the catalog, reads its state, seeds a first publish
 // from the template and checks the cluster overlay, before any time is
 // spent on registries. The caller closes the clone.
-func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, error) {
+func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo, *gitops.State, error) {
 	repo, err := gitops.Clone(ctx, o.Catalog)
 	if err != nil {
 		return nil, nil, err
@@ -635,7 +639,7 @@ func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, e
 	if repo.NewBranch {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
-	state, err := prepareCatalog(repo, o)
+	state, err := prepareCatalog(repo, o, t)
 	if err != nil {
 		repo.Close()
 		return nil, nil, err
@@ -645,8 +649,8 @@ func openCatalog(ctx context.Context, o Options) (*gitops.Repo, *gitops.State, e
 
 // prepareCatalog reads the state of a fresh clone (or one just reset to
 // the branch tip), seeds a first publish from the template and checks the
-// cluster overlay.
-func prepareCatalog(repo *gitops.Repo, o Options) (*gitops.State, error) {
+// cluster overlay when the target renders through it.
+func prepareCatalog(repo *gitops.Repo, o Options, t target.Target) (*gitops.State, error) {
 	state, err := gitops.ReadState(repo.Dir)
 	if err == nil && (repo.Empty || len(state.Artifacts) == 0) {
 		// First publish: add the template's files that the repo lacks.
@@ -654,7 +658,7 @@ func prepareCatalog(repo *gitops.Repo, o Options) (*gitops.State, error) {
 	} else if err != nil {
 		err = inputErr(err)
 	}
-	if err == nil && o.Target != TargetOLM {
+	if err == nil && t.Kustomize() {
 		if oerr := render.CheckOverlay(repo.Dir, o.Cluster); oerr != nil {
 			err = inputErr(oerr)
 		}
@@ -726,7 +730,7 @@ func publishWithRetry(ctx context.Context, r *run, repo *gitops.Repo, state *git
 		if err := repo.Refresh(ctx); err != nil {
 			return err
 		}
-		if state, err = prepareCatalog(repo, o); err != nil {
+		if state, err = prepareCatalog(repo, o, r.target); err != nil {
 			return err
 		}
 	}
@@ -815,7 +819,7 @@ func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitop
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
-	key, err := r.renderCluster(ctx, repo.Dir, next, state.Rendered[o.Cluster])
+	key, err := r.target.Render(ctx, repo.Dir, next, state.Rendered[o.Cluster])
 	if err != nil {
 		return err
 	}
@@ -870,86 +874,6 @@ func sameArtifacts(a, b []model.ArtifactRecord) bool {
 	x, _ := (&gitops.State{Artifacts: a}).Marshal()
 	y, _ := (&gitops.State{Artifacts: b}).Marshal()
 	return string(x) == string(y)
-}
-
-// RenderInto writes publish/generated and rendered/<cluster> for arts (the
-// merged list, tombstones included) into the catalog working tree at root,
-// and returns the render key (render.Key) to record in the state.
-//
-// When prevKey, the key recorded when rendered/<cluster> was last written,
-// equals the current key (same overlays, same configuration), only the
-// artifacts whose generated objects changed are rendered again; the other
-// files of rendered/<cluster> stay as they are. Otherwise everything is
-// rendered. Errors from the overlay are *InputError.
-func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
-	gen, err := render.Generated(cfg, arts)
-	if err != nil {
-		return "", inputErr(err)
-	}
-	key, err := render.Key(root, cluster, cfg)
-	if err != nil {
-		return "", err
-	}
-	var only map[string]bool
-	if _, statErr := os.Stat(filepath.Join(root, render.RenderedDir, cluster)); prevKey != "" && prevKey == key && statErr == nil {
-		if only, err = render.ChangedArtifacts(root, gen); err != nil {
-			return "", err
-		}
-	}
-	if err := render.Write(root, []string{render.GeneratedDir}, gen); err != nil {
-		return "", err
-	}
-	if only != nil && len(only) == 0 {
-		return key, nil // nothing to render again
-	}
-	out, err := render.BuildOnly(root, cluster, only)
-	if err != nil {
-		return "", inputErr(err)
-	}
-	if err := validateRendered(cluster, out); err != nil {
-		return "", inputErr(err)
-	}
-	dirs := []string{render.RenderedDir + "/" + cluster}
-	if only != nil {
-		dirs = dirs[:0]
-		for art := range only {
-			dirs = append(dirs, render.RenderedDir+"/"+cluster+"/"+art)
-		}
-		sort.Strings(dirs)
-	}
-	return key, render.Write(root, dirs, out)
-}
-
-// validateRendered checks every rendered Artifact, ArtifactVersion and
-// Library against the CRDs built into the binary, so that an overlay patch
-// cannot commit an object the API server would reject (or silently prune).
-func validateRendered(cluster string, files render.Files) error {
-	v, err := crdcheck.Alauda()
-	if err != nil {
-		return err
-	}
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	var errs []error
-	for _, p := range paths {
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		if err := yaml.Unmarshal(files[p], &head); err != nil || !v.Knows(head.APIVersion, head.Kind) {
-			continue
-		}
-		if err := v.Validate(files[p]); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p, err))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("the overlay kustomize/clusters/%s renders objects the CRDs reject (nothing committed):\n%w", cluster, errors.Join(errs...))
-	}
-	return nil
 }
 
 // CommitMessage is the catalog commit message: a subject counting the

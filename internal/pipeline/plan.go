@@ -102,10 +102,11 @@ type PlanOptions struct {
 // exit code 1.
 func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	o.defaults()
-	if err := checkTarget(o.Target); err != nil {
+	t, err := o.newTarget()
+	if err != nil {
 		return nil, err
 	}
-	if o.Target == TargetOLM {
+	if !t.Kustomize() {
 		return planFull(ctx, o)
 	}
 	p, err := planIncremental(ctx, o)
@@ -127,12 +128,15 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
 		return nil, inputErr(scanErr)
 	}
-	r := &run{Options: o.Options, changed: o.Changed}
-	var err error
+	tgt, err := o.newTarget()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{Options: o.Options, changed: o.Changed, target: tgt}
 	if r.mc, err = newClient(o.Mirror, ms); err != nil {
 		return nil, err
 	}
-	repo, state, err := openCatalog(ctx, o.Options)
+	repo, state, err := openCatalog(ctx, o.Options, tgt)
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +159,12 @@ func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.Target == TargetOLM {
-		// The catalog image is built and pushed by run; the CatalogSource
-		// changes with its digest only.
-		p.Source.Warnings = append(p.Source.Warnings, "target olm: the catalog image and rendered/"+o.Cluster+"/"+CatalogSourceFile+" are built by publish run; the listing changes above are what the catalog will hold")
-	} else if _, err := RenderInto(repo.Dir, o.Cluster, o.Render, next, state.Rendered[o.Cluster]); err != nil {
+	warning, err := tgt.Preview(repo.Dir, next, state.Rendered[o.Cluster])
+	if err != nil {
 		return nil, err
+	}
+	if warning != "" {
+		p.Source.Warnings = append(p.Source.Warnings, warning)
 	}
 	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
 	if err != nil {

@@ -196,7 +196,7 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 		if err != nil {
 			return nil, inputErr(err)
 		}
-		if err := validateRendered(o.Cluster, out); err != nil {
+		if err := render.Validate(o.Cluster, out); err != nil {
 			return nil, inputErr(err)
 		}
 		before := render.Files{}

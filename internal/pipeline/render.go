@@ -25,8 +25,8 @@ type RenderOptions struct {
 	// publish/state.yaml; known artifacts keep their recorded registry.
 	DstRegistry string
 	PlainHTTP   bool
-	// Target and OLM as in Options: for TargetOLM the CatalogSource is
-	// rendered from the catalog image recorded in publish/state.yaml.
+	// Target and OLM as in Options: the olm target renders the
+	// CatalogSource from the catalog image recorded in publish/state.yaml.
 	Target string
 	OLM    OLMOptions
 }
@@ -38,7 +38,9 @@ type RenderOptions struct {
 func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	ro := Options{Source: o.Source, PackagesDir: o.PackagesDir, Cluster: o.Cluster}
 	ro.defaults()
-	if err := checkTarget(o.Target); err != nil {
+	ro.Target, ro.OLM, ro.Render = o.Target, o.OLM, o.Render
+	tgt, err := ro.newTarget()
+	if err != nil {
 		return render.Changes{}, err
 	}
 	if st, err := os.Stat(o.CatalogDir); err != nil || !st.IsDir() {
@@ -84,11 +86,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			return render.Changes{}, err
 		}
 	}
-	if o.Target == TargetOLM {
-		err = renderOLMFromState(o.CatalogDir, ro.Cluster, o.OLM.Source, o.Render.ImagePullSecrets, state)
-	} else {
-		_, err = RenderInto(o.CatalogDir, ro.Cluster, o.Render, next, state.Rendered[ro.Cluster])
-	}
+	err = tgt.RenderFromState(o.CatalogDir, next, state)
 	return render.Diff(state.Artifacts, next), err
 }
 

@@ -1,0 +1,307 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/render"
+)
+
+// DefaultOPMImage is the catalog base image when publish.yaml names none:
+// the opm release whose file-based catalog format and serve cache the
+// catalog is built for (operator-registry v1.60.0).
+const DefaultOPMImage = "quay.io/operator-framework/opm:v1.60.0"
+
+// CatalogSourceFile is the CatalogSource's file below rendered/<cluster>/.
+const CatalogSourceFile = "catalogsource.yaml"
+
+// olmKeyPrefix starts the render key of an olm cluster in
+// publish/state.yaml: "olm <catalog image>@sha256:...".
+const olmKeyPrefix = "olm "
+
+// OLMOptions configures the olm target (publish.yaml
+// clusters.<cluster>.olm).
+type OLMOptions struct {
+	// CatalogImage is the repository[:tag] the catalog image is pushed to;
+	// default olm/publish-catalog below the destination registry, tag the
+	// cluster name.
+	CatalogImage string
+	// BaseImage is the opm image (a source reference, mirrored like a
+	// related image; default DefaultOPMImage).
+	BaseImage string
+	// Images are OLM's own images, mirrored like related images.
+	Images []string
+	// Source sets the CatalogSource; Image is filled in by the run.
+	Source olm.SourceOptions
+}
+
+// olmTarget publishes to upstream OLM: a file-based catalog image holding
+// every present version, pushed to the destination registry, and
+// rendered/<cluster>/catalogsource.yaml pointing at it by digest.
+type olmTarget struct {
+	s  Settings
+	mc *mirror.Client // set by Prepare
+	// bundles holds the bundle of every present version read in this run.
+	bundles map[model.Key]*bundle.Bundle
+	// reused holds the entries of the last catalog image for unchanged
+	// versions.
+	reused map[model.Key]olm.Entry
+	// where names each version's manifest (file:line of spec.artifact).
+	where map[model.Key]string
+}
+
+func newOLM(s Settings) Target { return &olmTarget{s: s} }
+
+func (*olmTarget) Kustomize() bool { return false }
+
+func (t *olmTarget) base() string {
+	if t.s.OLM.BaseImage != "" {
+		return t.s.OLM.BaseImage
+	}
+	return DefaultOPMImage
+}
+
+// Check checks the settings before any side effect: a wrong poll interval
+// or image reference in publish.yaml stops the run before anything is
+// mirrored.
+func (t *olmTarget) Check() error {
+	var errs []error
+	o := t.s.OLM
+	so := o.Source
+	so.Image = "example.invalid/catalog@sha256:" + strings.Repeat("0", 64)
+	if _, err := olm.CatalogSource(so); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := name.ParseReference(t.base()); err != nil {
+		errs = append(errs, fmt.Errorf("baseImage %q: %w", t.base(), err))
+	}
+	if o.CatalogImage != "" {
+		if _, err := name.ParseReference(o.CatalogImage); err != nil || strings.Contains(o.CatalogImage, "@") {
+			errs = append(errs, fmt.Errorf("catalogImage %q: want a repository with an optional tag, such as registry.local/olm/catalog", o.CatalogImage))
+		}
+	}
+	for _, img := range o.Images {
+		if _, err := name.ParseReference(img); err != nil {
+			errs = append(errs, fmt.Errorf("images: %q: %w", img, err))
+		}
+	}
+	if len(errs) > 0 {
+		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm: %w", t.s.Cluster, errors.Join(errs...)))
+	}
+	return nil
+}
+
+// Images are the catalog base image and OLM's own images.
+func (t *olmTarget) Images() []string {
+	return append([]string{t.base()}, t.s.OLM.Images...)
+}
+
+// Prepare gathers what the catalog needs of the versions this run did not
+// read (unchanged since the last publish): the catalog holds every present
+// version. Their olm.bundle entries are taken from the catalog image
+// recorded in publish/state.yaml when it has them (same bundle image by
+// digest); the other bundles are read from the source. Bundle errors are
+// input errors naming the manifest.
+func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, state *gitops.State) error {
+	mc := env.Client
+	t.mc = mc
+	t.bundles, t.reused, t.where = map[model.Key]*bundle.Bundle{}, map[model.Key]olm.Entry{}, map[model.Key]string{}
+	for _, v := range vs {
+		t.where[v.Key()] = v.Where()
+	}
+	prev := t.previousCatalog(ctx, state)
+	digests := map[[2]string]string{} // artifact, tag -> bundle digest at the last publish
+	for _, a := range state.Artifacts {
+		for _, v := range a.Versions {
+			digests[[2]string{a.Name, v.Tag}] = v.BundleDigest
+		}
+	}
+	var unread []*model.Version
+	for _, v := range vs {
+		if v.Changed && v.Bundle != nil {
+			continue
+		}
+		m := v.Manifest
+		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
+			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
+				if e, ok := prev.Entry(mc.DstHost() + "/" + mc.DestinationRepository(ref) + "@" + d); ok {
+					t.reused[v.Key()] = e
+					continue
+				}
+			}
+		}
+		unread = append(unread, v)
+	}
+	if err := env.ReadBundles(ctx, unread); err != nil {
+		return err
+	}
+	var errs []error
+	for _, v := range vs {
+		if v.BundleErr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.Where(), v.BundleErr))
+			continue
+		}
+		if v.Bundle != nil {
+			t.bundles[v.Key()] = v.Bundle
+		}
+	}
+	if len(errs) > 0 {
+		return model.Input(errors.Join(errs...))
+	}
+	if n := len(unread); n > 0 || len(t.reused) > 0 {
+		t.s.logf("olm: %d unchanged bundles taken from the last catalog image, %d read again", len(t.reused), n)
+	}
+	return nil
+}
+
+// previousCatalog reads the catalog image of the cluster's last publish
+// (nil when there is none or it cannot be read: then every bundle is read
+// again, which is slower but gives the same catalog).
+func (t *olmTarget) previousCatalog(ctx context.Context, state *gitops.State) *olm.Previous {
+	key := state.Rendered[t.s.Cluster]
+	if !strings.HasPrefix(key, olmKeyPrefix) {
+		return nil
+	}
+	ref, err := t.mc.ParseReference(strings.TrimPrefix(key, olmKeyPrefix))
+	if err == nil {
+		var prev *olm.Previous
+		if prev, err = olm.LoadPrevious(ctx, ref, t.mc.DstOptions()...); err == nil {
+			return prev
+		}
+	}
+	t.s.warnf("the last catalog image %s cannot be read (%v): the unchanged bundles are read again", strings.TrimPrefix(key, olmKeyPrefix), err)
+	return nil
+}
+
+// catalogRef is where the catalog image is pushed.
+func (t *olmTarget) catalogRef() (name.Tag, error) {
+	cluster := t.s.Cluster
+	ref := t.s.OLM.CatalogImage
+	if ref == "" {
+		src, err := name.ParseReference("olm/publish-catalog:" + cluster)
+		if err != nil {
+			return name.Tag{}, err
+		}
+		d, err := t.mc.Destination(src)
+		if err != nil {
+			return name.Tag{}, err
+		}
+		ref = d.String()
+	}
+	var nopts []name.Option
+	if t.s.PlainHTTP {
+		nopts = append(nopts, name.Insecure)
+	}
+	if !strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") {
+		ref += ":" + cluster
+	}
+	tag, err := name.NewTag(ref, nopts...)
+	if err != nil {
+		return name.Tag{}, model.Input(fmt.Errorf("catalog image %q (publish.yaml clusters.%s.olm.catalogImage): %w", t.s.OLM.CatalogImage, cluster, err))
+	}
+	return tag, nil
+}
+
+// Render builds the catalog image from every present version of arts,
+// pushes it, and points rendered/<cluster>/catalogsource.yaml at it by
+// digest; the key is "olm <image by digest>".
+func (t *olmTarget) Render(ctx context.Context, root string, arts []model.ArtifactRecord, _ string) (string, error) {
+	if t.mc == nil {
+		return "", errors.New("olm target: the bundles were not read")
+	}
+	var pkgs []olm.Package
+	for _, a := range arts {
+		if !a.Present {
+			continue // delisted artifact: the package leaves the catalog
+		}
+		p := olm.Package{Name: a.Name}
+		for _, v := range a.Versions {
+			if !v.Present {
+				continue // delisted version: the bundle leaves the catalog
+			}
+			k := model.Key{Artifact: a.Name, Version: v.Version}
+			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
+			if e, ok := t.reused[k]; ok && e.Image == image && t.bundles[k] == nil {
+				e.Source = t.where[k]
+				p.Entries = append(p.Entries, e)
+				continue
+			}
+			b := t.bundles[k]
+			if b == nil || v.BundleDigest == "" {
+				return "", fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
+			}
+			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: t.where[k]})
+		}
+		pkgs = append(pkgs, p)
+	}
+	cfg, err := olm.Build(pkgs)
+	if err != nil {
+		return "", model.Input(err)
+	}
+	files, err := olm.Files(cfg)
+	if err != nil {
+		return "", err
+	}
+	dst, err := t.catalogRef()
+	if err != nil {
+		return "", err
+	}
+	baseSrc, err := t.mc.ParseReference(t.base())
+	if err != nil {
+		return "", model.Input(fmt.Errorf("catalog base image %q: %w", t.base(), err))
+	}
+	base, err := t.mc.Destination(baseSrc)
+	if err != nil {
+		return "", err
+	}
+	digest, err := olm.Push(ctx, base, dst, files, t.mc.DstOptions()...)
+	if err != nil {
+		return "", err
+	}
+	t.s.logf("olm: catalog image %s (%d packages, %d bundles)", digest, len(cfg.Packages), len(cfg.Bundles))
+	if err := t.writeCatalogSource(root, digest.String()); err != nil {
+		return "", err
+	}
+	return olmKeyPrefix + digest.String(), nil
+}
+
+// Preview renders nothing: the catalog image is built and pushed by run,
+// and the CatalogSource changes with its digest only.
+func (t *olmTarget) Preview(string, []model.ArtifactRecord, string) (string, error) {
+	return "target olm: the catalog image and rendered/" + t.s.Cluster + "/" + CatalogSourceFile + " are built by publish run; the listing changes above are what the catalog will hold", nil
+}
+
+// RenderFromState renders the CatalogSource from the catalog image
+// recorded in publish/state.yaml (no registry access, so the catalog image
+// is not rebuilt).
+func (t *olmTarget) RenderFromState(root string, _ []model.ArtifactRecord, state *gitops.State) error {
+	key := state.Rendered[t.s.Cluster]
+	if !strings.HasPrefix(key, olmKeyPrefix) {
+		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
+	}
+	return t.writeCatalogSource(root, strings.TrimPrefix(key, olmKeyPrefix))
+}
+
+// writeCatalogSource replaces rendered/<cluster> by the CatalogSource of
+// image.
+func (t *olmTarget) writeCatalogSource(root, image string) error {
+	so := t.s.OLM.Source
+	so.Image = image
+	if len(so.Secrets) == 0 {
+		so.Secrets = t.s.Render.ImagePullSecrets
+	}
+	data, err := olm.CatalogSource(so)
+	if err != nil {
+		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.catalogSource: %w", t.s.Cluster, err))
+	}
+	dir := render.RenderedDir + "/" + t.s.Cluster
+	return render.Write(root, []string{dir}, render.Files{dir + "/" + CatalogSourceFile: data})
+}

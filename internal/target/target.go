@@ -1,0 +1,144 @@
+// Package target holds what a cluster runs: the objects `publish run`
+// renders into rendered/<cluster> of the catalog repo, and what they need
+// besides the bundles and their related images (docs/design.md, "Targets").
+//
+// Each target is one file implementing Target: alauda.go (Artifact and
+// ArtifactVersion objects through the cluster's kustomize overlay, the
+// default) and olm.go (upstream OLM: a file-based catalog image and its
+// CatalogSource). A new target is one new file with its Target and one
+// entry in kinds below; nothing else compares target names: the name is
+// looked up once, where the flags and publish.yaml are read (Lookup).
+package target
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/render"
+)
+
+// Names of the built-in targets (publish.yaml clusters.<cluster>.target,
+// --target).
+const (
+	Alauda = "alauda" // Artifact and ArtifactVersion objects (default)
+	OLM    = "olm"    // upstream OLM: catalog image and CatalogSource
+)
+
+// Default is the target of a cluster that names none.
+const Default = Alauda
+
+// kinds registers the targets by name.
+var kinds = map[string]Kind{
+	Alauda: {Name: Alauda, New: newAlauda},
+	OLM:    {Name: OLM, New: newOLM},
+}
+
+// Kind is a registered target: its name and how to make one for a
+// cluster.
+type Kind struct {
+	Name string
+	New  func(Settings) Target
+}
+
+// Lookup returns the target registered as name ("" is Default). An unknown
+// name is an error naming the flag and the publish.yaml field that set it.
+func Lookup(name string) (Kind, error) {
+	if name == "" {
+		name = Default
+	}
+	k, ok := kinds[name]
+	if !ok {
+		return Kind{}, fmt.Errorf("target %q: want %s (--target, publish.yaml clusters.<cluster>.target)", name, strings.Join(Names(), " or "))
+	}
+	return k, nil
+}
+
+// New makes the target registered as name for the cluster of s; errors as
+// Lookup's, as *model.InputError.
+func New(name string, s Settings) (Target, error) {
+	k, err := Lookup(name)
+	if err != nil {
+		return nil, model.Input(err)
+	}
+	return k.New(s), nil
+}
+
+// Names returns the registered target names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(kinds))
+	for n := range kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Settings configure a target for one cluster.
+type Settings struct {
+	Cluster string        // overlay name: rendered/<cluster>
+	Render  render.Config // namespace, library, image pull secrets
+	OLM     OLMOptions    // the olm target (publish.yaml clusters.<cluster>.olm)
+	// PlainHTTP is --plain-http: references the target makes (the olm
+	// catalog image) use plain HTTP.
+	PlainHTTP bool
+	// Logf reports progress, Warnf what the user may want to fix; nil
+	// discards.
+	Logf, Warnf func(format string, args ...any)
+}
+
+func (s Settings) logf(format string, args ...any) {
+	if s.Logf != nil {
+		s.Logf(format, args...)
+	}
+}
+
+func (s Settings) warnf(format string, args ...any) {
+	if s.Warnf != nil {
+		s.Warnf(format, args...)
+	}
+}
+
+// Env is what Prepare may use of the run: the registry client and the
+// bundle stage.
+type Env struct {
+	Client *mirror.Client
+	// ReadBundles reads the bundles of vs (Version.SetBundle, or BundleErr
+	// for a missing or invalid one) and returns registry failures.
+	ReadBundles func(ctx context.Context, vs []*model.Version) error
+}
+
+// Target is what one cluster runs. A value is made per run (Kind.New) and
+// may keep what Prepare learnt for Render. Errors the user must fix are
+// *model.InputError.
+type Target interface {
+	// Check validates the target's settings, before any side effect.
+	Check() error
+	// Images returns the images (source references) the target needs
+	// mirrored besides the bundles and their related images.
+	Images() []string
+	// Kustomize reports whether rendered/<cluster> is built through the
+	// cluster's kustomize overlay (kustomize/clusters/<cluster>): the
+	// overlay must exist before a run, and `publish plan` may render only
+	// the changed artifacts from Git objects.
+	Kustomize() bool
+	// Prepare runs after the changed versions of vs were read and linted
+	// and before anything is mirrored: it gathers what Render needs of the
+	// other versions (state is publish/state.yaml before the run).
+	Prepare(ctx context.Context, env Env, vs []*model.Version, state *gitops.State) error
+	// Render writes rendered/<cluster> for arts (the merged artifacts,
+	// tombstones included) into the catalog working tree root, and
+	// returns the render key to record in publish/state.yaml. prevKey is
+	// the key recorded by the last publish.
+	Render(ctx context.Context, root string, arts []model.ArtifactRecord, prevKey string) (key string, err error)
+	// Preview renders into root what `publish plan` can show without any
+	// registry write, and returns the warning the plan adds ("" for none).
+	Preview(root string, arts []model.ArtifactRecord, prevKey string) (warning string, err error)
+	// RenderFromState is `publish render`: rendered/<cluster> from arts and
+	// publish/state.yaml, without registry access.
+	RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error
+}
