@@ -35,6 +35,17 @@ func (e *LintError) Error() string {
 	return b.String()
 }
 
+// BundleReadError is a bundle that could not be read from its registry,
+// at the spec.artifact line of the manifest at Path.
+type BundleReadError struct {
+	Path string
+	Line int
+	Err  error
+}
+
+func (e *BundleReadError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err) }
+func (e *BundleReadError) Unwrap() error { return e.Err }
+
 // readBundles reads the bundles of the manifests marked in work,
 // concurrently. A missing or invalid bundle goes to byErr (a lint finding
 // later); registry failures are returned in infra, naming the manifest.
@@ -64,7 +75,7 @@ func readBundles(ctx context.Context, mc *mirror.Client, ms []*manifest.PackageM
 				return nil
 			}
 			host := strings.SplitN(m.Spec.Artifact, "/", 2)[0]
-			infras = append(infras, fmt.Errorf("%s:%d: %w", m.Path, m.Lines["spec.artifact"], mirror.Describe("reading bundle "+m.Spec.Artifact, host, errors.Unwrap(err))))
+			infras = append(infras, &BundleReadError{Path: m.Path, Line: m.Lines["spec.artifact"], Err: mc.Describe("reading bundle "+m.Spec.Artifact, host, errors.Unwrap(err))})
 			return nil
 		})
 	}

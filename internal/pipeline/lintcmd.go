@@ -72,10 +72,8 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		if infra != nil {
 			// Unreadable bundles are findings here: lint reports, it does not stop.
 			for _, e := range splitErrs(infra) {
-				for _, m := range ms {
-					if strings.HasPrefix(e.Error(), m.Path+":") {
-						in.BundleErrors[m.Path] = e
-					}
+				if be, ok := errors.AsType[*BundleReadError](e); ok {
+					in.BundleErrors[be.Path] = e
 				}
 			}
 		}
