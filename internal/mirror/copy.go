@@ -577,17 +577,17 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 	} else {
 		sd, err := e.head(ctx, st, src)
 		if err != nil {
-			return fail(false, Describe("reading from source", src.Context().RegistryStr(), err))
+			return fail(false, e.c.Describe("reading from source", src.Context().RegistryStr(), err))
 		}
 		if sd == nil {
-			return fail(true, Describe("reading from source", src.Context().RegistryStr(), notFound(src)))
+			return fail(true, e.c.Describe("reading from source", src.Context().RegistryStr(), notFound(src)))
 		}
 		digest = sd.Digest
 	}
 	res := &Result{Source: ref, Destination: dst.String(), Digest: digest.String()}
 	dd, err := e.head(ctx, st, dst)
 	if err != nil {
-		return fail(false, Describe("checking destination", dst.Context().RegistryStr(), err))
+		return fail(false, e.c.Describe("checking destination", dst.Context().RegistryStr(), err))
 	}
 	var children []v1.Hash
 	if dd != nil && dd.Digest == digest {
@@ -604,12 +604,12 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 				input = true // a pinned digest the source does not have
 			}
 			res.Retries = int(st.retries.Load())
-			return fail(input, Describe("copying", dst.Context().RegistryStr(), err))
+			return fail(input, e.c.Describe("copying", dst.Context().RegistryStr(), err))
 		}
 	}
 	if !e.c.opts.SkipSignatures {
 		if err := e.signatures(ctx, st, src.Context(), dst.Context(), append([]v1.Hash{digest}, children...)); err != nil {
-			return fail(false, Describe("copying signatures", dst.Context().RegistryStr(), err))
+			return fail(false, e.c.Describe("copying signatures", dst.Context().RegistryStr(), err))
 		}
 	}
 	res.Retries = int(st.retries.Load())

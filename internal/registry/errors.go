@@ -50,6 +50,14 @@ var RunFlags = Flags{
 	CA:       "--ca-file", Insecure: "--insecure", PlainHTTP: "--plain-http",
 }
 
+// SourceFlags are the registry flags of the commands that only read from
+// source registries: publish package, create and lint (no destination,
+// no --insecure).
+var SourceFlags = Flags{
+	Src: CredentialFlags{"--src-username", "--src-password"},
+	CA:  "--ca-file", PlainHTTP: "--plain-http",
+}
+
 func (f Flags) registry() string {
 	if f.Registry == "" {
 		return "the destination registry"
@@ -156,27 +164,6 @@ func Classify(err error) Kind {
 	if err == nil {
 		return KindOther
 	}
-	var te *transport.Error
-	if errors.As(err, &te) {
-		switch te.StatusCode {
-		case http.StatusUnauthorized:
-			return KindUnauthorized
-		case http.StatusForbidden:
-			return KindForbidden
-		}
-		if IsNotFound(err) {
-			return KindNotFound
-		}
-		for _, d := range te.Errors {
-			switch d.Code {
-			case transport.UnauthorizedErrorCode:
-				return KindUnauthorized
-			case transport.DeniedErrorCode:
-				return KindForbidden
-			}
-		}
-		return KindOther
-	}
 	var ua x509.UnknownAuthorityError
 	var he x509.HostnameError
 	var ci x509.CertificateInvalidError
@@ -199,6 +186,32 @@ func Classify(err error) Kind {
 		return KindPlainHTTP
 	case errors.As(err, &cv), errors.As(err, &ae):
 		return KindTLS
+	}
+	// A registry answer. After the TLS checks: go-containerregistry's ping
+	// of a loopback registry tries HTTPS, then HTTP, and joins both
+	// failures, the certificate one first.
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.StatusCode {
+		case http.StatusUnauthorized:
+			return KindUnauthorized
+		case http.StatusForbidden:
+			return KindForbidden
+		}
+		if IsNotFound(err) {
+			return KindNotFound
+		}
+		for _, d := range te.Errors {
+			switch d.Code {
+			case transport.UnauthorizedErrorCode:
+				return KindUnauthorized
+			case transport.DeniedErrorCode:
+				return KindForbidden
+			}
+		}
+		return KindOther
+	}
+	switch {
 	case errors.As(err, &to):
 		return KindTimeout
 	case errors.As(err, &dns), errors.As(err, &op), errors.As(err, &ue), errors.As(err, &ne):
