@@ -111,9 +111,9 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c })
 	waitErr := g.Wait()
 	resume := func(err error) error {
-		if registry.IsAuth(err) {
-			// 401, 403: the same command fails the same way; the
-			// description (registry.Describe) says what to fix.
+		if registry.NeedsFix(err) {
+			// 401, 403, a TLS setup: the same command fails the same
+			// way; the description (registry.Describe) says what to fix.
 			return &RegistryError{Err: fmt.Errorf("%s: %w", path, err)}
 		}
 		return &RegistryError{Err: fmt.Errorf("%s: %w (nothing tagged; run the same command again to resume: what was pushed is skipped)", path, err)}

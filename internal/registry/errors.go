@@ -138,6 +138,22 @@ func IsAuth(err error) bool {
 	return k == KindUnauthorized || k == KindForbidden
 }
 
+// NeedsFix reports whether err is one that running the same command
+// again cannot get past: refused credentials or rights (IsAuth), or a TLS
+// setup to fix (an unknown authority, a certificate that does not fit,
+// HTTPS spoken to a plain-HTTP port). An error that may be transient (a
+// network failure, a timeout, a 5xx) or is unknown reports false.
+func NeedsFix(err error) bool {
+	if IsAuth(err) {
+		return true
+	}
+	switch Classify(err) {
+	case KindUnknownAuthority, KindHostname, KindCertificate, KindTLS, KindPlainHTTP:
+		return true
+	}
+	return false
+}
+
 // IsNotFound reports whether err is a registry answer saying that the
 // manifest or repository does not exist (HTTP 404, MANIFEST_UNKNOWN,
 // NAME_UNKNOWN).

@@ -117,6 +117,9 @@ func TestDescribeNamesTheCommandsFlags(t *testing.T) {
 		if IsAuth(err) != tc.wantAuthz {
 			t.Errorf("%s: IsAuth = %v", tc.name, !tc.wantAuthz)
 		}
+		if NeedsFix(err) != (tc.wantAuthz || tc.wantKind == KindUnknownAuthority || tc.wantKind == KindPlainHTTP) {
+			t.Errorf("%s: NeedsFix = %v", tc.name, NeedsFix(err))
+		}
 		if !errors.Is(err, tc.err) {
 			t.Errorf("%s: the description does not wrap the error", tc.name)
 		}
