@@ -241,9 +241,16 @@ func Classify(err error) Kind {
 
 // Describe wraps err, from operation op on the registry host, as an
 // *Error that says what to do with the flags of the client's command. The
-// side is the destination when host is Options.DstHost, else the source.
+// host is the one of the request that failed when err names it (a
+// transport.Error's request, a *url.Error), else host; the side is the
+// destination when that host is Options.DstHost, else the source (a
+// token service of the destination on a host of its own counts as a
+// source).
 // An err that is an *Error already is returned as it is.
 func (c *Client) Describe(op, host string, err error) error {
+	if h := errHost(err); h != "" {
+		host = h // the registry that failed: a copy reads the source too
+	}
 	side := Source
 	if c.dstReg != "" && (host == c.dstReg || host == c.opts.DstHost) {
 		side = Destination
@@ -334,4 +341,25 @@ func prefixOr(s string) string {
 		return ""
 	}
 	return ", or " + s
+}
+
+// errHost returns the host of the request that err reports, or "".
+func errHost(err error) string {
+	var te *transport.Error
+	if errors.As(err, &te) && te.Request != nil && te.Request.URL != nil {
+		return te.Request.URL.Host
+	}
+	var to *timeoutError
+	if errors.As(err, &to) {
+		if u, perr := url.Parse(to.url); perr == nil {
+			return u.Host
+		}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			return u.Host
+		}
+	}
+	return ""
 }

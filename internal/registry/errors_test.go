@@ -142,6 +142,13 @@ func TestDescribeSideFromHost(t *testing.T) {
 	if msg := c.Describe("x", "src.example.com", terr(401)).Error(); !strings.Contains(msg, "--src-username") {
 		t.Errorf("source: %s", msg)
 	}
+	// A copy to the destination that fails reading the source: the
+	// request says which registry it was.
+	req, _ := http.NewRequest(http.MethodGet, "https://src.example.com/v2/a/manifests/v1", nil)
+	srcErr := fmt.Errorf("reading manifest: %w", &transport.Error{StatusCode: 401, Request: req})
+	if msg := c.Describe("copying", "dst.example.com:5000", srcErr).Error(); !strings.Contains(msg, "--src-username") || !strings.Contains(msg, "src.example.com refused") {
+		t.Errorf("copy failing at the source: %s", msg)
+	}
 }
 
 // TestTLSErrorsAreTyped: the errors of real TLS handshakes classify by
@@ -193,18 +200,26 @@ func TestTLSErrorsAreTyped(t *testing.T) {
 			}
 		})
 	}
-	t.Run("trusted with CAPool", func(t *testing.T) {
-		c, err := New(Options{CAPool: pool, HTTP1: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := (&http.Client{Transport: c.Transport()}).Get(tlsSrv.URL + "/v2/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.Proto != "HTTP/1.1" {
-			t.Errorf("HTTP1: spoke %s", resp.Proto)
+	t.Run("HTTP1", func(t *testing.T) {
+		h2 := httptest.NewUnstartedServer(http.HandlerFunc(ok))
+		h2.EnableHTTP2 = true
+		h2.StartTLS()
+		t.Cleanup(h2.Close)
+		pool := x509.NewCertPool()
+		pool.AddCert(h2.Certificate())
+		for _, http1 := range []bool{false, true} {
+			c, err := New(Options{CAPool: pool, HTTP1: http1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := (&http.Client{Transport: c.Transport()}).Get(h2.URL + "/v2/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if want := map[bool]string{false: "HTTP/2.0", true: "HTTP/1.1"}[http1]; resp.Proto != want {
+				t.Errorf("HTTP1 %v: spoke %s, want %s", http1, resp.Proto, want)
+			}
 		}
 	})
 }
