@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -30,6 +31,7 @@ existing manifest.yaml is kept unless --force.`,
 				return &usageError{fmt.Errorf("--artifact REF is required (the bundle image)")}
 			}
 			o.Dir, o.Mirror.PlainHTTP = args[0], plain
+			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			path, err := pipeline.Create(cmd.Context(), o)
 			if err != nil {
 				return err

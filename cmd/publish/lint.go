@@ -6,6 +6,7 @@ import (
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/spf13/cobra"
 )
 
@@ -40,6 +41,7 @@ waivers come from publish.yaml. Exit 1 when a finding is an error.`,
 			}
 			o.Source, o.PackagesDir, o.Paths = c.source, c.packagesDir, args
 			o.Mirror.PlainHTTP, o.Mirror.CAFile = c.plainHTTP, caFile
+			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			o.Images = !noImage
 			if loadedConfig != nil {
 				o.Lint = loadedConfig.Lint

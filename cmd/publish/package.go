@@ -8,6 +8,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -60,6 +61,7 @@ from the registries.`,
 			}
 			o.Paths, o.Changed = args, changed
 			o.Mirror.PlainHTTP = plain
+			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			stderr := cmd.ErrOrStderr()
 			o.Log = func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 			o.Progress = newProgress(stderr, "package")

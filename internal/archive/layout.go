@@ -306,6 +306,10 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 		start(s.c)
 	}
 	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
+		var re *RegistryError
+		if errors.As(err, &re) {
+			return nil, err // the registry's failure, not the file's: Push names the file
+		}
 		// A blob that does not match its digest in a file that matches its
 		// .sha256 was written so: tell which of the two it is.
 		var de *DigestError

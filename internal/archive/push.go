@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/operator-publish/publish/internal/registry"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -110,6 +111,11 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c })
 	waitErr := g.Wait()
 	resume := func(err error) error {
+		if registry.NeedsFix(err) {
+			// 401, 403, a TLS setup: the same command fails the same
+			// way; the description (registry.Describe) says what to fix.
+			return &RegistryError{Err: fmt.Errorf("%s: %w", path, err)}
+		}
 		return &RegistryError{Err: fmt.Errorf("%s: %w (nothing tagged; run the same command again to resume: what was pushed is skipped)", path, err)}
 	}
 	if walkErr != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
-	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/registry"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -110,7 +110,7 @@ func Fetch(ctx context.Context, ref string, opts ...remote.Option) (*Bundle, err
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
-		if mirror.IsNotFound(err) {
+		if registry.IsNotFound(err) {
 			return nil, &NotFoundError{Ref: ref}
 		}
 		return nil, fmt.Errorf("fetching bundle image %s: %w", ref, err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/manifest"
-	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // imageChecks bounds the concurrent ImageChecker calls.
@@ -233,7 +233,7 @@ func checkOne(ctx context.Context, c ImageChecker, ref string) (res imageResult)
 // RegistryChecker is the ImageChecker of the source registry: it GETs the
 // image manifest (an image index lists the platforms) and reads no blob.
 type RegistryChecker struct {
-	// Parse parses references (e.g. mirror.Client.ParseReference, which
+	// Parse parses references (e.g. registry.Client.ParseReference, which
 	// knows about plain-HTTP registries); nil uses name.ParseReference.
 	Parse func(string) (name.Reference, error)
 	// Options are the remote options: auth, transport, user agent.
@@ -252,7 +252,7 @@ func (c RegistryChecker) Platforms(ctx context.Context, ref string) ([]string, e
 	}
 	desc, err := remote.Get(r, append([]remote.Option{remote.WithContext(ctx)}, c.Options...)...)
 	if err != nil {
-		if mirror.IsNotFound(err) {
+		if registry.IsNotFound(err) {
 			return nil, fmt.Errorf("%s: %w", ref, ErrImageNotFound)
 		}
 		return nil, err
@@ -268,19 +268,7 @@ func (c RegistryChecker) Platforms(ctx context.Context, ref string) ([]string, e
 	if err != nil {
 		return nil, err
 	}
-	set := map[string]bool{}
-	for _, m := range im.Manifests {
-		p := m.Platform
-		if p == nil || p.OS == "" || p.OS == "unknown" || p.Architecture == "" || p.Architecture == "unknown" {
-			continue // attestations and other non-runnable entries
-		}
-		s := p.OS + "/" + p.Architecture
-		if p.Variant != "" {
-			s += "/" + p.Variant
-		}
-		set[s] = true
-	}
-	return sortedKeys(set), nil
+	return registry.IndexPlatforms(im), nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

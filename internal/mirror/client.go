@@ -7,32 +7,34 @@ package mirror
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"regexp"
-	"strconv"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
-// Credentials is a registry user name and password (or token). The zero
-// value means: use the docker config keychain (~/.docker/config.json,
-// $DOCKER_CONFIG, credential helpers).
-type Credentials struct {
-	Username string
-	Password string
-}
+// Credentials is a registry user name and password (or token), or a
+// keychain; the zero value means the docker config keychain
+// (registry.Credentials).
+type Credentials = registry.Credentials
 
-func (c Credentials) set() bool { return c.Username != "" || c.Password != "" }
+// RetryPolicy bounds the retries of every registry operation
+// (registry.RetryPolicy).
+type RetryPolicy = registry.RetryPolicy
+
+// PermanentError marks an error that retrying cannot fix
+// (registry.PermanentError).
+type PermanentError = registry.PermanentError
+
+// Retryable reports whether a registry error may succeed when tried again
+// (registry.Retryable).
+func Retryable(err error) bool { return registry.Retryable(err) }
 
 // Options configures registry access for both ends of a mirror.
 type Options struct {
@@ -77,6 +79,16 @@ type Options struct {
 	// abandoned (and retried) when no byte moves for this long (default
 	// 60s).
 	Timeout time.Duration
+	// HTTP1 speaks HTTP/1.1 only (registry.Options.HTTP1; publish push).
+	HTTP1 bool
+	// Flags are the flag names of the command that runs, for the error
+	// descriptions (zero value: registry.RunFlags).
+	Flags registry.Flags
+	// Logger receives the retries and, while a request waits, a line at
+	// least every 10s (nil: discard). Clock drives the waits and those
+	// lines (nil: the system clock).
+	Logger *slog.Logger
+	Clock  registry.Clock
 }
 
 // Client holds the transport and credentials for one run.
@@ -84,11 +96,8 @@ type Client struct {
 	opts      Options
 	dstHost   string
 	dstPrefix string
-	transport http.RoundTripper // retrying, below authentication
-	keychain  authn.Keychain
-	policy    RetryPolicy
-	plain     map[string]bool // PlainHTTPHosts
-	sleep     func(context.Context, time.Duration) error
+	reg       *registry.Client
+	sleep     func(context.Context, time.Duration) error // tests replace it
 
 	conns sync.Map // registry string -> *regConn
 }
@@ -102,137 +111,54 @@ func New(o Options) (*Client, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}
-	c := &Client{opts: o, policy: o.Retry.withDefaults(), sleep: sleepCtx, plain: map[string]bool{}}
-	for _, h := range o.PlainHTTPHosts {
-		h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h, "http://"), "https://"), "/")
-		if !validHost(h) {
-			return nil, fmt.Errorf("plain HTTP registry %q: want HOST[:PORT]", h)
-		}
-		c.plain[h] = true
+	c := &Client{opts: o}
+	flags := o.Flags
+	if flags == (registry.Flags{}) {
+		flags = registry.RunFlags
 	}
 	if o.DstRegistry != "" {
 		d := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.DstRegistry, "https://"), "http://"), "/")
 		host, prefix, _ := strings.Cut(d, "/")
-		if _, err := name.NewRegistry(host, name.StrictValidation); err != nil || !validHost(host) {
-			return nil, fmt.Errorf("--dst-registry %q: want HOST[:PORT][/PREFIX], e.g. registry.example.com:5000/operators", o.DstRegistry)
+		flag := flags.Registry
+		if flag == "" {
+			flag = "destination registry"
+		}
+		if _, err := name.NewRegistry(host, name.StrictValidation); err != nil || !registry.ValidHost(host) {
+			return nil, fmt.Errorf("%s %q: want HOST[:PORT][/PREFIX], e.g. registry.example.com:5000/operators", flag, o.DstRegistry)
 		}
 		if prefix != "" {
 			// Not StrictValidation: it wants docker.io/library/x for a
 			// one-component docker.io path, but a prefix is never the
 			// whole repository path.
 			_, err := name.NewRepository(host + "/" + prefix)
-			if err != nil || !validPath(prefix) {
-				return nil, fmt.Errorf("--dst-registry %q: prefix %q is not a valid repository path (lowercase letters, digits, '.', '_', '-', '/')", o.DstRegistry, prefix)
+			if err != nil || !registry.ValidPath(prefix) {
+				return nil, fmt.Errorf("%s %q: prefix %q is not a valid repository path (lowercase letters, digits, '.', '_', '-', '/')", flag, o.DstRegistry, prefix)
 			}
 		}
 		c.dstHost, c.dstPrefix = host, prefix
 	}
-	tr := remote.DefaultTransport.(*http.Transport).Clone()
-	tr.ResponseHeaderTimeout = o.Timeout
-	tr.MaxIdleConnsPerHost = 2*o.Concurrency + 8
-	tls12 := &tls.Config{MinVersion: tls.VersionTLS12}
-	if o.Insecure {
-		tls12.InsecureSkipVerify = true // --insecure: asked for explicitly
+	clock := o.Clock
+	if clock == nil {
+		clock = registry.SystemClock
 	}
-	tr.TLSClientConfig = tls12
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", o.CAFile)
-		}
-		tr.TLSClientConfig.RootCAs = pool
+	c.sleep = func(ctx context.Context, d time.Duration) error { return registry.Sleep(ctx, clock, d) }
+	reg, err := registry.New(registry.Options{
+		CAFile: o.CAFile, Insecure: o.Insecure, PlainHTTP: o.PlainHTTP, PlainHTTPHosts: o.PlainHTTPHosts,
+		HTTP1: o.HTTP1, Retry: o.Retry, Timeout: o.Timeout, MaxConnsPerHost: 2*o.Concurrency + 8,
+		Src: o.Src, Dst: o.Dst, SrcHosts: o.SrcHosts, DstHost: c.dstHost, Flags: flags,
+		Logger: o.Logger, Clock: clock,
+		Sleep: func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) },
+	})
+	if err != nil {
+		return nil, err
 	}
-	c.transport = &retryTransport{inner: tr, policy: c.policy, timeout: o.Timeout, userAgent: userAgent, sleep: func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) }}
-	// Compare with the registry as go-containerregistry names it in
-	// authn.Resource: docker.io is index.docker.io there.
-	kc := &keychain{src: o.Src, dst: o.Dst}
-	for _, h := range o.SrcHosts {
-		reg, err := name.NewRegistry(h)
-		if err != nil {
-			return nil, fmt.Errorf("source registry %q: %w", h, err)
-		}
-		if kc.srcHosts == nil {
-			kc.srcHosts = map[string]bool{}
-		}
-		kc.srcHosts[reg.RegistryStr()] = true
-	}
-	if c.dstHost != "" {
-		reg, err := name.NewRegistry(c.dstHost)
-		if err != nil {
-			return nil, fmt.Errorf("--dst-registry %q: %w", o.DstRegistry, err)
-		}
-		kc.dstHost = reg.RegistryStr()
-	}
-	c.keychain = kc
+	c.reg = reg
 	return c, nil
 }
 
-// The grammar of the distribution reference
-// (github.com/distribution/reference): go-containerregistry checks only the
-// characters, so that "a//b", "-a" or "host:1:2" would pass and fail later,
-// image by image, at the registry.
-var (
-	domainComponent = regexp.MustCompile(`^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])$`)
-	pathComponent   = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$`)
-)
-
-// validHost reports whether h is DOMAIN[:PORT] or [IPV6][:PORT].
-func validHost(h string) bool {
-	host, port := h, ""
-	if strings.HasPrefix(h, "[") {
-		end := strings.Index(h, "]")
-		if end < 0 {
-			return false
-		}
-		host, port = h[1:end], strings.TrimPrefix(h[end+1:], ":")
-		if h[end+1:] != "" && !strings.HasPrefix(h[end+1:], ":") {
-			return false
-		}
-		if ip := net.ParseIP(host); ip == nil || ip.To4() != nil {
-			return false
-		}
-	} else {
-		if i := strings.LastIndex(h, ":"); i >= 0 {
-			host, port = h[:i], h[i+1:]
-			if port == "" {
-				return false
-			}
-		}
-		if host == "" {
-			return false
-		}
-		for _, c := range strings.Split(host, ".") {
-			if !domainComponent.MatchString(c) {
-				return false
-			}
-		}
-	}
-	if port != "" {
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
-			return false
-		}
-	}
-	return true
-}
-
-// validPath reports whether p is a repository path: components separated by
-// single slashes.
-func validPath(p string) bool {
-	for _, c := range strings.Split(p, "/") {
-		if !pathComponent.MatchString(c) {
-			return false
-		}
-	}
-	return true
-}
+// Registry returns the registry client below c: transport, credentials,
+// error descriptions.
+func (c *Client) Registry() *registry.Client { return c.reg }
 
 // DstHost returns the destination registry host[:port] (Artifact.spec.registry).
 func (c *Client) DstHost() string { return c.dstHost }
@@ -240,15 +166,7 @@ func (c *Client) DstHost() string { return c.dstHost }
 // ParseReference parses an image reference with this client's naming
 // options (plain HTTP when asked).
 func (c *Client) ParseReference(ref string) (name.Reference, error) {
-	var nopts []name.Option
-	if c.opts.PlainHTTP {
-		nopts = append(nopts, name.Insecure)
-	} else if len(c.plain) > 0 {
-		if r, err := name.ParseReference(ref); err == nil && c.plain[r.Context().RegistryStr()] {
-			nopts = append(nopts, name.Insecure)
-		}
-	}
-	return name.ParseReference(ref, nopts...)
+	return c.reg.ParseReference(ref)
 }
 
 // Destination maps a source reference to the destination: the host is
@@ -257,7 +175,7 @@ func (c *Client) ParseReference(ref string) (name.Reference, error) {
 // their full path (busybox -> library/busybox).
 func (c *Client) Destination(src name.Reference) (name.Reference, error) {
 	if c.dstHost == "" {
-		return nil, fmt.Errorf("no destination registry: set --dst-registry")
+		return nil, fmt.Errorf("no destination registry: set %s", c.reg.Flags().Registry)
 	}
 	repo := src.Context().RepositoryStr()
 	if c.dstPrefix != "" {
@@ -286,54 +204,35 @@ func refSuffix(r name.Reference) string {
 	return ""
 }
 
-// userAgent is sent with every registry request.
-const userAgent = "operator-publish (go-containerregistry)"
-
-// neverRetry turns go-containerregistry's own retries off: this client's
-// transport and Client.retry retry, within one budget per operation.
+// neverRetry turns go-containerregistry's own retries off: the registry
+// client's transport and Retry retry, within one budget per operation.
 func neverRetry(error) bool { return false }
 
 // SrcOptions returns the remote options for reading from source registries
 // (bundle images, lint checks): the client's transport (TLS, timeouts,
 // retries) and keychain.
 func (c *Client) SrcOptions() []remote.Option {
-	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithRetryPredicate(neverRetry), remote.WithRetryStatusCodes()}
+	return c.reg.Options()
 }
 
 // DstOptions returns the remote options for the destination registry.
 func (c *Client) DstOptions() []remote.Option {
-	return []remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithRetryPredicate(neverRetry), remote.WithRetryStatusCodes(), remote.WithJobs(c.opts.Concurrency)}
+	return c.reg.Options(remote.WithJobs(c.opts.Concurrency))
 }
 
-// keychain sends the destination credentials to the destination host, the
-// source credentials to every other registry, and falls back to the docker
-// config keychain when a side has none.
-type keychain struct {
-	dstHost  string
-	srcHosts map[string]bool // nil: every host but the destination
-	src, dst Credentials
-}
-
-func (k *keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
-	var creds Credentials
-	switch {
-	case r.RegistryStr() == k.dstHost:
-		creds = k.dst
-	case k.srcHosts == nil || k.srcHosts[r.RegistryStr()]:
-		creds = k.src
-	}
-	if creds.set() {
-		return authn.FromConfig(authn.AuthConfig{Username: creds.Username, Password: creds.Password}), nil
-	}
-	return authn.DefaultKeychain.Resolve(r)
+// Describe wraps a registry error with what was being done, the host and
+// what to do, naming the flags of the client's command
+// (registry.Client.Describe; the side is the destination for its host).
+func (c *Client) Describe(what, host string, err error) error {
+	return c.reg.Describe(what, host, err)
 }
 
 // CheckDestination asks the destination, once, whether this client may push
 // to the repository src maps to (go-containerregistry's
 // remote.CheckPushPermission: it starts an upload and cancels it). A run
 // calls it before mirroring so that a wrong password or an unreachable
-// registry is one clear error, not one per image. The error says what to do
-// (see Describe).
+// registry is one clear error, not one per image. The error is a
+// *registry.Error (Op registry.OpCheckPush) that says what to do.
 func (c *Client) CheckDestination(src string) error {
 	ref, err := c.ParseReference(src)
 	if err != nil {
@@ -343,8 +242,10 @@ func (c *Client) CheckDestination(src string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.CheckPushPermission(dst, c.keychain, c.transport); err != nil {
-		return Describe("checking push access to the destination", c.dstHost, err)
-	}
-	return nil
+	return c.reg.CheckPush(dst)
+}
+
+// retry runs op within one retry budget (registry.Client.Retry).
+func (c *Client) retry(ctx context.Context, retries *atomic.Int64, op func(context.Context) error) error {
+	return c.reg.Retry(ctx, retries, op)
 }

@@ -274,7 +274,7 @@ func TestKeychain(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, res := range []authn.Resource{reg, reg.Repo("some/repo")} {
-				a, err := c.keychain.Resolve(res)
+				a, err := c.reg.Keychain().Resolve(res)
 				if err != nil {
 					t.Fatal(err)
 				}

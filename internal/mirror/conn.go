@@ -51,11 +51,11 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 	if scheme, sure := c.schemeOf(reg); sure {
 		// No ping: the scheme is known, credentials (if any) go with the
 		// first request, and a bearer challenge is answered when it comes.
-		auth, err := authn.Resolve(ctx, c.keychain, reg)
+		auth, err := authn.Resolve(ctx, c.reg.Keychain(), reg)
 		if err != nil {
 			return nil, err
 		}
-		base := &schemeTransport{host: reg.RegistryStr(), scheme: scheme, inner: c.transport}
+		base := &schemeTransport{host: reg.RegistryStr(), scheme: scheme, inner: c.reg.Transport()}
 		lazy := &lazyBearer{reg: reg, auth: auth, base: base, insecure: scheme == "http"}
 		tr, err := transport.FromToken(reg, auth, lazy, &transport.Challenge{Scheme: "basic", Insecure: scheme == "http"}, &transport.Token{})
 		if err != nil {
@@ -66,11 +66,11 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 	}
 	var tr http.RoundTripper
 	err := c.retry(ctx, nil, func(ctx context.Context) error {
-		pr, err := transport.Ping(ctx, reg, c.transport)
+		pr, err := transport.Ping(ctx, reg, c.reg.Transport())
 		if err != nil {
 			return err
 		}
-		auth, err := authn.Resolve(ctx, c.keychain, reg)
+		auth, err := authn.Resolve(ctx, c.reg.Keychain(), reg)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 		if pr.Insecure {
 			scheme = "http"
 		}
-		base := &schemeTransport{host: reg.RegistryStr(), scheme: scheme, inner: c.transport}
+		base := &schemeTransport{host: reg.RegistryStr(), scheme: scheme, inner: c.reg.Transport()}
 		tr, err = transport.FromToken(reg, auth, base, pr, &transport.Token{})
 		return err
 	})
@@ -109,7 +109,7 @@ func (c *Client) remoteOpts(ctx context.Context, reg name.Registry) ([]remote.Op
 // private addresses, where go-containerregistry's ping tells HTTP from
 // HTTPS.
 func (c *Client) schemeOf(reg name.Registry) (string, bool) {
-	if c.opts.PlainHTTP || c.plain[reg.RegistryStr()] {
+	if c.reg.PlainHTTP(reg.RegistryStr()) {
 		return "http", true
 	}
 	if reg.Scheme() == "https" {

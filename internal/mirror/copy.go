@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 
@@ -146,14 +147,14 @@ func (e *engine) getManifest(ctx context.Context, st *imageState, repo name.Repo
 func (e *engine) copyManifest(ctx context.Context, st *imageState, srcRepo, dstRepo name.Repository, digest v1.Hash, put name.Reference) ([]v1.Hash, error) {
 	raw, mt, err := e.getManifest(ctx, st, srcRepo, digest)
 	if err != nil {
-		return nil, fmt.Errorf("reading manifest %s from the source: %w", digest, err)
+		return nil, &sourceManifestError{digest: digest, err: err}
 	}
 	var children []v1.Hash
 	switch {
 	case mt.IsIndex():
 		im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
 		if err != nil {
-			return nil, &PermanentError{fmt.Errorf("index %s: %w", digest, err)}
+			return nil, &PermanentError{Err: fmt.Errorf("index %s: %w", digest, err)}
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(im.Manifests))
@@ -174,18 +175,18 @@ func (e *engine) copyManifest(ctx context.Context, st *imageState, srcRepo, dstR
 			children = append(children, g...)
 		}
 	case mt.IsSchema1():
-		return nil, &PermanentError{fmt.Errorf("manifest %s is Docker schema 1 (%s), which registries no longer accept: rebuild the image", digest, mt)}
+		return nil, &PermanentError{Err: fmt.Errorf("manifest %s is Docker schema 1 (%s), which registries no longer accept: rebuild the image", digest, mt)}
 	default:
 		// An image, or an artifact in an image manifest (signatures,
 		// attestations, SBOMs).
 		m, err := v1.ParseManifest(bytes.NewReader(raw))
 		if err != nil {
-			return nil, &PermanentError{fmt.Errorf("manifest %s (%s): %w", digest, mt, err)}
+			return nil, &PermanentError{Err: fmt.Errorf("manifest %s (%s): %w", digest, mt, err)}
 		}
 		blobs := append([]v1.Descriptor{m.Config}, m.Layers...)
 		for _, l := range m.Layers {
 			if !l.MediaType.IsDistributable() && !e.c.opts.AllowNondistributable {
-				return nil, &PermanentError{fmt.Errorf("layer %s is non-distributable (foreign, %s, urls %v): pass --allow-nondistributable to copy it (the destination must accept foreign layers)", l.Digest, l.MediaType, l.URLs)}
+				return nil, &PermanentError{Err: fmt.Errorf("layer %s is non-distributable (foreign, %s, urls %v): pass --allow-nondistributable to copy it (the destination must accept foreign layers)", l.Digest, l.MediaType, l.URLs)}
 			}
 		}
 		var wg sync.WaitGroup
@@ -436,21 +437,17 @@ func (e *engine) referrers(ctx context.Context, st *imageState, repo name.Reposi
 	var out []v1.Descriptor
 	noAPI := false
 	err := e.op(ctx, st, func(ctx context.Context) error {
-		o, err := e.c.remoteOpts(ctx, repo.Registry)
+		tr, err := e.c.conn(ctx, repo.Registry)
 		if err != nil {
 			return err
 		}
-		idx, err := remote.Referrers(repo.Digest(digest.String()), append(o, remote.WithReferrersTagFallback(false))...)
+		im, ok, err := fetchReferrers(ctx, tr, repo, digest)
 		if err != nil {
-			if strings.Contains(err.Error(), "does not support the Referrers API") {
-				noAPI = true
-				return nil
-			}
 			return err
 		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return err
+		if !ok {
+			noAPI = true
+			return nil
 		}
 		out = im.Manifests
 		return nil
@@ -580,17 +577,17 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 	} else {
 		sd, err := e.head(ctx, st, src)
 		if err != nil {
-			return fail(false, Describe("reading from source", src.Context().RegistryStr(), err))
+			return fail(false, e.c.Describe("reading from source", src.Context().RegistryStr(), err))
 		}
 		if sd == nil {
-			return fail(true, Describe("reading from source", src.Context().RegistryStr(), notFound(src)))
+			return fail(true, e.c.Describe("reading from source", src.Context().RegistryStr(), notFound(src)))
 		}
 		digest = sd.Digest
 	}
 	res := &Result{Source: ref, Destination: dst.String(), Digest: digest.String()}
 	dd, err := e.head(ctx, st, dst)
 	if err != nil {
-		return fail(false, Describe("checking destination", dst.Context().RegistryStr(), err))
+		return fail(false, e.c.Describe("checking destination", dst.Context().RegistryStr(), err))
 	}
 	var children []v1.Hash
 	if dd != nil && dd.Digest == digest {
@@ -602,16 +599,17 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 		}
 		if err != nil {
 			input := false
-			if _, ok := src.(name.Digest); ok && IsNotFound(err) && strings.Contains(err.Error(), "reading manifest "+digest.String()) {
+			var sm *sourceManifestError
+			if _, ok := src.(name.Digest); ok && errors.As(err, &sm) && sm.digest == digest && IsNotFound(sm.err) {
 				input = true // a pinned digest the source does not have
 			}
 			res.Retries = int(st.retries.Load())
-			return fail(input, Describe("copying", dst.Context().RegistryStr(), err))
+			return fail(input, e.c.Describe("copying", dst.Context().RegistryStr(), err))
 		}
 	}
 	if !e.c.opts.SkipSignatures {
 		if err := e.signatures(ctx, st, src.Context(), dst.Context(), append([]v1.Hash{digest}, children...)); err != nil {
-			return fail(false, Describe("copying signatures", dst.Context().RegistryStr(), err))
+			return fail(false, e.c.Describe("copying signatures", dst.Context().RegistryStr(), err))
 		}
 	}
 	res.Retries = int(st.retries.Load())
@@ -622,4 +620,47 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 // notFound is the error for a source reference that does not exist.
 func notFound(ref name.Reference) error {
 	return &transport.Error{StatusCode: 404, Errors: []transport.Diagnostic{{Code: transport.ManifestUnknownErrorCode, Message: "manifest unknown: " + ref.String()}}}
+}
+
+// sourceManifestError is a manifest that could not be read from the
+// source: the digest tells the manifest asked for from its children.
+type sourceManifestError struct {
+	digest v1.Hash
+	err    error
+}
+
+func (e *sourceManifestError) Error() string {
+	return fmt.Sprintf("reading manifest %s from the source: %v", e.digest, e.err)
+}
+func (e *sourceManifestError) Unwrap() error { return e.err }
+
+// fetchReferrers lists the referrers of repo@digest by the OCI referrers
+// API (distribution-spec "Listing Referrers") over the authenticated
+// transport tr. ok is false when the registry does not offer the API:
+// it answers 404, 400 or 406, or with another content type than an OCI
+// image index (go-containerregistry's test, which it reports only as
+// error text).
+func fetchReferrers(ctx context.Context, tr http.RoundTripper, repo name.Repository, digest v1.Hash) (im *v1.IndexManifest, ok bool, err error) {
+	u := url.URL{Scheme: repo.Registry.Scheme(), Host: repo.RegistryStr(), Path: "/v2/" + repo.RepositoryStr() + "/referrers/" + digest.String()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("Accept", string(types.OCIImageIndex))
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer resp.Body.Close()
+	if err := transport.CheckError(resp, http.StatusOK, http.StatusNotFound, http.StatusBadRequest, http.StatusNotAcceptable); err != nil {
+		return nil, false, err
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != string(types.OCIImageIndex) {
+		return nil, false, nil
+	}
+	im, err = v1.ParseIndexManifest(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return nil, false, fmt.Errorf("referrers of %s@%s: %w", repo, digest, err)
+	}
+	return im, true, nil
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // Result is the outcome of mirroring one image.
@@ -166,53 +164,13 @@ func (c *Client) CopyTo(ctx context.Context, ref, tag string) (*Result, error) {
 }
 
 // IsNotFound reports whether err is a registry answer saying that the
-// manifest or repository does not exist (HTTP 404, MANIFEST_UNKNOWN,
-// NAME_UNKNOWN).
-func IsNotFound(err error) bool {
-	var te *transport.Error
-	if errors.As(err, &te) {
-		if te.StatusCode == http.StatusNotFound {
-			return true
-		}
-		for _, d := range te.Errors {
-			if d.Code == transport.ManifestUnknownErrorCode || d.Code == transport.NameUnknownErrorCode {
-				return true
-			}
-		}
-	}
-	return false
-}
+// manifest or repository does not exist (registry.IsNotFound).
+func IsNotFound(err error) bool { return registry.IsNotFound(err) }
 
 // Describe wraps a registry error from go-containerregistry with what was
-// being done (what), the registry host, and what the user should do: check
-// credentials (401), rights (403), reachability, TLS (--ca-file) or
-// --plain-http.
+// being done (what), the registry host, and what to do, naming the flags
+// of publish run for the source side (registry.DescribeSide). Prefer
+// Client.Describe, which knows the command's flags and the side.
 func Describe(what, host string, err error) error {
-	var te *transport.Error
-	if errors.As(err, &te) {
-		switch te.StatusCode {
-		case http.StatusUnauthorized:
-			side := "--src-username/--src-password"
-			if strings.Contains(what, "destination") {
-				side = "--dst-username/--dst-password"
-			}
-			return fmt.Errorf("%s: %s refused the credentials (401): check %s or the docker config: %w", what, host, side, err)
-		case http.StatusForbidden:
-			return fmt.Errorf("%s: %s denied access (403): the account needs pull (source) or push (destination) rights: %w", what, host, err)
-		case http.StatusNotFound:
-			return fmt.Errorf("%s: not found at %s: %w", what, host, err)
-		}
-	}
-	if strings.Contains(err.Error(), "x509:") || strings.Contains(err.Error(), "tls:") {
-		return fmt.Errorf("%s: TLS with %s failed (pass its CA with --ca-file, or --plain-http for an HTTP registry): %w", what, host, err)
-	}
-	var ne net.Error
-	var oe *net.OpError
-	if errors.As(err, &oe) || errors.As(err, &ne) {
-		return fmt.Errorf("%s: cannot reach registry %s (check the host, port, network and --plain-http): %w", what, host, err)
-	}
-	if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
-		return fmt.Errorf("%s: %s speaks plain HTTP: pass --plain-http: %w", what, host, err)
-	}
-	return fmt.Errorf("%s: %s: %w", what, host, err)
+	return registry.DescribeSide(registry.RunFlags, registry.Source, what, host, err)
 }

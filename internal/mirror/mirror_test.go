@@ -447,7 +447,7 @@ func TestMirrorDockerHubDestination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.keychain.Resolve(dst.Context())
+	a, err := c.reg.Keychain().Resolve(dst.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

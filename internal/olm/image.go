@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/operator-framework/operator-registry/pkg/cache"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -260,7 +261,7 @@ func BuildImage(ctx context.Context, desc *remote.Descriptor, files map[string][
 	idx := mutate.IndexMediaType(empty.Index, desc.MediaType)
 	n := 0
 	for _, m := range im.Manifests {
-		if !m.MediaType.IsImage() || (m.Platform != nil && m.Platform.OS == "unknown") {
+		if !registry.Runnable(m) {
 			continue
 		}
 		base, err := baseIdx.Image(m.Digest)

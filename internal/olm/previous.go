@@ -18,6 +18,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // maxCatalogBytes bounds what LoadPrevious reads from one catalog.json.
@@ -49,10 +50,11 @@ func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option
 		if err != nil {
 			return nil, err
 		}
-		if len(im.Manifests) == 0 {
-			return nil, errors.New("empty image index")
+		first, ok := registry.FirstRunnable(im)
+		if !ok {
+			return nil, errors.New("the image index holds no image")
 		}
-		if img, err = idx.Image(im.Manifests[0].Digest); err != nil {
+		if img, err = idx.Image(first.Digest); err != nil {
 			return nil, err
 		}
 	} else if img, err = desc.Image(); err != nil {

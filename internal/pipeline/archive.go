@@ -8,11 +8,8 @@ package pipeline
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,6 +24,7 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/registry"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -278,18 +276,22 @@ func (anonymous) Resolve(authn.Resource) (authn.Authenticator, error) { return a
 // committed.
 func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	o.Options.defaults()
+	if o.Mirror.Flags == (registry.Flags{}) {
+		o.Mirror.Flags = PushFlags
+	}
+	// HTTP/1.1 only: concurrent blob uploads over one HTTP/2 connection
+	// can stall for good against some registries (go-containerregistry
+	// issue #1210; seen with distribution 2.8 over TLS), and push uploads
+	// several blobs at once.
+	o.Mirror.HTTP1 = true
 	mc, err := mirror.New(o.Mirror)
 	if err != nil {
 		return nil, inputErr(err)
 	}
 	if mc.DstHost() == "" {
-		return nil, inputErr(errors.New("no destination registry: set --dst-repo HOST[:PORT][/PREFIX]"))
+		return nil, inputErr(fmt.Errorf("no destination registry: set %s HOST[:PORT][/PREFIX]", o.Mirror.Flags.Registry))
 	}
-	tr, err := http1Transport(o.Mirror.CAFile)
-	if err != nil {
-		return nil, inputErr(err)
-	}
-	opts := append(mc.DstOptions(), remote.WithTransport(tr))
+	opts := mc.DstOptions()
 	if o.NoAuth {
 		opts = append(opts, remote.WithAuthFromKeychain(anonymous{}))
 	}
@@ -330,43 +332,23 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	return res, err
 }
 
-// http1Transport is go-containerregistry's default transport with the
-// extra CA certificates of caFile, speaking HTTP/1.1 only: concurrent blob
-// uploads over one HTTP/2 connection can stall for good against some
-// registries (go-containerregistry issue #1210; seen with distribution 2.8
-// over TLS), and push uploads several blobs at once.
-func http1Transport(caFile string) (http.RoundTripper, error) {
-	tr := remote.DefaultTransport.(*http.Transport).Clone()
-	tr.ForceAttemptHTTP2 = false
-	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-	if tr.TLSClientConfig == nil {
-		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
-		}
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", caFile)
-		}
-		tr.TLSClientConfig.RootCAs = pool
-	}
-	return tr, nil
+// PushFlags are the registry flags of publish push, named in its errors
+// (issue 13, point 10).
+var PushFlags = registry.Flags{
+	Dst:      registry.CredentialFlags{Username: "--username", Password: "--password"},
+	Registry: "--dst-repo",
+	CA:       "--ca-file", PlainHTTP: "--plain-http",
 }
 
-// describePush says what to do about a registry error (mirror.Describe),
-// unless it says so already (CheckDestination).
+// describePush says what to do about a registry error of a push
+// (registry.Client.Describe), unless the push-access check said so
+// already.
 func describePush(mc *mirror.Client, err error) error {
-	if strings.Contains(err.Error(), "checking push access") {
+	var re *registry.Error
+	if errors.As(err, &re) && re.Op == registry.OpCheckPush {
 		return fmt.Errorf("nothing pushed: %w", err)
 	}
-	return mirror.Describe("pushing to the destination", mc.DstHost(), err)
+	return mc.Describe("pushing to the destination", mc.DstHost(), err)
 }
 
 // publishArchive is the render and commit half of `publish run`, fed by the
@@ -518,61 +500,20 @@ func Create(ctx context.Context, o CreateOptions) (string, error) {
 }
 
 // imagePlatforms lists the platforms of an image index (attestations left
-// out), or the one platform of an image (from its config).
+// out), or the one platform of an image (from its config); linux/amd64
+// when it names none.
 func imagePlatforms(ctx context.Context, mc *mirror.Client, ref string) ([]string, error) {
-	r, err := mc.ParseReference(ref)
-	if err != nil {
+	if _, err := mc.ParseReference(ref); err != nil {
 		return nil, inputErr(err)
 	}
-	desc, err := remote.Get(r, append(mc.SrcOptions(), remote.WithContext(ctx))...)
+	p, err := mc.Registry().ImagePlatforms(ctx, ref)
 	if err != nil {
-		return nil, mirror.Describe("reading "+ref, r.Context().RegistryStr(), err)
+		return nil, err
 	}
-	set := map[string]bool{}
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return nil, err
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range im.Manifests {
-			if p := m.Platform; p != nil && p.OS != "" && p.OS != "unknown" {
-				s := p.OS + "/" + p.Architecture
-				if p.Variant != "" {
-					s += "/" + p.Variant
-				}
-				set[s] = true
-			}
-		}
-	} else {
-		img, err := desc.Image()
-		if err != nil {
-			return nil, err
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return nil, err
-		}
-		if cf.OS != "" && cf.Architecture != "" {
-			s := cf.OS + "/" + cf.Architecture
-			if cf.Variant != "" {
-				s += "/" + cf.Variant
-			}
-			set[s] = true
-		}
+	if len(p) == 0 {
+		p = []string{"linux/amd64"}
 	}
-	if len(set) == 0 {
-		set["linux/amd64"] = true
-	}
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out, nil
+	return p, nil
 }
 
 // sourceCommit is the source commit and repo recorded in the state.

@@ -61,7 +61,7 @@ func readBundles(ctx context.Context, mc *mirror.Client, vs []*model.Version) er
 			host := strings.SplitN(v.Ref(), "/", 2)[0]
 			mu.Lock()
 			defer mu.Unlock()
-			failed = append(failed, &bundleReadError{v: v, err: mirror.Describe("reading bundle "+v.Ref(), host, errors.Unwrap(err))})
+			failed = append(failed, &bundleReadError{v: v, err: mc.Describe("reading bundle "+v.Ref(), host, errors.Unwrap(err))})
 			return nil
 		})
 	}

@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -135,15 +136,16 @@ func (b *budget) spent() int {
 	return b.tries
 }
 
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d on clock, or until ctx is done (then it returns ctx.Err()).
+func Sleep(ctx context.Context, clock Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
+	done := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(done) })
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -265,6 +267,10 @@ func Retryable(err error) bool {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return true
 	}
+	// No typed error exists for these: net/http's HTTP/2 GOAWAY,
+	// idle-connection and broken-transport errors are unexported, and
+	// go-containerregistry's digest check (internal/verify) returns an
+	// error of an internal package.
 	msg := err.Error()
 	for _, s := range []string{"connection reset", "broken pipe", "http2: server sent GOAWAY", "unexpected EOF", "error verifying sha256 checksum", "digest mismatch", "server closed idle connection", "transport connection broken"} {
 		if strings.Contains(msg, s) {
@@ -288,6 +294,9 @@ type retryTransport struct {
 	timeout   time.Duration
 	userAgent string
 	sleep     func(context.Context, time.Duration) error
+	clock     Clock
+	log       *slog.Logger
+	mon       *monitor // nil: no progress lines
 }
 
 func replayable(req *http.Request) bool {
@@ -344,7 +353,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				r.Body = body
 			}
 		}
-		resp, err := t.once(r)
+		resp, err := t.once(r, b)
 		var retryErr error
 		switch {
 		case err != nil:
@@ -353,7 +362,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			retryErr = err
 		case retryableStatus(resp.StatusCode):
-			ra := retryAfter(resp.Header, time.Now())
+			ra := retryAfter(resp.Header, t.clock.Now())
 			if resp.StatusCode == http.StatusInternalServerError {
 				// Peek at the error codes: distribution's 500 for a
 				// foreign layer names MANIFEST_BLOB_UNKNOWN.
@@ -376,6 +385,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
+			t.logRetry(r, retryErr, b, wait)
 			if err := t.sleep(req.Context(), wait); err != nil {
 				return nil, err
 			}
@@ -393,18 +403,28 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return nil, retryErr
 		}
+		t.logRetry(r, retryErr, b, wait)
 		if err := t.sleep(req.Context(), wait); err != nil {
 			return nil, err
 		}
 	}
 }
 
+// logRetry says that request r is tried again after wait.
+func (t *retryTransport) logRetry(r *http.Request, err error, b *budget, wait time.Duration) {
+	t.log.Warn("registry request failed, retrying", "host", r.URL.Host, "request", describeRequest(r), "error", err.Error(), "try", b.spent(), "of", b.policy.Attempts, "wait", wait.Round(time.Millisecond).String())
+}
+
 // once sends r with an inactivity timeout: the request is cancelled when
-// neither request body nor response body moves for t.timeout.
-func (t *retryTransport) once(r *http.Request) (*http.Response, error) {
+// neither request body nor response body moves for t.timeout. While it
+// waits, the monitor (if any) reports it.
+func (t *retryTransport) once(r *http.Request, b *budget) (*http.Response, error) {
 	parent := r.Context()
 	ctx, cancel := context.WithCancel(parent)
-	w := &watchdog{timeout: t.timeout, cancel: cancel}
+	w := &watchdog{timeout: t.timeout, cancel: cancel, clock: t.clock}
+	if t.mon != nil {
+		w.req = t.mon.add(r, b)
+	}
 	w.arm()
 	r = r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
@@ -424,21 +444,24 @@ func (t *retryTransport) once(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// watchdog cancels a request that makes no progress for timeout.
+// watchdog cancels a request that makes no progress for timeout, and
+// tells the monitor (req) of the progress.
 type watchdog struct {
 	mu      sync.Mutex
 	timeout time.Duration
-	timer   *time.Timer
+	clock   Clock
+	timer   Timer
 	cancel  context.CancelFunc
 	fired   bool
 	stopped bool
+	req     *inflight // nil: no monitor
 }
 
 func (w *watchdog) arm() {
 	if w.timeout <= 0 {
 		return
 	}
-	w.timer = time.AfterFunc(w.timeout, func() {
+	w.timer = w.clock.AfterFunc(w.timeout, func() {
 		w.mu.Lock()
 		if !w.stopped {
 			w.fired = true
@@ -449,6 +472,9 @@ func (w *watchdog) arm() {
 }
 
 func (w *watchdog) kick() {
+	if w.req != nil {
+		w.req.progress()
+	}
 	if w.timer == nil {
 		return
 	}
@@ -463,6 +489,9 @@ func (w *watchdog) kick() {
 func (w *watchdog) stop() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.stopped && w.req != nil {
+		w.req.done()
+	}
 	w.stopped = true
 	if w.timer != nil {
 		w.timer.Stop()
@@ -512,45 +541,4 @@ func (b *watchedBody) Close() error {
 	err := b.ReadCloser.Close()
 	b.cancel()
 	return err
-}
-
-// retry runs op until it succeeds, fails for good (see Retryable), or the
-// budget of the policy is spent; the budget travels in the context so the
-// transport's own repeats count against it. retries, when not nil, counts
-// the retries.
-func (c *Client) retry(ctx context.Context, retries *atomic.Int64, op func(context.Context) error) error {
-	b := budgetFrom(ctx)
-	if b == nil {
-		// Nested operations (a ping inside a manifest read) share the
-		// budget of the outer one.
-		b = &budget{policy: c.policy, retries: retries}
-		ctx = context.WithValue(ctx, budgetKey{}, b)
-	}
-	for {
-		b.start()
-		err := op(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-		var ex *exhaustedError
-		if errors.As(err, &ex) {
-			return err // a nested operation spent the shared budget
-		}
-		if !Retryable(err) {
-			return &PermanentError{Err: err}
-		}
-		wait, ok, werr := b.next()
-		if !ok {
-			if werr != nil {
-				return &exhaustedError{fmt.Errorf("%w; %v", err, werr)}
-			}
-			return &exhaustedError{fmt.Errorf("%w (gave up after %d tries)", err, b.spent())}
-		}
-		if serr := c.sleep(ctx, wait); serr != nil {
-			return err
-		}
-	}
 }

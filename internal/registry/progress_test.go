@@ -1,0 +1,312 @@
+package registry
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeClock is a Clock moved by hand: Advance runs the due timers, in
+// order, before it returns.
+type fakeClock struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c      *fakeClock
+	at     time.Time
+	f      func()
+	active bool
+	seq    int
+}
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, active: true, seq: len(c.timers)}
+	c.timers = append(c.timers, t)
+	c.cond.Broadcast()
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.active = false
+	t.c.cond.Broadcast()
+	return was
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.at, t.active = t.c.now.Add(d), true
+	t.c.cond.Broadcast()
+	return was
+}
+
+// activeLocked counts the pending timers.
+func (c *fakeClock) activeLocked() int {
+	n := 0
+	for _, t := range c.timers {
+		if t.active {
+			n++
+		}
+	}
+	return n
+}
+
+// waitTimers blocks until n timers are pending.
+func (c *fakeClock) waitTimers(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.activeLocked() != n {
+		c.cond.Wait()
+	}
+}
+
+// Advance moves the clock by d and runs the timers due by then.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	for _, t := range c.timers {
+		if t.active && !t.at.After(c.now) {
+			t.active = false
+			due = append(due, t)
+		}
+	}
+	c.cond.Broadcast()
+	c.mu.Unlock()
+	sort.Slice(due, func(i, j int) bool {
+		if !due[i].at.Equal(due[j].at) {
+			return due[i].at.Before(due[j].at)
+		}
+		return due[i].seq < due[j].seq
+	})
+	for _, t := range due {
+		t.f()
+	}
+}
+
+// recordHandler sends every log record to a channel.
+type recordHandler struct{ ch chan slog.Record }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h.ch <- r.Clone()
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+func attrs(r slog.Record) map[string]string {
+	m := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.String()
+		return true
+	})
+	return m
+}
+
+// holdListener accepts connections and never answers: the registry of
+// issue 13 point 9, silent for minutes.
+func holdListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
+}
+
+// TestWaitingRequestIsReported: a registry that accepts the connection and
+// never answers gets a line every interval (host, what, how long, the
+// retries), the retry after the inactivity timeout a line of its own, and
+// the lines go on for the retried request. Time is a fake clock: no
+// sleeps, no timing.
+func TestWaitingRequestIsReported(t *testing.T) {
+	host := holdListener(t)
+	clock := newFakeClock()
+	recs := make(chan slog.Record, 64)
+	c, err := New(Options{
+		PlainHTTPHosts: []string{host}, Logger: slog.New(recordHandler{recs}), Clock: clock,
+		Timeout: 35 * time.Second, Retry: RetryPolicy{Attempts: 2},
+		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/library/busybox/manifests/1.36", nil)
+		resp, err := (&http.Client{Transport: c.Transport()}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+
+	next := func(t *testing.T) slog.Record {
+		t.Helper()
+		select {
+		case r := <-recs:
+			return r
+		default:
+			t.Fatal("no log line")
+		}
+		return slog.Record{}
+	}
+	wantWaiting := func(t *testing.T, r slog.Record, waited, retries string) {
+		t.Helper()
+		a := attrs(r)
+		if r.Message != "waiting for registry" || a["host"] != host || a["request"] != "GET manifest library/busybox:1.36" || a["waited"] != waited || a["retries"] != retries || a["of"] != "2" {
+			t.Errorf("got %q %v, want waiting for %s for %s after %s retries", r.Message, a, host, waited, retries)
+		}
+	}
+
+	clock.waitTimers(2) // the progress line and the watchdog of the request
+	clock.Advance(10 * time.Second)
+	wantWaiting(t, next(t), "10s", "0")
+	clock.Advance(10 * time.Second)
+	wantWaiting(t, next(t), "20s", "0")
+	clock.Advance(10 * time.Second)
+	wantWaiting(t, next(t), "30s", "0")
+	// 35s: the watchdog gives up and the request is retried, with a line
+	// saying so.
+	clock.Advance(5 * time.Second)
+	r := <-recs // written by the request's goroutine: wait for it
+	if a := attrs(r); r.Message != "registry request failed, retrying" || a["host"] != host || a["try"] != "2" || a["of"] != "2" || !strings.Contains(a["error"], "no response or data for 35s") {
+		t.Errorf("got %q %v, want the retry", r.Message, a)
+	}
+	clock.waitTimers(2) // the second try is in flight
+	clock.Advance(10 * time.Second)
+	wantWaiting(t, next(t), "10s", "1")
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the request to a silent registry succeeded")
+	}
+	select {
+	case r := <-recs:
+		t.Errorf("unexpected line %q %v", r.Message, attrs(r))
+	default:
+	}
+}
+
+// TestQuietWithoutLogger: no logger, no lines and no progress timer.
+func TestQuietWithoutLogger(t *testing.T) {
+	clock := newFakeClock()
+	c, err := New(Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.mon != nil || c.transport.mon != nil {
+		t.Error("a progress monitor without a logger")
+	}
+}
+
+// TestRetriesAreLogged: each retry of a request is a line (which host,
+// what, the try and the budget).
+func TestRetriesAreLogged(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	recs := make(chan slog.Record, 64)
+	var waits atomic.Int32
+	c, err := New(Options{Logger: slog.New(recordHandler{recs}), Sleep: func(ctx context.Context, d time.Duration) error {
+		waits.Add(1)
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: c.Transport()}).Get(srv.URL + "/v2/a/b/blobs/sha256:0123")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || waits.Load() != 2 {
+		t.Fatalf("status %d after %d waits, want 200 after 2", resp.StatusCode, waits.Load())
+	}
+	for try := 2; try <= 3; try++ {
+		r := <-recs
+		a := attrs(r)
+		if r.Message != "registry request failed, retrying" || a["request"] != "GET blob a/b@sha256:0123" || a["try"] != string(rune('0'+try)) || a["of"] != "5" || !strings.Contains(a["error"], "503") {
+			t.Errorf("got %q %v, want retry %d of 5", r.Message, a, try)
+		}
+	}
+}
+
+func TestDescribeRequest(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://r/v2/":                                    "GET /v2/ (ping)",
+		"https://r/v2/a/b/manifests/v1":                    "GET manifest a/b:v1",
+		"https://r/v2/a/b/manifests/sha256:00":             "GET manifest a/b@sha256:00",
+		"https://r/v2/a/blobs/uploads/abc":                 "GET blob upload to a",
+		"https://r/v2/a/blobs/sha256:00":                   "GET blob a@sha256:00",
+		"https://r/v2/a/referrers/sha256:00":               "GET referrers of a@sha256:00",
+		"https://r/v2/a/tags/list":                         "GET tags of a",
+		"https://auth.example.com/token?scope=repo:a:pull": "GET /token",
+	} {
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		if got := describeRequest(req); got != want {
+			t.Errorf("%s: %q, want %q", u, got, want)
+		}
+	}
+}
