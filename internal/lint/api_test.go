@@ -33,7 +33,7 @@ func sample() []Finding {
 	return []Finding{
 		{Rule: RuleManifestRequired, Severity: Error, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, Message: "spec.artifact field cannot be empty", Hint: "Fill in the field."},
 		{Rule: RulePlatformProviderType, Severity: Warning, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, BundlePath: "manifests/", Message: "the CSV has no provider-type annotation, \"shown\" as custom: 100%", Hint: "Set it.\nQuote it."},
-		{Rule: RuleValidatorCRDDescription, Severity: Waived, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, BundlePath: "manifests/", Message: "owned CRD has an empty description", Waiver: "upstream CRD, ticket OPS-1"},
+		{Rule: RuleValidatorCRDDescription, Severity: Waived, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, BundlePath: "manifests/", Message: "owned CRD has an empty description", Waiver: "upstream CRD, ticket OPS-1", OriginalSeverity: Warning},
 		{Rule: RuleWaiver, Severity: Error, Path: "publish.yaml", Message: "waiver 1 has no reason"},
 	}
 }

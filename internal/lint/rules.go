@@ -161,7 +161,7 @@ var catalog = []RuleInfo{
 	{ID: RulePlatformProviderURL, Severity: Warning, Summary: "CSV annotation provider-url, when set, is an absolute http(s) URL.", Hint: "Write `provider-url: https://example.com`."},
 
 	// images: the images the operator deploys.
-	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is in the manifest's spec.relatedImages, so that it is mirrored.", Hint: "Add the image to spec.relatedImages."},
+	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is declared in the manifest's spec.relatedImages: the manifest is the reviewed list of what a version ships (publish mirrors the CSV's images either way; only the registries the manifest names get the source credentials).", Hint: "Add the image to spec.relatedImages."},
 	{ID: RuleImagesUnusedRelated, Severity: Warning, Summary: "Every spec.relatedImages entry is an image the CSV deploys.", Hint: "Remove the entry, or waive the rule when the operator pulls the image by another way (e.g. a config map)."},
 	{ID: RuleImagesNotFound, Severity: Error, Summary: "Every image exists in the source registry.", Hint: "Push the image, or correct the reference."},
 	{ID: RuleImagesPlatform, Severity: Error, Summary: "Every image offers each platform of spec.arch (an image index with those platforms; a single-platform image serves one).", Hint: "Push a multi-platform image (image index) with every platform of spec.arch, or drop the platform from spec.arch."},

@@ -31,7 +31,7 @@ func (e *LintError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s\n", f.String())
 	}
-	fmt.Fprintf(&b, "lint failed: %d errors; nothing mirrored, nothing committed", n)
+	fmt.Fprintf(&b, "lint failed: %s; nothing mirrored, nothing committed", lint.Count(n, "error"))
 	return b.String()
 }
 
