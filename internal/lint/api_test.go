@@ -215,7 +215,7 @@ func TestIconLimits(t *testing.T) {
 		t.Errorf("an icon of exactly %d bytes: %s", MaxIconBytes, msg)
 	}
 	png = append(png, 0)
-	if msg := checkIcon(base64.StdEncoding.EncodeToString(png)); !strings.Contains(msg, "more than the 512 KiB limit") {
+	if msg := checkIcon(base64.StdEncoding.EncodeToString(png)); !strings.Contains(msg, "more than the 192 KiB limit") {
 		t.Errorf("an icon of %d bytes: %q", len(png), msg)
 	}
 	huge := strings.Repeat("A", 4<<20)

@@ -158,7 +158,7 @@ func unreadFindings(scanErr error, files []manifest.File) []lint.Finding {
 	for _, e := range splitErrs(scanErr) {
 		var me *manifest.Error
 		if errors.As(e, &me) && !read[me.Path] {
-			out = append(out, lint.Finding{Rule: lint.RuleManifestParse, Severity: lint.Error, Path: me.Path, Line: me.Line, Message: me.Msg})
+			out = append(out, lint.ScanFinding(me))
 		}
 	}
 	return out
