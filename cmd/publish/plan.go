@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -17,7 +18,7 @@ import (
 type planFindingsError struct{ n int }
 
 func (e *planFindingsError) Error() string {
-	return fmt.Sprintf("%d lint errors", e.n)
+	return lint.Count(e.n, "lint error")
 }
 
 func newPlanCmd() *cobra.Command {

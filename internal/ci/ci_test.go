@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -88,32 +89,94 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
+// parseGitHubOutput reads a GITHUB_OUTPUT file as the runner does: name=value
+// lines, or name<<DELIM, the value's lines, then DELIM alone on a line.
+func parseGitHubOutput(t *testing.T, data string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	lines := strings.Split(strings.TrimSuffix(data, "\n"), "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if name, delim, ok := strings.Cut(l, "<<"); ok && !strings.Contains(name, "=") {
+			var val []string
+			for i++; ; i++ {
+				if i == len(lines) {
+					t.Fatalf("GITHUB_OUTPUT: value of %s never ends (delimiter %s):\n%s", name, delim, data)
+				}
+				if lines[i] == delim {
+					break
+				}
+				val = append(val, lines[i])
+			}
+			if _, dup := out[name]; dup {
+				t.Errorf("GITHUB_OUTPUT sets %s twice", name)
+			}
+			out[name] = strings.Join(val, "\n")
+			continue
+		}
+		name, val, ok := strings.Cut(l, "=")
+		if !ok {
+			t.Fatalf("GITHUB_OUTPUT: line %q is not an output", l)
+		}
+		if _, dup := out[name]; dup {
+			t.Errorf("GITHUB_OUTPUT sets %s twice", name)
+		}
+		out[name] = val
+	}
+	return out
+}
+
+// TestGitHubOutput: every value round-trips through GITHUB_OUTPUT, among
+// them one holding go-githubactions' fixed delimiter and one that would
+// inject another output if the heredoc ended early.
 func TestGitHubOutput(t *testing.T) {
 	e, out, m := githubEnv(t, nil)
-	if err := e.SetOutput("changed", "true"); err != nil {
-		t.Fatal(err)
+	const old = "_GitHubActionsFileCommandDelimeter_"
+	want := map[string]string{
+		"changed":   "true",
+		"artifacts": "hello-operator\nqueue-operator",
+		"commit":    "x\n" + old + "\nchanged=false",
+		"plan-json": "ends with a newline\n",
+		"empty":     "",
 	}
-	if err := e.SetOutput("artifacts", "hello-operator\nqueue-operator"); err != nil {
-		t.Fatal(err)
-	}
-	const d = "_GitHubActionsFileCommandDelimeter_"
-	want := "changed<<" + d + "\ntrue\n" + d + "\n" +
-		"artifacts<<" + d + "\nhello-operator\nqueue-operator\n" + d + "\n"
-	if got := readFile(t, m["GITHUB_OUTPUT"]); got != want {
-		t.Errorf("GITHUB_OUTPUT:\n%s\nwant:\n%s", got, want)
-	}
-	// A value that would end the heredoc early and inject an output.
-	if err := e.SetOutput("commit", "x\n"+d+"\nchanged=false"); err == nil {
-		t.Error("value with the delimiter: no error")
+	for _, n := range []string{"changed", "artifacts", "commit", "plan-json", "empty"} {
+		if err := e.SetOutput(n, want[n]); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
 	}
 	if err := e.SetOutput("bad name", "x"); err == nil {
 		t.Error("bad output name: no error")
 	}
-	if got := readFile(t, m["GITHUB_OUTPUT"]); got != want {
-		t.Errorf("refused outputs were written:\n%s", got)
+	data := readFile(t, m["GITHUB_OUTPUT"])
+	got := parseGitHubOutput(t, data)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("GITHUB_OUTPUT read back as %q, want %q\n%s", got, want, data)
 	}
-	if out.Len() == 0 || !strings.HasPrefix(out.String(), "::warning::") {
-		t.Errorf("refused output: no warning, output %q", out.String())
+	// A fresh delimiter per value.
+	delims := map[string]bool{}
+	for _, l := range strings.Split(data, "\n") {
+		if _, d, ok := strings.Cut(l, "<<"); ok {
+			delims[d] = true
+		}
+	}
+	if len(delims) != len(want) {
+		t.Errorf("%d delimiters for %d values", len(delims), len(want))
+	}
+	if out.Len() != 0 {
+		t.Errorf("outputs printed %q", out.String())
+	}
+
+	// A delimiter that collides with the value is drawn again.
+	e, _, m = githubEnv(t, nil)
+	seq := []string{"ghadelimiter_x", "ghadelimiter_y"}
+	orig := newDelimiter
+	newDelimiter = func() string { d := seq[0]; seq = seq[1:]; return d }
+	defer func() { newDelimiter = orig }()
+	if err := e.SetOutput("commit", "a\nghadelimiter_x\nchanged=false"); err != nil {
+		t.Fatal(err)
+	}
+	if got := parseGitHubOutput(t, readFile(t, m["GITHUB_OUTPUT"])); got["commit"] != "a\nghadelimiter_x\nchanged=false" || len(got) != 1 {
+		t.Errorf("colliding delimiter: read back %q", got)
 	}
 }
 

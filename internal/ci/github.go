@@ -1,6 +1,8 @@
 package ci
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,11 +15,16 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 )
 
-// outputDelimiter is the heredoc delimiter go-githubactions v1.3.0 writes to
-// GITHUB_OUTPUT (a constant, not random as in @actions/core): a value
-// holding it on a line of its own would end the value early and let the rest
-// set other outputs, so SetOutput refuses such values.
-const outputDelimiter = "_GitHubActionsFileCommandDelimeter_"
+// newDelimiter returns a fresh heredoc delimiter for one GITHUB_OUTPUT
+// value, as @actions/core writes ("ghadelimiter_" and a random UUID's worth
+// of hex). go-githubactions v1.3.0 uses one fixed delimiter and so must
+// refuse a value holding it; a random one per value lets every value
+// through. It is a variable so that a test can make it collide.
+var newDelimiter = func() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "ghadelimiter_" + hex.EncodeToString(b[:])
+}
 
 type github struct {
 	w      io.Writer
@@ -90,10 +97,6 @@ func (g *github) SetOutput(name, value string) error {
 	if err := checkOutputName(name); err != nil {
 		return err
 	}
-	if strings.Contains(value, outputDelimiter) {
-		g.warn(fmt.Sprintf("output %s not set: its value contains the GITHUB_OUTPUT delimiter", name))
-		return fmt.Errorf("output %s: value contains the GITHUB_OUTPUT delimiter %s", name, outputDelimiter)
-	}
 	if err := g.fileCommand("GITHUB_OUTPUT"); err != nil {
 		g.warn(fmt.Sprintf("output %s not set: GITHUB_OUTPUT: %v", name, err))
 		if err == errUnset {
@@ -101,9 +104,36 @@ func (g *github) SetOutput(name, value string) error {
 		}
 		return fmt.Errorf("output %s: GITHUB_OUTPUT: %w", name, err)
 	}
-	if err := guard("GITHUB_OUTPUT", func() { g.a.SetOutput(name, value) }); err != nil {
+	if err := appendOutput(g.getenv("GITHUB_OUTPUT"), name, value); err != nil {
 		g.warn(fmt.Sprintf("output %s not set: %v", name, err))
 		return fmt.Errorf("output %s: %w", name, err)
+	}
+	return nil
+}
+
+// appendOutput appends name=value to the GITHUB_OUTPUT file at path in the
+// runner's multi-line form (name<<DELIM, the value, DELIM, each line ended
+// by LF), with a delimiter that occurs nowhere in the value, in one write.
+// The runner reads the value back exactly, except that it reads a lone CR
+// as a line break.
+func appendOutput(path, name, value string) error {
+	delim := newDelimiter()
+	for i := 0; strings.Contains(value, delim); i++ {
+		if i == 10 {
+			return errors.New("no heredoc delimiter found that the value does not contain")
+		}
+		delim = newDelimiter()
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("GITHUB_OUTPUT: %w", err)
+	}
+	_, err = f.WriteString(name + "<<" + delim + "\n" + value + "\n" + delim + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("GITHUB_OUTPUT: %w", err)
 	}
 	return nil
 }

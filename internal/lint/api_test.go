@@ -33,7 +33,7 @@ func sample() []Finding {
 	return []Finding{
 		{Rule: RuleManifestRequired, Severity: Error, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, Message: "spec.artifact field cannot be empty", Hint: "Fill in the field."},
 		{Rule: RulePlatformProviderType, Severity: Warning, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, BundlePath: "manifests/", Message: "the CSV has no provider-type annotation, \"shown\" as custom: 100%", Hint: "Set it.\nQuote it."},
-		{Rule: RuleValidatorCRDDescription, Severity: Waived, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, BundlePath: "manifests/", Message: "owned CRD has an empty description", Waiver: "upstream CRD, ticket OPS-1"},
+		{Rule: RuleValidatorCRDDescription, Severity: Waived, Artifact: "op", Version: "1.0.0", Path: "packages/op/1.0.0/manifest.yaml", Line: 7, Column: 13, BundlePath: "manifests/", Message: "owned CRD has an empty description", Waiver: "upstream CRD, ticket OPS-1", OriginalSeverity: Warning},
 		{Rule: RuleWaiver, Severity: Error, Path: "publish.yaml", Message: "waiver 1 has no reason"},
 	}
 }
@@ -215,7 +215,7 @@ func TestIconLimits(t *testing.T) {
 		t.Errorf("an icon of exactly %d bytes: %s", MaxIconBytes, msg)
 	}
 	png = append(png, 0)
-	if msg := checkIcon(base64.StdEncoding.EncodeToString(png)); !strings.Contains(msg, "more than the 512 KiB limit") {
+	if msg := checkIcon(base64.StdEncoding.EncodeToString(png)); !strings.Contains(msg, "more than the 192 KiB limit") {
 		t.Errorf("an icon of %d bytes: %q", len(png), msg)
 	}
 	huge := strings.Repeat("A", 4<<20)

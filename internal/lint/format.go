@@ -99,8 +99,8 @@ func formatText(w io.Writer, fs []Finding) error {
 		if f.Hint != "" {
 			fmt.Fprintf(bw, "    hint: %s\n", indent.Replace(f.Hint))
 		}
-		if f.Waiver != "" {
-			fmt.Fprintf(bw, "    waived: %s\n", indent.Replace(f.Waiver))
+		if f.Severity == Waived {
+			fmt.Fprintf(bw, "    %s\n", indent.Replace(f.WaiverNote()))
 		}
 	}
 	s := Summarize(fs)

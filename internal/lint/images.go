@@ -103,7 +103,7 @@ func (f *mfile) imageRules(b *bundle.Bundle) []Finding {
 	for _, d := range deployed {
 		if !anySame(d, listed) {
 			out = append(out, f.findingAt(RuleImagesMissingRelated, at, bundleManifestsPath,
-				fmt.Sprintf("image %s, which the CSV deploys, is not in spec.relatedImages: it would not be mirrored", d.raw), ""))
+				fmt.Sprintf("image %s, which the CSV deploys, is not declared in the manifest's spec.relatedImages: publish mirrors it from the CSV anyway, but the manifest is the reviewed list of what the version ships (and only the registries it names get the source credentials)", d.raw), ""))
 		}
 	}
 	for i, r := range related {

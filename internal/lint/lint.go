@@ -53,7 +53,49 @@ type Finding struct {
 	// Waiver is the reason of the waiver that accepted the finding (its
 	// Severity is then Waived).
 	Waiver string `json:"waiver,omitempty"`
+	// OriginalSeverity is the severity a waived finding had before the
+	// waiver accepted it (after the configured re-grading); "" otherwise.
+	OriginalSeverity Severity `json:"originalSeverity,omitempty"`
 }
+
+// WaiverNote says what a waived finding was and why it is accepted:
+// "error waived: <reason>" ("" when f is not waived). Reports (lint text,
+// the plan summary) print it with the finding.
+func (f Finding) WaiverNote() string {
+	if f.Severity != Waived {
+		return ""
+	}
+	was := f.OriginalSeverity
+	if was == "" {
+		was = "finding"
+	}
+	reason := f.Waiver
+	if reason == "" {
+		reason = "(no reason given)"
+	}
+	return fmt.Sprintf("%s waived: %s", was, reason)
+}
+
+// MarkdownLine renders f as one Markdown list item for a plan summary or
+// job summary: "- **severity** `path:line` message (`rule`)", and for a
+// waived finding "— error waived: reason" after it. Backticks in the
+// message are kept; line breaks become spaces.
+func (f Finding) MarkdownLine() string {
+	loc := f.Path
+	if f.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
+	}
+	flat := strings.NewReplacer("\r\n", " ", "\n", " ")
+	line := fmt.Sprintf("- **%s** `%s` %s (`%s`)", f.Severity, loc, flat.Replace(f.Message), f.Rule)
+	if n := f.WaiverNote(); n != "" {
+		line += " — " + flat.Replace(n)
+	}
+	return line
+}
+
+// Count writes n and word, plural when n is not 1: "1 lint error",
+// "2 lint errors".
+func Count(n int, word string) string { return plural(n, word) }
 
 func (f Finding) String() string {
 	loc := f.Path

@@ -27,10 +27,13 @@ type mfile struct {
 	text []byte // raw without BOM, invalid UTF-8 replaced
 
 	lines [][]byte
-	root  *yaml.Node                // the document's top node, nil when it does not parse
-	keys  map[string]*yaml.Node     // key node of each dotted path (first occurrence)
-	vals  map[string]*yaml.Node     // value node of each dotted path (aliases resolved)
-	pm    *manifest.PackageManifest // lenient (built from the tree) when Parse fails but the identity is sound
+	// undecodable is set when the encoding is not UTF-8 at all (UTF-16):
+	// the YAML rules do not run.
+	undecodable bool
+	root        *yaml.Node                // the document's top node, nil when it does not parse
+	keys        map[string]*yaml.Node     // key node of each dotted path (first occurrence)
+	vals        map[string]*yaml.Node     // value node of each dotted path (aliases resolved)
+	pm          *manifest.PackageManifest // lenient (built from the tree) when Parse fails but the identity is sound
 
 	artifact, version string // best effort, for Finding.Artifact/Version
 	// related are the spec.relatedImages entries that are valid references,
@@ -83,7 +86,10 @@ var kindWords = map[fieldKind]string{
 func checkManifest(path string, data []byte) *mfile {
 	f := &mfile{path: path, raw: data, keys: map[string]*yaml.Node{}, vals: map[string]*yaml.Node{}}
 	f.hygiene()
-	f.parseYAML()
+	if !f.undecodable {
+		// A UTF-16 file has no text to parse: "empty" would be untrue.
+		f.parseYAML()
+	}
 	if f.root != nil {
 		f.walkStyle(f.root)
 		f.checkSchema(f.root, "", "")
@@ -178,6 +184,7 @@ func (f *mfile) hygiene() {
 	case bytes.HasPrefix(b, []byte{0xFF, 0xFE}) || bytes.HasPrefix(b, []byte{0xFE, 0xFF}):
 		f.add(RuleManifestUTF8, 1, 1, "the file is UTF-16 (it starts with a UTF-16 byte order mark); manifests are UTF-8", "")
 		b = nil
+		f.undecodable = true
 	}
 	if b != nil && !utf8.Valid(b) {
 		off := 0
@@ -725,7 +732,8 @@ func (f *mfile) checkFields() {
 	if s, _ := f.str("spec.info.displayName"); strings.TrimSpace(s) == "" && (f.vals["spec.info.displayName"] == nil || f.vals["spec.info.displayName"].Kind == yaml.ScalarNode) {
 		f.addAt(RuleManifestDisplayName, f.node("spec.info.displayName"), "spec.info.displayName is empty: the OperatorHub page has no name to show", "")
 	}
-	if s, ok := f.str("spec.info.icon"); ok && s != "" {
+	over := f.checkSizes()
+	if s, ok := f.str("spec.info.icon"); ok && s != "" && !over["spec.info.icon"] {
 		if msg := checkIcon(s); msg != "" {
 			f.addAt(RuleManifestIcon, f.node("spec.info.icon"), "spec.info.icon "+msg, "")
 		}

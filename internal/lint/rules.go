@@ -44,6 +44,10 @@ const (
 	RuleManifestIcon              = "manifest/icon"
 	RuleManifestLink              = "manifest/link"
 	RuleManifestDisplayName       = "manifest/display-name"
+	RuleManifestNotAFile          = "manifest/not-a-file"
+	RuleManifestFileSize          = "manifest/file-size"
+	RuleManifestFieldSize         = "manifest/field-size"
+	RuleManifestObjectSize        = "manifest/object-size"
 	RuleBundleFetch               = "bundle/fetch"
 	RuleBundleNotFound            = "bundle/not-found"
 	RuleBundleInvalid             = "bundle/invalid"
@@ -115,9 +119,13 @@ var catalog = []RuleInfo{
 	{ID: RuleManifestRelatedImage, Severity: Error, Summary: "Every spec.relatedImages entry is a full image reference with tag or digest.", Hint: "Write registry/repository:tag or registry/repository@sha256:... (no scheme, no spaces)."},
 	{ID: RuleManifestRelatedImageDup, Severity: Warning, Summary: "No image is listed twice in spec.relatedImages.", Hint: "Remove the duplicate entry."},
 	{ID: RuleManifestRelatedImagePin, Severity: Warning, Summary: "spec.relatedImages entries are pinned by digest, so that what is mirrored is what was tested.", Hint: "Append @sha256:<digest> to the reference (`crane digest <ref>` prints it)."},
-	{ID: RuleManifestIcon, Severity: Error, Summary: "spec.info.icon is base64 of a PNG, SVG, JPEG or GIF image of at most 512 KiB.", Hint: "Encode the image file with `base64 -w0 icon.png`; no data: prefix; shrink images over 512 KiB."},
+	{ID: RuleManifestIcon, Severity: Error, Summary: "spec.info.icon is base64 of a PNG, SVG, JPEG or GIF image of at most 192 KiB (256 KiB of base64 text, manifest/field-size).", Hint: "Encode the image file with `base64 -w0 icon.png`; no data: prefix; shrink images over 192 KiB."},
 	{ID: RuleManifestLink, Severity: Error, Summary: "Every spec.info.links entry has a name and an absolute http(s) URL.", Hint: "Write `- name: Documentation` and `url: https://...`."},
 	{ID: RuleManifestDisplayName, Severity: Warning, Summary: "spec.info.displayName is set: the OperatorHub page shows it.", Hint: "Set spec.info.displayName, e.g. to the CSV's spec.displayName."},
+	{ID: RuleManifestNotAFile, Severity: Error, Summary: "Everything named manifest.yaml (or manifest.yml) is a regular file, not a directory, named pipe, socket or device: such a path is never read, and its version would silently disappear (and be delisted). Found by the scan; cannot be re-graded or waived.", Hint: "Replace the path by the manifest file, or rename it."},
+	{ID: RuleManifestFileSize, Severity: Error, Summary: "A manifest.yaml is at most 1 MiB: publish stops reading there. Found by the scan; cannot be re-graded or waived.", Hint: "A PackageManifest is a few KiB: shrink spec.info.icon and spec.info.description."},
+	{ID: RuleManifestFieldSize, Severity: Error, Summary: "The fields copied into rendered objects stay small: spec.info.displayName at most 1 KiB, spec.info.description at most 128 KiB, spec.info.icon at most 256 KiB of base64 text.", Hint: "Shorten the field; link to long documentation from spec.info.links instead; shrink the icon (a 128x128 PNG or an SVG is enough)."},
+	{ID: RuleManifestObjectSize, Severity: Error, Summary: "Every rendered object (Artifact, ArtifactVersion, after the cluster overlay) is under 256 KiB of YAML: Argo CD's client-side apply keeps a copy of each object in an annotation capped there (the API server refuses objects over about 1.5 MiB). Checked when rendering (`publish run`, `publish plan`, `publish render`), not by `publish lint`.", Hint: "Shorten spec.info.description and spec.info.displayName of the newest manifest of the artifact, or what the cluster overlay adds."},
 
 	// bundle: the bundle image spec.artifact names.
 	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},
@@ -161,7 +169,7 @@ var catalog = []RuleInfo{
 	{ID: RulePlatformProviderURL, Severity: Warning, Summary: "CSV annotation provider-url, when set, is an absolute http(s) URL.", Hint: "Write `provider-url: https://example.com`."},
 
 	// images: the images the operator deploys.
-	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is in the manifest's spec.relatedImages, so that it is mirrored.", Hint: "Add the image to spec.relatedImages."},
+	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is declared in the manifest's spec.relatedImages: the manifest is the reviewed list of what a version ships (publish mirrors the CSV's images either way; only the registries the manifest names get the source credentials).", Hint: "Add the image to spec.relatedImages."},
 	{ID: RuleImagesUnusedRelated, Severity: Warning, Summary: "Every spec.relatedImages entry is an image the CSV deploys.", Hint: "Remove the entry, or waive the rule when the operator pulls the image by another way (e.g. a config map)."},
 	{ID: RuleImagesNotFound, Severity: Error, Summary: "Every image exists in the source registry.", Hint: "Push the image, or correct the reference."},
 	{ID: RuleImagesPlatform, Severity: Error, Summary: "Every image offers each platform of spec.arch (an image index with those platforms; a single-platform image serves one).", Hint: "Push a multi-platform image (image index) with every platform of spec.arch, or drop the platform from spec.arch."},

@@ -310,6 +310,13 @@ func TestRuleCoverage(t *testing.T) {
 			// internal/pipeline's TestEditedInPlace covers it.
 			continue
 		}
+		switch r.ID {
+		case RuleManifestNotAFile, RuleManifestFileSize, RuleManifestObjectSize:
+			// Reported by the scan (ScanFinding) or the render stage
+			// (CheckObjectSize), not by Run: TestScanFinding and
+			// TestCheckObjectSize cover them.
+			continue
+		}
 		if r.ID == RuleManifestParse && len(cases[r.ID]["pass"]) > 0 {
 			// No input is known to trigger the catch-all (FuzzManifest keeps
 			// it so): TestParseFallback covers its failing side.

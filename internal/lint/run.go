@@ -208,7 +208,7 @@ func Apply(cfg Config, fs []Finding) []Finding {
 			if w.Version != "" && strings.TrimPrefix(w.Version, "v") != strings.TrimPrefix(f.Version, "v") {
 				continue
 			}
-			f.Severity, f.Waiver = Waived, w.Reason
+			f.OriginalSeverity, f.Severity, f.Waiver = f.Severity, Waived, w.Reason
 			break
 		}
 		out = append(out, f)

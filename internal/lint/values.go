@@ -9,8 +9,9 @@ import (
 	"unicode"
 )
 
-// MaxIconBytes is the largest decoded spec.info.icon accepted.
-const MaxIconBytes = 512 << 10
+// MaxIconBytes is the largest decoded spec.info.icon accepted: what
+// MaxIconSize bytes of base64 text decode to.
+const MaxIconBytes = MaxIconSize / 4 * 3
 
 // checkIcon returns why s is not base64 of a PNG, SVG, JPEG or GIF image of
 // at most MaxIconBytes, or "".
@@ -25,7 +26,7 @@ func checkIcon(s string) string {
 		return "is a data: URL: write only the base64 text (what follows \"base64,\")"
 	}
 	if len(t) > base64.StdEncoding.EncodedLen(MaxIconBytes)+4 {
-		return fmt.Sprintf("is about %d KiB once decoded, more than the %d KiB limit", len(t)*3/4>>10, MaxIconBytes>>10)
+		return fmt.Sprintf("is about %s once decoded, more than the %s limit", sizeText(len(t)*3/4), sizeText(MaxIconBytes))
 	}
 	b, err := base64.StdEncoding.DecodeString(t)
 	if err != nil {
@@ -38,7 +39,7 @@ func checkIcon(s string) string {
 		}
 	}
 	if len(b) > MaxIconBytes {
-		return fmt.Sprintf("is %d KiB once decoded, more than the %d KiB limit", len(b)>>10, MaxIconBytes>>10)
+		return fmt.Sprintf("is %d bytes once decoded, more than the %s limit", len(b), sizeText(MaxIconBytes))
 	}
 	if len(b) == 0 {
 		return "decodes to nothing"

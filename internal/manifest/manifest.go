@@ -98,7 +98,13 @@ type Error struct {
 	Path string
 	Line int
 	Msg  string
+	// Err is the class of the problem when it has one (ErrNotRegular,
+	// ErrTooLarge), for errors.Is; nil for a problem in the content.
+	Err error
 }
+
+// Unwrap returns e.Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Line > 0 {

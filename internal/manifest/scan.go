@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -102,6 +103,12 @@ func walk(base, root string) (files []File, errs []error, err error) {
 			if d.Name() == ".git" {
 				return filepath.SkipDir
 			}
+			if p != root && manifestName(d.Name()) {
+				// Not read, this version would silently disappear (and be
+				// delisted): say so instead.
+				errs = append(errs, notRegular(relOf(p), d.Type()))
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -111,6 +118,9 @@ func walk(base, root string) (files []File, errs []error, err error) {
 			return nil
 		}
 		if !d.Type().IsRegular() {
+			if manifestName(d.Name()) {
+				errs = append(errs, notRegular(relOf(p), d.Type()))
+			}
 			return nil
 		}
 		if d.Name() != FileName {
@@ -119,9 +129,9 @@ func walk(base, root string) (files []File, errs []error, err error) {
 			}
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		data, err := readCapped(p, relOf(p))
 		if err != nil {
-			errs = append(errs, &Error{Path: relOf(p), Msg: err.Error()})
+			errs = append(errs, err)
 			return nil
 		}
 		files = append(files, File{Path: relOf(p), Data: data})
@@ -132,6 +142,80 @@ func walk(base, root string) (files []File, errs []error, err error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, errs, nil
+}
+
+// MaxFileSize is the largest manifest file publish reads, in bytes (1 MiB):
+// a PackageManifest is a few KiB, and what it holds ends up in objects
+// that must stay under MaxObjectSize.
+const MaxFileSize = 1 << 20
+
+// ErrTooLarge is wrapped by the *Error of a manifest file over MaxFileSize.
+var ErrTooLarge = errors.New("file too large")
+
+// readCapped reads the file at p (rel names it in errors) up to
+// MaxFileSize: reading stops at the cap, so a huge file costs no memory.
+// The file is opened without following a link (walk has checked it is a
+// regular file) and only read when it still is one.
+func readCapped(p, rel string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, &Error{Path: rel, Msg: err.Error()}
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, &Error{Path: rel, Msg: err.Error()}
+	} else if !st.Mode().IsRegular() {
+		return nil, notRegular(rel, st.Mode())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, &Error{Path: rel, Msg: err.Error()}
+	}
+	if len(data) > MaxFileSize {
+		return nil, &Error{Path: rel, Err: ErrTooLarge,
+			Msg: fmt.Sprintf("the file is larger than %s, the limit of a manifest file: a PackageManifest is a few KiB; shrink spec.info.icon and spec.info.description (the likely causes)", sizeText(MaxFileSize))}
+	}
+	return data, nil
+}
+
+// sizeText writes n bytes as KiB or MiB when it is a whole number of them.
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// manifestName reports whether name is manifest.yaml in any case, or
+// manifest.yml: a name a user means as a manifest.
+func manifestName(name string) bool {
+	lower := strings.ToLower(name)
+	return lower == FileName || lower == "manifest.yml"
+}
+
+// ErrNotRegular is wrapped by the *Error of a path named like a manifest
+// that is not a regular file (a directory, FIFO, socket or device).
+var ErrNotRegular = errors.New("not a regular file")
+
+// notRegular is the error for a path named manifest.yaml that is not a
+// regular file: it is never read, so its version would not be published.
+func notRegular(path string, mode fs.FileMode) error {
+	what := "not a regular file"
+	switch {
+	case mode.IsDir():
+		what = "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		what = "a socket"
+	case mode&fs.ModeDevice != 0:
+		what = "a device"
+	}
+	return &Error{Path: path, Err: ErrNotRegular,
+		Msg: what + ", not a regular file: a manifest.yaml must be a file holding one PackageManifest; replace it by the file, or rename it (until then this version cannot be published)"}
 }
 
 // Sort orders manifests by artifact, then semver, then path.

@@ -15,6 +15,7 @@ package olm
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -147,7 +148,14 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 	}
 	pkg := declcfg.Package{Schema: declcfg.SchemaPackage, Name: p.Name, DefaultChannel: def, Description: newest.CSV.Spec.Description}
 	if len(newest.CSV.Spec.Icon) > 0 && newest.CSV.Spec.Icon[0].Data != "" {
-		pkg.Icon = &declcfg.Icon{Data: []byte(newest.CSV.Spec.Icon[0].Data), MediaType: newest.CSV.Spec.Icon[0].MediaType}
+		icon := newest.CSV.Spec.Icon[0]
+		data, err := iconBytes(icon.Data)
+		if err != nil {
+			return fmt.Errorf("package %s: CSV %s: spec.icon[0].base64data is not base64: %v", p.Name, newest.CSV.Name, err)
+		}
+		// declcfg.Icon.Data holds the image bytes (its JSON is their
+		// base64): the CSV's base64data decoded, not its text.
+		pkg.Icon = &declcfg.Icon{Data: data, MediaType: icon.MediaType}
 	}
 	cfg.Packages = append(cfg.Packages, pkg)
 	return nil
@@ -492,4 +500,19 @@ func unescapedJSON(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, err
 	}
 	return json.RawMessage(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// iconBytes decodes a CSV icon's base64data (standard base64, padded or
+// not; line breaks and spaces, as in a folded YAML scalar, are ignored).
+func iconBytes(text string) ([]byte, error) {
+	text = strings.Map(func(r rune) rune {
+		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
+			return -1
+		}
+		return r
+	}, text)
+	if b, err := base64.StdEncoding.DecodeString(text); err == nil {
+		return b, nil
+	}
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(text, "="))
 }

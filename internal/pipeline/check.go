@@ -31,7 +31,7 @@ func (e *LintError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s\n", f.String())
 	}
-	fmt.Fprintf(&b, "lint failed: %d errors; nothing mirrored, nothing committed", n)
+	fmt.Fprintf(&b, "lint failed: %s; nothing mirrored, nothing committed", lint.Count(n, "error"))
 	return b.String()
 }
 
@@ -177,7 +177,7 @@ func unreadFindings(scanErr error, files []manifest.File) []lint.Finding {
 	for _, e := range splitErrs(scanErr) {
 		var me *manifest.Error
 		if errors.As(e, &me) && !read[me.Path] {
-			out = append(out, lint.Finding{Rule: lint.RuleManifestParse, Severity: lint.Error, Path: me.Path, Line: me.Line, Message: me.Msg})
+			out = append(out, lint.ScanFinding(me))
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -45,10 +44,12 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
 		return nil, inputErr(scanErr)
 	}
-	for _, p := range o.Paths {
-		if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
-			return nil, &PathError{Path: p}
-		}
+	paths, err := lintPaths(o.Source, o.PackagesDir, root, o.Paths, files, scanErr)
+	if err != nil {
+		return nil, err
+	}
+	if paths != nil {
+		o.Paths = paths
 	}
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
 	if !o.Offline {
@@ -91,11 +92,19 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	return out, nil
 }
 
-// PathError says a path given to lint does not exist (a usage error: a
-// typo must not make lint pass without checking anything).
-type PathError struct{ Path string }
+// PathError says a path given to lint cannot be linted (a usage error: a
+// typo must not make lint pass without checking anything): it does not
+// exist, is outside --source, or is no manifest (Reason says which; ""
+// means it does not exist).
+type PathError struct {
+	Path   string
+	Reason string
+}
 
 func (e *PathError) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("%s: %s", e.Path, e.Reason)
+	}
 	return fmt.Sprintf("%s: no such file or directory below --source", e.Path)
 }
 
