@@ -163,7 +163,7 @@ func pullCSV(t *testing.T, ref string) *v1alpha1.ClusterServiceVersion {
 	return nil
 }
 
-// packageManifestDoc is the PackageManifest shape of DESIGN.md section 1.
+// packageManifestDoc is the PackageManifest shape of docs/design.md#package-manifest.
 type packageManifestDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
