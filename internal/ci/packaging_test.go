@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 const root = "../.."
@@ -66,7 +68,7 @@ func publishBinary(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command in PATH: cannot build cmd/publish")
+		testenv.Skip(t, "no go command in PATH: cannot build cmd/publish")
 	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "publish-ci-test")
@@ -271,7 +273,7 @@ func TestDockerfile(t *testing.T) {
 func TestDockerignore(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command")
+		testenv.Skip(t, "no go command")
 	}
 	data, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	if err != nil {

@@ -33,7 +33,7 @@ type sshServer struct {
 func startSSHD(t *testing.T) *sshServer {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("sshd needs root for its privilege separation directory /run/sshd")
+		testenv.Skip(t, "sshd needs root for its privilege separation directory /run/sshd")
 	}
 	sshd := testenv.Require(t, "sshd", "openssh-server")
 	testenv.Require(t, "git-receive-pack", "git")

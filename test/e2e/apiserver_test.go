@@ -46,9 +46,7 @@ const KubeAPIServerVersion = "v1.37.2"
 // tests are required.
 func kubeAPIServerBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
+	testenv.Short(t, "integration test")
 	p := os.Getenv("PUBLISH_KUBE_APISERVER")
 	if p == "" {
 		cache, err := os.UserCacheDir()
@@ -57,11 +55,7 @@ func kubeAPIServerBinary(t *testing.T) string {
 		}
 	}
 	if _, err := os.Stat(p); err != nil || p == "" {
-		msg := fmt.Sprintf("this test needs kube-apiserver %s: run hack/apiserver/build.sh (it caches the binary in ~/.cache/operator-publish), or set PUBLISH_KUBE_APISERVER", KubeAPIServerVersion)
-		if os.Getenv(testenv.RequireEnv) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Skipf(t, "this test needs kube-apiserver %s: run hack/apiserver/build.sh (it caches the binary in ~/.cache/operator-publish), or set PUBLISH_KUBE_APISERVER", KubeAPIServerVersion)
 	}
 	return p
 }

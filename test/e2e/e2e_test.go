@@ -57,9 +57,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
+	testenv.Short(t, "integration test")
 	testenv.Require(t, "git", "git")
 	e := &env{t: t}
 	e.src = testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
