@@ -63,9 +63,10 @@ var (
 	buildOut  []byte
 )
 
-// publishBinary builds cmd/publish once per test binary.
+// publishBinary builds cmd/publish once per test binary; not with -short.
 func publishBinary(t *testing.T) string {
 	t.Helper()
+	testenv.Short(t, "builds cmd/publish")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		testenv.Skip(t, "no go command in PATH: cannot build cmd/publish")

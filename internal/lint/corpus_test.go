@@ -246,6 +246,7 @@ func captureOutput(t *testing.T, f func()) string {
 }
 
 func TestCorpus(t *testing.T) {
+	testenv.Short(t, "lints every bundle of the corpus with every validator")
 	in, n := corpusInput(t)
 	var fs []Finding
 	leak := captureOutput(t, func() {

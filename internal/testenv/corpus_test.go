@@ -91,6 +91,7 @@ func splitCorpusErr(t *testing.T, err error) map[string]bool {
 }
 
 func TestBuildCorpus(t *testing.T) {
+	Short(t, "builds every bundle image of the corpus")
 	corpusDir := corpusOrSkip(t)
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
