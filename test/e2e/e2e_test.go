@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,10 @@ import (
 var publishBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run()) // every test here skips with -short: build nothing
+	}
 	dir, err := os.MkdirTemp("", "publish-e2e-bin-")
 	if err != nil {
 		panic(err)
