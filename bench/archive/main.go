@@ -1,7 +1,7 @@
 // Command archive-bench measures `publish package` and `publish push` beside
 // `crane pull --format oci` + `tar` and `crane push` of the same images, in
 // one run, against two local registries. run.sh starts the registries and
-// builds the binaries; see README.md ("Air-gapped sites") for the table.
+// builds the binaries; see docs/airgap.md ("Measured") for the table.
 //
 // Packaging is measured from the registry, through an empty --cache, and
 // from the very layout crane pulled (--cache <layout>, trusted and with

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/operator-publish/publish/internal/diff"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // Full is the size the benchmark target is stated for: 2,000 artifacts ×
@@ -25,9 +27,7 @@ func BenchmarkComputeOneChange(b *testing.B) {
 		back int
 	}{{small, 1}, {Full, 1}, {Full, 100}} {
 		b.Run(tc.p.String()+",back="+strconv.Itoa(tc.back), func(b *testing.B) {
-			if testing.Short() {
-				b.Skip("generating the benchmark repo is skipped under -short")
-			}
+			testenv.Short(b, "generates the benchmark repo")
 			start := time.Now()
 			repo, err := Cached(tc.p)
 			if err != nil {

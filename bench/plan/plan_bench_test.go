@@ -23,6 +23,8 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 func checkout(b *testing.B, p diffbench.Params) string {
@@ -41,9 +43,7 @@ func checkout(b *testing.B, p diffbench.Params) string {
 }
 
 func BenchmarkPlanStages(b *testing.B) {
-	if testing.Short() {
-		b.Skip("generating the benchmark repo is skipped under -short")
-	}
+	testenv.Short(b, "generates the benchmark repo")
 	for _, p := range []diffbench.Params{{Artifacts: 200, Versions: 5, Commits: 500}, {Artifacts: 2000, Versions: 5, Commits: 5000}} {
 		b.Run(p.String(), func(b *testing.B) {
 			src := checkout(b, p)

@@ -26,6 +26,8 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // sourceRegistry serves registry.example.com (the host the generated
@@ -49,9 +51,7 @@ func sourceRegistry(b *testing.B) {
 // registry), cloning the catalog (a local bare repo), rendering and the
 // diff of rendered/.
 func BenchmarkPlanRun(b *testing.B) {
-	if testing.Short() {
-		b.Skip("generating the benchmark repo is skipped under -short")
-	}
+	testenv.Short(b, "generates the benchmark repo")
 	for _, p := range []diffbench.Params{{Artifacts: 200, Versions: 5, Commits: 500}, {Artifacts: 2000, Versions: 5, Commits: 5000}} {
 		b.Run(p.String(), func(b *testing.B) {
 			src := checkout(b, p)

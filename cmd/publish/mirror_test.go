@@ -87,9 +87,7 @@ func TestMirrorCommandPackages(t *testing.T) {
 	if !ok {
 		testenv.RequireShared(t)
 	}
-	if testing.Short() {
-		t.Skip("corpus test: skipped with -short")
-	}
+	testenv.Short(t, "corpus test")
 	src, dst := inProcessRegistry(t), inProcessRegistry(t)
 	repo := t.TempDir()
 	c, err := testenv.BuildCorpus(context.Background(), corpus, src, filepath.Join(repo, "packages"))

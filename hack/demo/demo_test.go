@@ -22,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // fakePublishEnv makes the test binary act as a publish binary: "ok" exits
@@ -163,7 +165,7 @@ func pullCSV(t *testing.T, ref string) *v1alpha1.ClusterServiceVersion {
 	return nil
 }
 
-// packageManifestDoc is the PackageManifest shape of DESIGN.md section 1.
+// packageManifestDoc is the PackageManifest shape of docs/design.md#package-manifest.
 type packageManifestDoc struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -502,9 +504,7 @@ func fromCacheOnly(out string) bool {
 // TestDemoWithPublish runs the README demo, both stories, with the real
 // publish binary (built here): what `make demo` and `make demo-airgap` do.
 func TestDemoWithPublish(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the publish binary")
-	}
+	testenv.Short(t, "builds the publish binary")
 	bin := filepath.Join(t.TempDir(), "publish")
 	build := exec.Command("go", "build", "-o", bin, "../../cmd/publish")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -1,5 +1,5 @@
 // Package adopt gives every ArtifactVersion an ownerReference to its
-// Artifact, with the Artifact's uid: the platform expects it (DESIGN.md §6),
+// Artifact, with the Artifact's uid: the platform expects it (docs/design.md#alauda-facts),
 // and a static render cannot know the uid. It is what `publish adopt` runs
 // in the cluster after Argo CD or Flux synced the catalog.
 package adopt

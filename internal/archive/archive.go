@@ -1,5 +1,5 @@
 // Package archive writes and reads the offline archive of `publish package`,
-// `publish push` and `publish verify` (DESIGN.md §4): a gzip-compressed tar
+// `publish push` and `publish verify` (docs/design.md#airgap): a gzip-compressed tar
 // holding one OCI image layout (image-spec v1.1 "image-layout.md":
 // oci-layout, index.json, blobs/sha256/<hex>) with every bundle and related
 // image of the packaged versions, each blob once, and the PackageManifests

@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // cacheFixture is the fixture's images pinned by digest, the sha256 of
@@ -292,13 +294,13 @@ func TestPackageCacheDiskFull(t *testing.T) {
 	}
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Skip(err)
+		testenv.Skip(t, "getrlimit RLIMIT_FSIZE: ", err)
 	}
 	// Manifests and small blobs fit, layers of 1 KiB and more do not.
 	lim := old
 	lim.Cur = 1000
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Skip(err)
+		testenv.Skip(t, "setrlimit RLIMIT_FSIZE: ", err)
 	}
 	res, err := Package(ctx(t), io.Discard, PackageOptions{Images: f.images, Level: DefaultLevel, Cache: c})
 	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)

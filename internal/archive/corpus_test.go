@@ -20,9 +20,7 @@ import (
 // source digest. Packaging again, through an empty and then a full --cache,
 // gives the same bytes.
 func TestCorpusThroughArchive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: docker-registry and the shared corpus")
-	}
+	testenv.Short(t, "integration test: docker-registry and the shared corpus")
 	shared := testenv.RequireShared(t)
 	src := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
 	source := t.TempDir()

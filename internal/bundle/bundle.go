@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// CSV annotations read by the Alauda OperatorHub page (DESIGN.md §6).
+// CSV annotations read by the Alauda OperatorHub page (docs/design.md#alauda-facts).
 const (
 	AnnotationProviderType = "provider-type"
 	AnnotationProvider     = "provider"

@@ -546,10 +546,10 @@ func TestFetchCorpus(t *testing.T) {
 	shared, ok := testenv.SharedDir()
 	dir := filepath.Join(shared, "corpus", "community-operators", "etcd", "0.9.4")
 	if !ok {
-		t.Skip("no shared directory (../shared beside the repo, or PUBLISH_SHARED_DIR)")
+		testenv.Skip(t, "no shared directory (../shared beside the repo, or PUBLISH_SHARED_DIR)")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("corpus bundle absent: %v", err)
+		testenv.Skipf(t, "corpus bundle absent: %v", err)
 	}
 	want := bundleFacts{
 		CSVName:        "etcdoperator.v0.9.4",

@@ -1,6 +1,7 @@
 // Package ci speaks the dialect of the CI system publish runs in: GitHub
-// Actions, GitLab CI, Tekton, or none. DESIGN.md §3 (PR mode) and §1 (one
-// container works as a GitHub Action, a GitLab job and a Tekton step).
+// Actions, GitLab CI, Tekton, or none. docs/design.md#plan (PR mode) and
+// docs/design.md#ci (one container works as a GitHub Action, a GitLab job
+// and a Tekton step).
 //
 // Detect picks the system from the environment and returns an Env:
 //

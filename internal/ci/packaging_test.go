@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 const root = "../.."
@@ -61,12 +63,13 @@ var (
 	buildOut  []byte
 )
 
-// publishBinary builds cmd/publish once per test binary.
+// publishBinary builds cmd/publish once per test binary; not with -short.
 func publishBinary(t *testing.T) string {
 	t.Helper()
+	testenv.Short(t, "builds cmd/publish")
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command in PATH: cannot build cmd/publish")
+		testenv.Skip(t, "no go command in PATH: cannot build cmd/publish")
 	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "publish-ci-test")
@@ -271,7 +274,7 @@ func TestDockerfile(t *testing.T) {
 func TestDockerignore(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command")
+		testenv.Skip(t, "no go command")
 	}
 	data, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	if err != nil {

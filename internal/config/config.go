@@ -1,5 +1,5 @@
 // Package config reads publish.yaml, the optional configuration file at the
-// root of a package repo (DESIGN.md §1). Everything in it can also be set
+// root of a package repo (docs/design.md#publish-yaml). Everything in it can also be set
 // by a flag or a PUBLISH_* environment variable, which win:
 // flag > environment > publish.yaml > default.
 package config

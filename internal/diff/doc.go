@@ -1,7 +1,8 @@
 // Package diff computes which artifacts and versions were added, modified or
-// removed between a base commit and HEAD of a package repo (DESIGN.md §3
-// step 2), so that `publish run` lints and mirrors only what changed and
-// `publish plan` can say what a pull request lists, upgrades and delists.
+// removed between a base commit and HEAD of a package repo
+// (docs/design.md#change-detection), so that `publish run` lints and
+// mirrors only what changed and `publish plan` can say what a pull request
+// lists, upgrades and delists.
 //
 // # Trees, not the worktree
 //

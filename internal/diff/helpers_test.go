@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // manifestYAML is a valid PackageManifest; extra lands in the description
@@ -220,7 +222,7 @@ func noWarnings(t *testing.T, res *Result) {
 func needGit(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git command not installed")
+		testenv.Skip(t, "git command not installed")
 	}
 }
 

@@ -76,9 +76,7 @@ func TestSplitState(t *testing.T) {
 // server with basic auth is read without a checkout; a missing branch is
 // an empty snapshot, wrong credentials an *UnreachableError.
 func TestSnapshotOverHTTP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs git http-backend")
-	}
+	testenv.Short(t, "needs git http-backend")
 	srv := testenv.StartGitServer(t)
 	url := srv.NewBareRepo(t, "catalog")
 	o := Options{URL: url, Username: srv.Username, Password: srv.Password}

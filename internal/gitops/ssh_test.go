@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -13,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +32,15 @@ type sshServer struct {
 
 func startSSHD(t *testing.T) *sshServer {
 	t.Helper()
+	return startSSHDOn(t, func() int { return freeLoopbackPort(t) })
+}
+
+// startSSHDOn is startSSHD with the ports to try given by pick, one call
+// per attempt.
+func startSSHDOn(t *testing.T, pick func() int) *sshServer {
+	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("sshd needs root for its privilege separation directory /run/sshd")
+		testenv.Skip(t, "sshd needs root for its privilege separation directory /run/sshd")
 	}
 	sshd := testenv.Require(t, "sshd", "openssh-server")
 	testenv.Require(t, "git-receive-pack", "git")
@@ -57,14 +64,14 @@ func startSSHD(t *testing.T) *sshServer {
 	auth := filepath.Join(dir, "authorized_keys")
 	os.WriteFile(auth, ssh.MarshalAuthorizedKey(cp), 0o600)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cfg := filepath.Join(dir, "sshd_config")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`Port %d
+	// sshd cannot listen on port 0 and report the port it got, so it is
+	// given a port that was free a moment ago and started again on a fresh
+	// one when another process took that port first.
+	var port int
+	for attempt := 1; ; attempt++ {
+		port = pick()
+		cfg := filepath.Join(dir, "sshd_config")
+		os.WriteFile(cfg, []byte(fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
 AuthorizedKeysFile %s
@@ -77,45 +84,121 @@ UsePAM no
 PidFile %s
 AllowUsers %s
 `, port, hostKey, auth, filepath.Join(dir, "sshd.pid"), u.Username)), 0o600)
-	// sshd wants its privilege separation directory.
-	os.MkdirAll("/run/sshd", 0o755)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, sshd, "-D", "-e", "-f", cfg)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("sshd: %v", err)
-	}
-	ready := make(chan struct{})
-	var lines []string
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if !once && strings.Contains(sc.Text(), "Server listening") {
-				once = true
-				close(ready)
-			}
+		// sshd wants its privilege separation directory.
+		os.MkdirAll("/run/sshd", 0o755)
+		up, out := runSSHD(t, sshd, cfg)
+		if up {
+			break
 		}
-		if !once {
-			close(ready)
+		if strings.Contains(out, "Address already in use") && attempt < maxPortAttempts {
+			t.Logf("sshd: port %d was taken meanwhile; starting again on another (attempt %d)", port, attempt+1)
+			continue
 		}
-	}()
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	select {
-	case <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("sshd did not start")
-	}
-	if cmd.ProcessState != nil {
-		t.Fatalf("sshd exited: %v", lines)
+		t.Fatalf("sshd did not start listening on 127.0.0.1:%d:\n%s", port, out)
 	}
 	hp, _ := ssh.NewPublicKey(hostPub)
 	kh := filepath.Join(dir, "known_hosts")
 	os.WriteFile(kh, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", port, ssh.MarshalAuthorizedKey(hp))), 0o644)
 	return &sshServer{port: port, knownHosts: kh, clientKey: marshal(clientPriv), user: u.Username}
+}
+
+// maxPortAttempts bounds how often a server that cannot listen on port 0
+// is started again on a fresh port after losing its port to another
+// process.
+const maxPortAttempts = 20
+
+// freeLoopbackPort returns a TCP port of 127.0.0.1 that was free when it
+// was asked for. Another process may take it before the server binds it:
+// callers start the server again on a fresh port when it reports the
+// address in use.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// sshdLog collects what sshd writes and notices when it listens.
+type sshdLog struct {
+	mu        sync.Mutex
+	buf       strings.Builder
+	listening chan struct{}
+	once      sync.Once
+}
+
+func (l *sshdLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if strings.Contains(l.buf.String(), "Server listening") {
+		l.once.Do(func() { close(l.listening) })
+	}
+	return len(p), nil
+}
+
+func (l *sshdLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// runSSHD starts sshd in the foreground (-D -e) with the configuration cfg
+// and waits until it logs that it listens (up: it is stopped at cleanup) or
+// exits (not up; out is what it wrote, e.g. "Address already in use").
+func runSSHD(t *testing.T, sshd, cfg string) (up bool, out string) {
+	t.Helper()
+	log := &sshdLog{listening: make(chan struct{})}
+	cmd := exec.Command(sshd, "-D", "-e", "-f", cfg)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("sshd: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	select {
+	case <-log.listening:
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		return true, ""
+	case <-exited:
+		return false, log.String()
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Fatalf("sshd did not start within 30s:\n%s", log.String())
+		return false, ""
+	}
+}
+
+// TestSSHDPortTaken: when the port sshd is given was taken by another
+// process meanwhile, sshd is started again on a fresh port, and serves.
+func TestSSHDPortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().(*net.TCPAddr).Port
+	var picks []int
+	srv := startSSHDOn(t, func() int {
+		p := busy
+		if len(picks) > 0 {
+			p = freeLoopbackPort(t)
+		}
+		picks = append(picks, p)
+		return p
+	})
+	if len(picks) != 2 || srv.port == busy {
+		t.Fatalf("ports tried %v, serving on %d: want the taken port %d, then a fresh one", picks, srv.port, busy)
+	}
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", srv.port))
+	if err != nil {
+		t.Fatalf("sshd on its fresh port: %v", err)
+	}
+	c.Close()
 }
 
 // TestSSHPush clones and pushes over SSH with a key, checking the host key

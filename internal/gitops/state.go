@@ -19,7 +19,7 @@ import (
 const StatePath = "publish/state.yaml"
 
 // State is publish/state.yaml: the lock of what has been published. Its
-// format is documented in the README ("The state file").
+// format is documented in docs/state.md.
 type State struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`

@@ -1,5 +1,5 @@
 // Package manifest reads PackageManifest files: the violet-compatible
-// description of one version of one operator (DESIGN.md §1).
+// description of one version of one operator (docs/design.md#package-manifest).
 //
 //	apiVersion: app.alauda.cn/v1beta1
 //	kind: PackageManifest

@@ -61,9 +61,7 @@ func packagesOf(m map[string][]Entry) []Package {
 // operator-registry, does not depend on the order of its input, and is
 // rebuilt byte for byte from its own entries.
 func TestBuildCorpusCatalog(t *testing.T) {
-	if testing.Short() {
-		t.Skip("corpus test: skipped with -short")
-	}
+	testenv.Short(t, "corpus test")
 	entries := corpusEntries(t)
 	cfg, err := Build(packagesOf(entries))
 	if err != nil {

@@ -32,9 +32,7 @@ import (
 // instead when PUBLISH_REQUIRE_INTEGRATION=1. hack/opm/build.sh builds it.
 func requireOPM(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
+	testenv.Short(t, "integration test")
 	bin := os.Getenv("OPM")
 	if bin == "" {
 		bin = "opm"
@@ -44,10 +42,7 @@ func requireOPM(t *testing.T) string {
 		return p
 	}
 	msg := "integration test needs opm (operator-registry v1.60.0): run hack/opm/build.sh and set OPM to the path it prints"
-	if os.Getenv(testenv.RequireEnv) == "1" {
-		t.Fatalf("%s (%v)", msg, err)
-	}
-	t.Skip(msg)
+	testenv.Skipf(t, "%s (%v)", msg, err)
 	return ""
 }
 

@@ -1,6 +1,6 @@
 package pipeline
 
-// Air-gapped transfer (DESIGN.md §4): `publish package` writes the offline
+// Air-gapped transfer (docs/design.md#airgap): `publish package` writes the offline
 // archive from the package repo, `publish push` loads it into the
 // destination registry and, with --catalog, renders and commits the catalog
 // exactly as `publish run` does, and `publish create` scaffolds a

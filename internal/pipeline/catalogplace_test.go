@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // tip returns the commit at the tip of branch in the repo at dir.
@@ -74,7 +76,7 @@ func TestCatalogPath(t *testing.T) {
 func TestCatalogInPackageRepo(t *testing.T) {
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("needs git for a local clone of the package repo")
+		testenv.Skip(t, "needs git for a local clone of the package repo")
 	}
 	run := func(args ...string) {
 		t.Helper()

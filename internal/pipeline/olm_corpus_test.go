@@ -38,15 +38,10 @@ func TestRunOLMCorpus(t *testing.T) {
 	if opm == "" {
 		opm = "opm"
 	}
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
+	testenv.Short(t, "integration test")
 	opm, err := exec.LookPath(opm)
 	if err != nil {
-		if os.Getenv(testenv.RequireEnv) == "1" {
-			t.Fatal("integration test needs opm: run hack/opm/build.sh and set OPM to the path it prints")
-		}
-		t.Skip("integration test needs opm: run hack/opm/build.sh and set OPM to the path it prints")
+		testenv.Skip(t, "integration test needs opm: run hack/opm/build.sh and set OPM to the path it prints")
 	}
 	shared := testenv.RequireShared(t)
 	src := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})

@@ -1,5 +1,5 @@
 // Package pipeline wires the stages of `publish run` and `publish render`
-// (DESIGN.md §3): scan, check, fetch bundles, mirror, render, commit, push.
+// (docs/design.md#pipeline): scan, check, fetch bundles, mirror, render, commit, push.
 package pipeline
 
 import (

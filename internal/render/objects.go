@@ -1,5 +1,6 @@
 // Package render turns the published state of a package repo into the Alauda
-// Artifact and ArtifactVersion objects (CRDs in ../shared/crds, DESIGN.md §2)
+// Artifact and ArtifactVersion objects (CRDs in internal/crdcheck/crds,
+// docs/design.md#objects)
 // and builds them through a cluster's kustomize overlay into rendered/.
 //
 // Rendering is a pure function of its inputs: the same artifacts and the same

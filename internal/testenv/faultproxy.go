@@ -132,7 +132,7 @@ func StartFaultProxy(t testing.TB, target string, rt http.RoundTripper, o FaultO
 	p := &FaultProxy{target: u, rt: rt, o: o, rnd: rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)), perKey: map[string]int{}, enabled: true}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		t.Skipf("testenv: fault proxy cannot listen on %s: %v", o.Listen, err)
+		Skipf(t, "testenv: fault proxy cannot listen on %s: %v", o.Listen, err)
 	}
 	p.Host = ln.Addr().String()
 	p.srv = &http.Server{Handler: p, ErrorLog: log.New(io.Discard, "", 0), ReadHeaderTimeout: 30 * time.Second}

@@ -16,6 +16,38 @@ import (
 // binary from a skip into a test failure when set to "1" (CI sets it).
 const RequireEnv = "PUBLISH_REQUIRE_INTEGRATION"
 
+// Skip is the one way a test says it cannot run: it skips t with the
+// message (fmt.Sprint of args), or, when the environment variable
+// PUBLISH_REQUIRE_INTEGRATION is "1" (as .ci/run sets it), fails t with the
+// same message, so that CI never passes a test that did not run. Use it for
+// every missing tool, fixture or privilege; Short is for -short. It does not
+// return.
+func Skip(t testing.TB, args ...any) {
+	t.Helper()
+	msg := fmt.Sprint(args...)
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s (%s=1: a skip is a failure)", msg, RequireEnv)
+	}
+	t.Skip(msg)
+}
+
+// Skipf is Skip with a format.
+func Skipf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	Skip(t, fmt.Sprintf(format, args...))
+}
+
+// Short skips t under -short (make test-short), saying why the test is not
+// short (what it builds or starts): -short is the caller's choice, so this
+// skip never turns into a failure. Tests that build binaries or the corpus,
+// or start servers, call it first.
+func Short(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped with -short: " + why)
+	}
+}
+
 // Require returns the absolute path of binary, as found by exec.LookPath
 // (binary may be a bare name searched in PATH or a path).
 //
@@ -26,18 +58,12 @@ const RequireEnv = "PUBLISH_REQUIRE_INTEGRATION"
 // message. Either way Require does not return in that case.
 func Require(t testing.TB, binary, debianPackage string) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
+	Short(t, "integration test")
 	path, err := exec.LookPath(binary)
 	if err == nil {
 		return path
 	}
-	msg := fmt.Sprintf("integration test needs the Debian %s package: apt-get install -y %s", debianPackage, debianPackage)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s (%v)", msg, err)
-	}
-	t.Skip(msg)
+	Skipf(t, "integration test needs the Debian %s package: apt-get install -y %s (%v)", debianPackage, debianPackage, err)
 	return ""
 }
 
@@ -133,10 +159,6 @@ func RequireShared(t testing.TB) string {
 	if ok {
 		return d
 	}
-	msg := "this test needs the project's shared directory (corpus and CRDs) at ../shared beside the repo, or PUBLISH_SHARED_DIR"
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	Skip(t, "this test needs the project's shared directory (corpus and CRDs) at ../shared beside the repo, or PUBLISH_SHARED_DIR")
 	return ""
 }

@@ -281,3 +281,20 @@ func TestGitServerTruncatedPush(t *testing.T) {
 		t.Fatalf("clone after a truncated push: %v", err)
 	}
 }
+
+// TestSkip: Skip skips, and fails instead under PUBLISH_REQUIRE_INTEGRATION=1,
+// with the same message either way.
+func TestSkip(t *testing.T) {
+	for _, env := range []string{"", "1"} {
+		t.Setenv(RequireEnv, env)
+		ft := &fatalRecorder{TB: t}
+		func() {
+			defer func() { recover() }()
+			Skipf(ft, "needs %s", "a fixture")
+			t.Errorf("Skipf returned (%s=%q)", RequireEnv, env)
+		}()
+		if ft.skip != (env == "") || ft.fatal != (env == "1") || !strings.HasPrefix(ft.msg, "needs a fixture") {
+			t.Errorf("%s=%q: skip=%v fatal=%v msg=%q", RequireEnv, env, ft.skip, ft.fatal, ft.msg)
+		}
+	}
+}

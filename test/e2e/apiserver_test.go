@@ -46,9 +46,7 @@ const KubeAPIServerVersion = "v1.37.2"
 // tests are required.
 func kubeAPIServerBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
+	testenv.Short(t, "integration test")
 	p := os.Getenv("PUBLISH_KUBE_APISERVER")
 	if p == "" {
 		cache, err := os.UserCacheDir()
@@ -57,11 +55,7 @@ func kubeAPIServerBinary(t *testing.T) string {
 		}
 	}
 	if _, err := os.Stat(p); err != nil || p == "" {
-		msg := fmt.Sprintf("this test needs kube-apiserver %s: run hack/apiserver/build.sh (it caches the binary in ~/.cache/operator-publish), or set PUBLISH_KUBE_APISERVER", KubeAPIServerVersion)
-		if os.Getenv(testenv.RequireEnv) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testenv.Skipf(t, "this test needs kube-apiserver %s: run hack/apiserver/build.sh (it caches the binary in ~/.cache/operator-publish), or set PUBLISH_KUBE_APISERVER", KubeAPIServerVersion)
 	}
 	return p
 }
@@ -74,6 +68,11 @@ type apiServer struct {
 	dir                string
 }
 
+// freePort returns a loopback TCP port that was free when it was asked
+// for. etcd and kube-apiserver cannot listen on port 0 and report the port
+// they got (kube-apiserver refuses --secure-port 0), so another process may
+// take the port before they bind it: startOnFreePorts then starts them
+// again on fresh ports.
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -84,10 +83,30 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// maxPortAttempts bounds how often a server is started again on fresh
+// ports after losing one to another process.
+const maxPortAttempts = 20
+
+// process is a server process started by startProcess.
+type process struct {
+	done <-chan struct{} // closed when the process has exited
+	out  *bytes.Buffer   // its stdout and stderr; read only once done is closed
+}
+
+// addressInUse reports whether the process exited saying that an address
+// it was to listen on is in use.
+func (p *process) addressInUse() bool {
+	select {
+	case <-p.done:
+		return strings.Contains(strings.ToLower(p.out.String()), "address already in use")
+	default:
+		return false
+	}
+}
+
 // startProcess starts a server process, stopped (SIGTERM, then SIGKILL)
-// at cleanup; its output is logged when the test fails. The channel is
-// closed when the process exits.
-func startProcess(t *testing.T, name string, args ...string) <-chan struct{} {
+// at cleanup; its output is logged when the test fails.
+func startProcess(t *testing.T, name string, args ...string) *process {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	var out bytes.Buffer
@@ -114,7 +133,57 @@ func startProcess(t *testing.T, name string, args ...string) <-chan struct{} {
 			t.Logf("%s output (tail):\n%s", filepath.Base(name), s)
 		}
 	})
-	return done
+	return &process{done: done, out: &out}
+}
+
+var errExited = errors.New("exited")
+
+// startOnFreePorts starts a server with start on n fresh loopback ports
+// and polls ready (every 250 ms) until it says the server is up. When the
+// server exits reporting an address in use (another process took a port
+// meanwhile), it is started again on fresh ports, up to maxPortAttempts
+// times; any other exit, an error from ready or the end of ctx fails t.
+func startOnFreePorts(ctx context.Context, t *testing.T, name string, n int, start func(attempt int, ports []int) *process, ready func(ctx context.Context) (bool, error)) *process {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		ports := make([]int, n)
+		for i := range ports {
+			ports[i] = freePort(t)
+		}
+		p := start(attempt, ports)
+		// The process exiting ends the wait, and any request of ready in
+		// flight (to a port another process holds and may never answer on).
+		pctx, pcancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-p.done:
+				pcancel()
+			case <-pctx.Done():
+			}
+		}()
+		err := wait.PollUntilContextCancel(pctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			select {
+			case <-p.done:
+				return false, errExited
+			default:
+			}
+			return ready(ctx)
+		})
+		pcancel()
+		if err == nil {
+			return p
+		}
+		if p.addressInUse() && attempt < maxPortAttempts {
+			t.Logf("%s: a port of %v was taken meanwhile; starting again on fresh ports (attempt %d)", name, ports, attempt+1)
+			continue
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited before it was ready", name)
+		default:
+			t.Fatalf("%s did not become ready: %v", name, err)
+		}
+	}
 }
 
 func startAPIServer(t *testing.T) *apiServer {
@@ -126,14 +195,27 @@ func startAPIServer(t *testing.T) *apiServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	client, peer := freePort(t), freePort(t)
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", client)
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	etcdDone := startProcess(t, etcd,
-		"--name", "e2e", "--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "e2e="+peerURL, "--unsafe-no-fsync", "--log-level", "warn")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	var etcdURL string
+	etcdProc := startOnFreePorts(ctx, t, "etcd", 2, func(attempt int, ports []int) *process {
+		etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+		return startProcess(t, etcd,
+			"--name", "e2e", "--data-dir", filepath.Join(dir, fmt.Sprintf("etcd-%d", attempt)),
+			"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", "e2e="+peerURL, "--unsafe-no-fsync", "--log-level", "warn")
+	}, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, etcdURL+"/health", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
 
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	saKey := filepath.Join(dir, "sa.key")
@@ -141,33 +223,29 @@ func startAPIServer(t *testing.T) *apiServer {
 	s := &apiServer{token: randomToken(t), dir: dir}
 	tokens := filepath.Join(dir, "tokens.csv")
 	os.WriteFile(tokens, []byte(s.token+`,e2e-admin,e2e-admin,"system:masters"`+"\n"), 0o600)
-	port := freePort(t)
 	certDir := filepath.Join(dir, "certs")
-	apiDone := startProcess(t, bin,
-		"--etcd-servers", etcdURL,
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", fmt.Sprint(port),
-		"--cert-dir", certDir,
-		"--token-auth-file", tokens,
-		"--authorization-mode", "RBAC",
-		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
-		"--service-cluster-ip-range", "10.96.0.0/16",
-		"--endpoint-reconciler-type", "none", // a loopback address cannot be an endpoint
-		"--enable-priority-and-fairness=false",
-		"--profiling=false")
-	s.url = fmt.Sprintf("https://127.0.0.1:%d", port)
 	s.caFile = filepath.Join(certDir, "apiserver.crt")
 
-	// Wait until the server says it is ready (it writes its self-signed
-	// certificate first).
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	// Ready when the server says so (it writes its self-signed certificate
+	// first).
+	startOnFreePorts(ctx, t, "kube-apiserver", 1, func(_ int, ports []int) *process {
+		s.url = fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+		return startProcess(t, bin,
+			"--etcd-servers", etcdURL,
+			"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", fmt.Sprint(ports[0]),
+			"--cert-dir", certDir,
+			"--token-auth-file", tokens,
+			"--authorization-mode", "RBAC",
+			"--service-account-issuer", "https://kubernetes.default.svc",
+			"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
+			"--service-cluster-ip-range", "10.96.0.0/16",
+			"--endpoint-reconciler-type", "none", // a loopback address cannot be an endpoint
+			"--enable-priority-and-fairness=false",
+			"--profiling=false")
+	}, func(ctx context.Context) (bool, error) {
 		select {
-		case <-etcdDone:
+		case <-etcdProc.done:
 			return false, errors.New("etcd exited")
-		case <-apiDone:
-			return false, errors.New("kube-apiserver exited")
 		default:
 		}
 		if _, err := os.Stat(s.caFile); err != nil {
@@ -187,10 +265,48 @@ func startAPIServer(t *testing.T) *apiServer {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
-	if err != nil {
-		t.Fatalf("kube-apiserver did not become ready: %v", err)
-	}
 	return s
+}
+
+// TestEtcdPortTaken: a server whose port was taken between freePort and
+// its start is started again on fresh ports (the path kube-apiserver takes
+// too), and serves.
+func TestEtcdPortTaken(t *testing.T) {
+	etcd := testenv.Require(t, "etcd", "etcd-server")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var url string
+	var attempts int
+	startOnFreePorts(ctx, t, "etcd", 2, func(attempt int, ports []int) *process {
+		attempts = attempt
+		if attempt == 1 {
+			ports[0] = busy // as if another process took it meanwhile
+		}
+		url = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+		return startProcess(t, etcd, "--name", "e2e", "--data-dir", filepath.Join(dir, fmt.Sprint(attempt)),
+			"--listen-client-urls", url, "--advertise-client-urls", url,
+			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+			"--initial-cluster", "e2e="+peer, "--unsafe-no-fsync", "--log-level", "warn")
+	}, func(ctx context.Context) (bool, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if attempts != 2 {
+		t.Fatalf("etcd started after %d attempts, want 2 (the taken port, then a fresh one)", attempts)
+	}
 }
 
 func randomToken(t *testing.T) string {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // tinyEnv is a world with one operator, tiny 1.0.0, in the source
@@ -87,9 +89,7 @@ func mustRef(t *testing.T, s string) name.Reference {
 // TestBadInput: each broken input gets a message naming the file, image or
 // host and what to do, the documented exit code, and no catalog commit.
 func TestBadInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
+	testenv.Short(t, "integration test")
 	e := tinyEnv(t)
 	if out, errOut, code := e.publish(); code != 0 {
 		t.Fatalf("first run: exit %d\n%s\n%s", code, out, errOut)

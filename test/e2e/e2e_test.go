@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,10 @@ import (
 var publishBin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run()) // every test here skips with -short: build nothing
+	}
 	dir, err := os.MkdirTemp("", "publish-e2e-bin-")
 	if err != nil {
 		panic(err)
@@ -57,9 +62,7 @@ type env struct {
 }
 
 func newEnv(t *testing.T) *env {
-	if testing.Short() {
-		t.Skip("integration test")
-	}
+	testenv.Short(t, "integration test")
 	testenv.Require(t, "git", "git")
 	e := &env{t: t}
 	e.src = testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 func memStorage() *memory.Storage { return memory.NewStorage() }
@@ -13,7 +15,5 @@ func memStorage() *memory.Storage { return memory.NewStorage() }
 func nopLog() *log.Logger { return log.New(io.Discard, "", 0) }
 
 func testingShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: skipped with -short")
-	}
+	testenv.Short(t, "end-to-end test")
 }
