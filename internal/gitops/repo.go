@@ -64,6 +64,14 @@ type Options struct {
 	// relative, "" for the root): the catalog may share a repo, or a branch,
 	// with other content, the package repo included.
 	Path string
+	// CreateBranch (--create-branch) lets a publish create Branch in a repo
+	// that has other branches but not this one; without it that is a
+	// *MissingBranchError (a typo such as "mian" would otherwise publish
+	// where no cluster looks).
+	CreateBranch bool
+	// InitCatalog (--init-catalog) lets a publish seed the template into a
+	// repo that holds files but no publish/state.yaml (CheckCatalog).
+	InitCatalog bool
 	// Timeout bounds each network operation (default 5 minutes).
 	Timeout time.Duration
 }
@@ -215,6 +223,11 @@ func Clone(ctx context.Context, o Options) (*Repo, error) {
 	case err == nil:
 	case errors.Is(err, transport.ErrEmptyRemoteRepository) || isNoBranch(err):
 		os.RemoveAll(dir)
+		if !errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			if berr := checkBranch(ctx, o, url); berr != nil {
+				return nil, berr
+			}
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}

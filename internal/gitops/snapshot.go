@@ -69,7 +69,13 @@ func OpenSnapshot(ctx context.Context, o Options) (*Snapshot, error) {
 		})
 		switch {
 		case err == nil:
-		case errors.Is(err, transport.ErrEmptyRemoteRepository) || isNoBranch(err):
+		case errors.Is(err, transport.ErrEmptyRemoteRepository):
+			return s, nil
+		case isNoBranch(err):
+			if berr := checkBranch(ctx, o, url); berr != nil {
+				s.Close()
+				return nil, berr
+			}
 			return s, nil
 		default:
 			s.Close()
@@ -78,6 +84,10 @@ func OpenSnapshot(ctx context.Context, o Options) (*Snapshot, error) {
 	}
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(o.Branch), true)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		if berr := checkBranch(ctx, o, url); berr != nil {
+			s.Close()
+			return nil, berr
+		}
 		return s, nil
 	}
 	if err != nil {

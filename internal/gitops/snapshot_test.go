@@ -122,7 +122,14 @@ func TestSnapshotOverHTTP(t *testing.T) {
 		t.Errorf("missing file: %v %v", ok, err)
 	}
 
-	other, err := OpenSnapshot(ctx, Options{URL: url, Username: srv.Username, Password: srv.Password, Branch: "elsewhere"})
+	// A branch the repo lacks is refused (issue 13: a typo publishes where
+	// no cluster looks), unless it is to be created.
+	_, err = OpenSnapshot(ctx, Options{URL: url, Username: srv.Username, Password: srv.Password, Branch: "elsewhere"})
+	var mb *MissingBranchError
+	if !errors.As(err, &mb) || strings.Join(mb.Branches, ",") != "main" || strings.Contains(err.Error(), srv.Password) {
+		t.Fatalf("missing branch: %v", err)
+	}
+	other, err := OpenSnapshot(ctx, Options{URL: url, Username: srv.Username, Password: srv.Password, Branch: "elsewhere", CreateBranch: true})
 	if err != nil || other.Head != "" {
 		t.Fatalf("missing branch: %v %+v", err, other)
 	}
