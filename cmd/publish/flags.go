@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -156,10 +157,17 @@ func withEnvHelp(fs *pflag.FlagSet) {
 // then publish.yaml (--config, or <--source>/publish.yaml), then the
 // default. An alias given on the command line counts as its canonical
 // flag. Every password or token that ends up set is masked in the CI log.
-// It returns the notices to log (deprecated spellings; never a value).
+// It returns the notices to log: deprecated spellings (warnings) and where
+// each flag's value came from (debug); never a value.
 // Errors: *usageError for a value that does not parse, *pipeline.InputError
 // for publish.yaml.
-func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []string, err error) {
+func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []notice, err error) {
+	warn := func(format string, a ...any) {
+		notices = append(notices, notice{slog.LevelWarn, fmt.Sprintf(format, a...)})
+	}
+	debug := func(format string, a ...any) {
+		notices = append(notices, notice{slog.LevelDebug, fmt.Sprintf(format, a...)})
+	}
 	// The command line: an alias stands for its canonical flag.
 	inv.cmdline = map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) {
@@ -171,7 +179,7 @@ func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []string, err error)
 		inv.cmdline[c] = true
 		fs.Lookup(c).Changed = true
 		if len(f.Annotations[annDeprecated]) > 0 {
-			notices = append(notices, fmt.Sprintf("--%s is deprecated: use --%s", f.Name, c))
+			warn("--%s is deprecated: use --%s", f.Name, c)
 		}
 	})
 	inputs := ci.FlagEnv(inv.getenv)
@@ -183,6 +191,7 @@ func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []string, err error)
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usagef("environment %s: %w", envName(f.Name), e)
 			}
+			debug("--%s from %s", f.Name, envName(f.Name))
 			return
 		}
 		for _, a := range aliasNames(fs, f.Name) {
@@ -190,7 +199,7 @@ func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []string, err error)
 				if e := fs.Set(f.Name, v); e != nil {
 					err = usagef("environment %s: %w", envName(a), e)
 				}
-				notices = append(notices, fmt.Sprintf("%s is deprecated: use %s", envName(a), envName(f.Name)))
+				warn("%s is deprecated: use %s", envName(a), envName(f.Name))
 				return
 			}
 		}
@@ -198,10 +207,15 @@ func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []string, err error)
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usagef("action input %s (%s): %w", f.Name, ci.InputEnv(f.Name), e)
 			}
+			debug("--%s from the action input %s", f.Name, f.Name)
 		}
 	})
 	if err == nil && fs.Lookup("config") != nil {
-		err = inv.applyConfig(fs)
+		var set []string
+		set, err = inv.applyConfig(fs)
+		for _, line := range set {
+			debug("%s", line)
+		}
 	}
 	fs.VisitAll(func(f *pflag.Flag) {
 		if aliasOf(f) == "" {
@@ -216,7 +230,8 @@ func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []string, err error)
 // still unset from it: it comes after flags and the environment, before
 // defaults. The file is kept in inv.config for the settings that are no
 // flag (lint rules, the olm target).
-func (inv *invocation) applyConfig(fs *pflag.FlagSet) error {
+// It returns what it set, as lines for the debug log (no value).
+func (inv *invocation) applyConfig(fs *pflag.FlagSet) ([]string, error) {
 	path, required := fs.Lookup("config").Value.String(), true
 	if path == "" {
 		src := "."
@@ -227,7 +242,7 @@ func (inv *invocation) applyConfig(fs *pflag.FlagSet) error {
 	}
 	c, err := config.Load(path, required)
 	if err != nil {
-		return &pipeline.InputError{Err: err}
+		return nil, &pipeline.InputError{Err: err}
 	}
 	inv.config = c
 	values := c.Values()
@@ -236,16 +251,25 @@ func (inv *invocation) applyConfig(fs *pflag.FlagSet) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var set []string
 	for _, name := range names {
 		f := fs.Lookup(name)
 		if f == nil || f.Changed || len(f.Annotations[annNoConfig]) > 0 {
 			continue
 		}
 		if e := fs.Set(name, values[name]); e != nil {
-			return &pipeline.InputError{Err: fmt.Errorf("%s: %s: %w", path, name, e)}
+			return set, &pipeline.InputError{Err: fmt.Errorf("%s: %s: %w", path, name, e)}
 		}
+		set = append(set, fmt.Sprintf("--%s from %s", name, path))
 	}
-	return nil
+	return set, nil
+}
+
+// notice is a line for the log that applyEnv cannot write yet (the logger
+// is made after the flags are filled).
+type notice struct {
+	level slog.Level
+	msg   string
 }
 
 // given reports whether the flag (canonical name) or an alias of it was on

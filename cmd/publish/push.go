@@ -5,20 +5,75 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
 )
 
-func newPushCmd(inv *invocation) *cobra.Command {
-	var (
-		o       pipeline.PushOptions
-		source  sourceFlags
-		dst     dstRegistryFlags
-		tls     tlsFlags
-		r       renderFlags
-		catalog catalogFlags
-		commit  commitFlags
-	)
+// pushCmd holds the flag groups of push: the destination, TLS, and for
+// --catalog the groups of run (render, catalog, commit, publish.yaml).
+type pushCmd struct {
+	o       pipeline.PushOptions
+	source  sourceFlags
+	dst     dstRegistryFlags
+	tls     tlsFlags
+	r       renderFlags
+	catalog catalogFlags
+	commit  commitFlags
+}
+
+func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
+
+// options checks the flags and fills p.o for the archive. Errors are usage
+// errors naming the flag as typed.
+func (p *pushCmd) options(inv *invocation, archive string) error {
+	o := &p.o
+	if err := p.dst.require(); err != nil {
+		return err
+	}
+	if o.SkipPush && o.SkipCRs {
+		return usagef("--skip-push and --skip-crs together leave nothing to do")
+	}
+	if o.NoAuth {
+		// Credentials on the command line contradict --no-auth; those of
+		// the environment (PUBLISH_DST_PASSWORD for publish run, say) are
+		// left unused.
+		for _, f := range []string{"dst-username", "dst-password"} {
+			if inv.given(f) {
+				return usagef("--no-auth and %s exclude each other", spelled(p.dst.fs, f))
+			}
+		}
+		p.dst.creds = mirror.Credentials{}
+	}
+	reg := registryFlags{dst: &p.dst, tls: &p.tls}
+	if err := reg.apply(&o.Mirror); err != nil {
+		return err
+	}
+	o.Archive = archive
+	if p.catalog.url != "" && !o.SkipCRs {
+		// The render and commit half of publish run, wired as run.
+		rs, err := p.r.resolve(inv.config)
+		if err != nil {
+			return err
+		}
+		po := &o.Options
+		po.Cluster, po.Target, po.OLM, po.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
+		po.Lint = inv.lintConfig()
+		if po.Catalog, err = p.catalog.options(&p.tls); err != nil {
+			return err
+		}
+		if po.CommitTemplate, err = p.commit.apply(&po.Catalog); err != nil {
+			return err
+		}
+	} else if o.SkipPush {
+		return usagef("--skip-push needs --catalog: it renders and commits the catalog only")
+	}
+	o.Options.Log = inv.logWriter() // TODO(merge): o.Options.Log = inv.log
+	return nil
+}
+
+func (p *pushCmd) command(inv *invocation) *cobra.Command {
+	o := &p.o
 	cmd := &cobra.Command{
 		Use:   "push FILE.tgz --dst-registry HOST[:PORT][/PREFIX]",
 		Short: "Load an offline archive into a registry and, with --catalog, publish the catalog (violet push)",
@@ -37,50 +92,11 @@ GitOps step from the archive alone. --skip-push renders and commits only
 (the images must be there); --skip-crs pushes images only.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fs := cmd.Flags()
-			if err := dst.require(); err != nil {
+			if err := p.options(inv, args[0]); err != nil {
 				return err
 			}
-			if o.SkipPush && o.SkipCRs {
-				return usagef("--skip-push and --skip-crs together leave nothing to do")
-			}
-			if o.NoAuth {
-				// Credentials on the command line contradict --no-auth;
-				// those of the environment (PUBLISH_DST_PASSWORD for publish
-				// run, say) are left unused.
-				for _, f := range []string{"dst-username", "dst-password"} {
-					if inv.given(f) {
-						return usagef("--no-auth and %s exclude each other", spelled(fs, f))
-					}
-				}
-				dst.creds.Username, dst.creds.Password = "", ""
-			}
-			reg := registryFlags{dst: &dst, tls: &tls}
-			if err := reg.apply(&o.Mirror); err != nil {
-				return err
-			}
-			o.Archive = args[0]
-			if catalog.url != "" && !o.SkipCRs {
-				// The render and commit half of publish run, wired as run.
-				rs, err := r.resolve(inv.config)
-				if err != nil {
-					return err
-				}
-				po := &o.Options
-				po.Cluster, po.Target, po.OLM, po.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
-				po.Lint = inv.lintConfig()
-				if po.Catalog, err = catalog.options(&tls); err != nil {
-					return err
-				}
-				if po.CommitTemplate, err = commit.apply(&po.Catalog); err != nil {
-					return err
-				}
-			} else if o.SkipPush {
-				return usagef("--skip-push needs --catalog: it renders and commits the catalog only")
-			}
-			o.Options.Log = inv.logWriter() // TODO(merge): o.Options.Log = inv.log
 			o.Progress = inv.newProgress(cmd.ErrOrStderr(), "push")
-			res, err := pipeline.Push(cmd.Context(), o)
+			res, err := pipeline.Push(cmd.Context(), *o)
 			if res != nil && res.Push != nil {
 				printPush(cmd, res.Push)
 			}
@@ -95,17 +111,17 @@ GitOps step from the archive alone. --skip-push renders and commits only
 		},
 	}
 	fs := cmd.Flags()
-	source.registerConfig(fs)
-	dst.register(fs, "push access")
+	p.source.registerConfig(fs)
+	p.dst.register(fs, "push access")
 	fs.BoolVar(&o.NoAuth, "no-auth", false, "send no credentials (not even the docker config's)")
-	tls.register(fs)
+	p.tls.register(fs)
 	fs.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once, each buffered in a temporary file (the disk holds at most jobs+1 blobs); not --concurrency of run and mirror, which bounds every registry operation of a copy together")
 	fs.BoolVar(&o.SkipPush, "skip-push", false, "push no image: render and commit the catalog only (violet --skip-push)")
 	fs.BoolVar(&o.SkipCRs, "skip-crs", false, "push images only, no catalog (violet --skip-crs)")
-	catalog.register(fs, "push", "catalog Git repo (URL or local path): render and commit it after the push (publish.yaml's catalog does not switch this on)")
+	p.catalog.register(fs, "push", "catalog Git repo (URL or local path): render and commit it after the push (publish.yaml's catalog does not switch this on)")
 	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
-	commit.register(fs)
-	r.register(fs)
+	p.commit.register(fs)
+	p.r.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

@@ -36,7 +36,7 @@ func newRoot(inv *invocation) *cobra.Command {
 				return err
 			}
 			for _, n := range notices {
-				inv.log.Warn(n)
+				inv.log.Log(cmd.Context(), n.level, n.msg)
 			}
 			return nil
 		},
