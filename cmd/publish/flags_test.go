@@ -454,3 +454,26 @@ func pushRandom(t *testing.T, ref string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDeprecatedAlias: a renamed flag keeps its old name, which works and
+// says what to use instead; its help shows the new name only.
+func TestDeprecatedAlias(t *testing.T) {
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	var v string
+	fs.StringVar(&v, "new-name", "", "a flag")
+	alias(fs, "new-name", "old-name", true)
+	if err := fs.Parse([]string{"--old-name", "x"}); err != nil {
+		t.Fatal(err)
+	}
+	inv := newInvocation(nil)
+	notices, err := inv.applyEnv(fs)
+	if err != nil || v != "x" || !inv.given("new-name") {
+		t.Fatalf("%v %q %v", err, v, inv.cmdline)
+	}
+	if len(notices) != 1 || notices[0].msg != "--old-name is deprecated: use --new-name" {
+		t.Errorf("notices %v", notices)
+	}
+	if f := fs.Lookup("new-name"); !strings.HasSuffix(f.Usage, "(alias: --old-name)") {
+		t.Errorf("usage %q", f.Usage)
+	}
+}
