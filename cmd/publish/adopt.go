@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-func newAdoptCmd() *cobra.Command {
+func newAdoptCmd(_ *invocation) *cobra.Command {
 	var (
 		o                   adopt.Options
 		kubeconfig, context string
@@ -28,9 +28,6 @@ The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
 in-cluster service account.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
-				return err
-			}
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			rules.ExplicitPath = kubeconfig
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()

@@ -77,17 +77,17 @@ func TestPackageHelpCache(t *testing.T) {
 // and a cache that could not be written gets a warning.
 func TestPrintCache(t *testing.T) {
 	var out, errOut bytes.Buffer
-	printCache(&out, &errOut, "/ro", &archive.PackageResult{Blobs: 5, CachedBlobs: 2, CacheAdded: 0, CacheErr: errors.New("cache /ro: open /ro/blobs/sha256/.partial-1: read-only file system")})
+	printCache(&out, logTo(&errOut), "/ro", &archive.PackageResult{Blobs: 5, CachedBlobs: 2, CacheAdded: 0, CacheErr: errors.New("cache /ro: open /ro/blobs/sha256/.partial-1: read-only file system")})
 	if want := "cache     2 of 5 blobs (0 B) read from /ro; of the 3 read from the registries (0 B), 0 added to it\n"; out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
 	}
 	out.Reset()
-	printCache(&out, &errOut, "/c", &archive.PackageResult{Blobs: 5, CachedBlobs: 5, BlobBytes: 2048, CachedBytes: 2048})
+	printCache(&out, logTo(&errOut), "/c", &archive.PackageResult{Blobs: 5, CachedBlobs: 5, BlobBytes: 2048, CachedBytes: 2048})
 	if want := "cache     5 of 5 blobs (2.0 KiB) read from /c\n"; out.String() != want {
 		t.Errorf("everything cached: got %q, want %q", out.String(), want)
 	}
 	var damagedErr bytes.Buffer
-	printCache(&out, &damagedErr, "/c", &archive.PackageResult{Blobs: 5, CachedBlobs: 4, CacheAdded: 1, CacheDamaged: 1})
+	printCache(&out, logTo(&damagedErr), "/c", &archive.PackageResult{Blobs: 5, CachedBlobs: 4, CacheAdded: 1, CacheDamaged: 1})
 	if !strings.HasPrefix(damagedErr.String(), "warning: 1 cached blobs had the wrong digest") {
 		t.Errorf("no warning for a damaged cached blob: %q", damagedErr.String())
 	}
@@ -103,6 +103,7 @@ func TestPackageBadCacheIsUsageError(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, []byte("x"), 0o644)
+	os.Mkdir(filepath.Join(dir, "packages"), 0o755)
 	for _, cache := range []string{file, dir} {
 		root := newRootCmd()
 		root.SetArgs([]string{"package", "-o", filepath.Join(dir, "x.tgz"), "--source", dir, "--cache", cache})

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/registry"
+	"github.com/operator-publish/publish/internal/scaffold"
 	"github.com/spf13/cobra"
 )
 
-func newCreateCmd() *cobra.Command {
+func newCreateCmd(inv *invocation) *cobra.Command {
 	var (
-		o     pipeline.CreateOptions
-		plain bool
+		o      scaffold.Options
+		source sourceFlags
+		src    srcRegistryFlags
+		tls    tlsFlags
+		retry  retryFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create DIR --artifact REF",
@@ -24,16 +29,21 @@ of the bundle's image index, or --platforms). It passes publish lint. An
 existing manifest.yaml is kept unless --force.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if o.Artifact == "" {
+				return usagef("--artifact REF is required (the bundle image)")
+			}
+			reg := registryFlags{src: &src, tls: &tls, retry: &retry}
+			if err := reg.apply(&o.Mirror); err != nil {
 				return err
 			}
-			if o.Artifact == "" {
-				return &usageError{fmt.Errorf("--artifact REF is required (the bundle image)")}
-			}
-			o.Dir, o.Mirror.PlainHTTP = args[0], plain
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
-			path, err := pipeline.Create(cmd.Context(), o)
+			o.Dir = args[0]
+			path, err := scaffold.Create(cmd.Context(), o)
 			if err != nil {
+				var ie *scaffold.InputError
+				if errors.As(err, &ie) {
+					return &pipeline.InputError{Err: err} // exit 1
+				}
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "created   %s\n", path)
@@ -44,11 +54,10 @@ existing manifest.yaml is kept unless --force.`,
 	fs.StringVar(&o.Artifact, "artifact", "", "bundle image reference")
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "spec.arch (default: the platforms of the bundle's image index)")
 	fs.BoolVar(&o.Force, "force", false, "overwrite DIR/manifest.yaml")
-	fs.StringVar(&o.Mirror.Src.Username, "src-username", "", "registry user name (default: docker config)")
-	fs.StringVar(&o.Mirror.Src.Password, "src-password", "", "registry password or token")
-	fs.StringVar(&o.Mirror.CAFile, "ca-file", "", "PEM file of extra CA certificates to trust")
-	fs.BoolVar(&plain, "plain-http", false, "use plain HTTP for the registry")
-	fs.BoolVar(&plain, "plain", false, "alias of --plain-http (violet)")
+	source.registerConfig(fs)
+	src.register(fs)
+	tls.register(fs)
+	retry.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

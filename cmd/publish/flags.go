@@ -1,109 +1,286 @@
 package main
 
+// How a flag gets its value, and the aliases of a flag. The flag groups
+// (flags_*.go) register their flags with the helpers here; every command
+// wires the groups it needs (docs/design.md, "The commands").
+
 import (
 	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
-	"time"
 
-	"github.com/operator-publish/publish/internal/gitops"
-	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/pflag"
 )
 
-// remoteFlags are the catalog and registry flags run and plan share.
-type remoteFlags struct {
-	catalogURL, catalogBranch, catalogUser, catalogPass string
-	caFile                                              string
-	src, dst                                            mirror.Credentials
-	mirror                                              mirrorFlags
-	git                                                 gitFlags
+// usageError is a wrong command line (exit code 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+// Flag annotations (pflag.Flag.Annotations) that the helpers below read.
+const (
+	// annAliasOf marks an alias: its value is the canonical flag's name.
+	annAliasOf = "publish/alias-of"
+	// annDeprecated marks an alias that says so when used (on the command
+	// line or through its PUBLISH_* variable).
+	annDeprecated = "publish/deprecated"
+	// annSecret marks a password or token: masked in the CI log, never
+	// logged.
+	annSecret = "publish/secret"
+	// annNoConfig marks a flag that publish.yaml does not set for this
+	// command (push: the catalog is switched on explicitly).
+	annNoConfig = "publish/no-config"
+)
+
+// envName is the environment variable that sets a flag: PUBLISH_ and the
+// flag name in upper case with '-' as '_' (--dst-password:
+// PUBLISH_DST_PASSWORD).
+func envName(flag string) string {
+	return "PUBLISH_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// mirrorFlags are the registry transport and mirror flags of run, plan and
-// mirror (internal/mirror Options).
-type mirrorFlags struct {
-	insecure              bool
-	signatures            bool
-	allowNondistributable bool
-	plainHTTPRegistries   []string
-	retries               int
-	timeout               time.Duration
+// alias registers name as another spelling of the canonical flag: the same
+// value, hidden from --help (the canonical flag's help names it), its own
+// PUBLISH_* variable. A deprecated alias gets a notice when used; a
+// violet spelling (--dst-repo, --username, --plain) does not, as the
+// platform's procedure tells users to type it.
+func alias(fs *pflag.FlagSet, canonical, name string, deprecated bool) {
+	f := fs.Lookup(canonical)
+	if f == nil {
+		panic("alias of an unregistered flag --" + canonical)
+	}
+	fs.AddFlag(&pflag.Flag{Name: name, Value: f.Value, DefValue: f.DefValue, NoOptDefVal: f.NoOptDefVal, Usage: "alias of --" + canonical, Hidden: true})
+	_ = fs.SetAnnotation(name, annAliasOf, []string{canonical})
+	if deprecated {
+		_ = fs.SetAnnotation(name, annDeprecated, []string{"true"})
+	}
+	if isSecret(f) {
+		_ = fs.SetAnnotation(name, annSecret, f.Annotations[annSecret])
+	}
+	if i := strings.Index(f.Usage, " (alias: "); i >= 0 {
+		f.Usage = f.Usage[:i]
+	}
+	f.Usage += " (alias: --" + strings.Join(aliasNames(fs, canonical), ", --") + ")"
 }
 
-func (m *mirrorFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&m.insecure, "insecure", false, "skip TLS certificate verification for the registries (HTTPS stays HTTPS; see --plain-http)")
-	fs.BoolVar(&m.signatures, "signatures", true, "copy cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers with each image")
-	fs.BoolVar(&m.allowNondistributable, "allow-nondistributable", false, "copy foreign (non-distributable) layers instead of failing the image")
-	fs.StringSliceVar(&m.plainHTTPRegistries, "plain-http-registry", nil, "registry HOST[:PORT] spoken to over plain HTTP, the others keep HTTPS (repeatable)")
-	fs.IntVar(&m.retries, "retries", 5, "tries per registry operation on transient errors (resets, timeouts, 408, 429, 5xx); 1: no retry")
-	fs.DurationVar(&m.timeout, "request-timeout", 60*time.Second, "per-request inactivity timeout: a registry request that moves no byte for this long is retried")
+// secret marks the flags as passwords or tokens.
+func secret(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		_ = fs.SetAnnotation(n, annSecret, []string{"true"})
+	}
 }
 
-// apply sets the mirror options from the flags. Errors are usage errors.
-func (m *mirrorFlags) apply(o *mirror.Options) error {
-	if m.retries < 1 {
-		return &usageError{fmt.Errorf("--retries must be at least 1, not %d", m.retries)}
+// secretKey marks flags that take a key or the file holding it: the
+// value is masked when it is the key itself (a PEM or armored block).
+func secretKey(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		_ = fs.SetAnnotation(n, annSecret, []string{"key"})
 	}
-	if m.timeout <= 0 {
-		return &usageError{fmt.Errorf("--request-timeout must be positive, not %v", m.timeout)}
-	}
-	o.Insecure, o.SkipSignatures, o.AllowNondistributable = m.insecure, !m.signatures, m.allowNondistributable
-	o.PlainHTTPHosts = m.plainHTTPRegistries
-	o.Retry.Attempts, o.Timeout = m.retries, m.timeout
-	return nil
 }
 
-// register adds the flags; access says what the catalog credentials need
-// ("push" for run, "read" for plan).
-func (r *remoteFlags) register(fs *pflag.FlagSet, access string) {
-	fs.StringVar(&r.catalogURL, "catalog", "", "catalog Git repo: URL or local path")
-	fs.StringVar(&r.catalogBranch, "catalog-branch", "main", "catalog branch")
-	fs.StringVar(&r.catalogUser, "catalog-username", "", "user name for an HTTPS catalog repo")
-	fs.StringVar(&r.catalogPass, "catalog-password", "", "password or token for an HTTPS catalog repo ("+access+" access)")
-	fs.StringVar(&r.src.Username, "src-username", "", "source registry user name (default: docker config)")
-	fs.StringVar(&r.src.Password, "src-password", "", "source registry password or token")
-	fs.StringVar(&r.dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
-	fs.StringVar(&r.dst.Password, "dst-password", "", "destination registry password or token ("+access+" access)")
-	r.git.register(fs)
-	fs.StringVar(&r.caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
-	r.mirror.register(fs)
+func isSecret(f *pflag.Flag) bool { return len(f.Annotations[annSecret]) > 0 }
+
+// secretValue is the value of a secret flag to mask, "" for none.
+func secretValue(f *pflag.Flag) string {
+	if !isSecret(f) {
+		return ""
+	}
+	v := f.Value.String()
+	if f.Annotations[annSecret][0] == "key" && !strings.Contains(v, "-----BEGIN ") {
+		return "" // a file name
+	}
+	return v
 }
 
-// apply checks the flags and fills the pipeline options common to run and
-// plan. Errors are usage errors (exit 2).
-func (r *remoteFlags) apply(c *commonFlags, o *pipeline.Options) error {
-	if r.catalogURL == "" {
-		return &usageError{fmt.Errorf("--catalog URL|PATH is required (the catalog Git repo)")}
+// aliasOf is the canonical name of an alias, "" for a canonical flag.
+func aliasOf(f *pflag.Flag) string {
+	if a := f.Annotations[annAliasOf]; len(a) > 0 {
+		return a[0]
 	}
-	if err := c.check(); err != nil {
-		return err
-	}
-	o.Source, o.PackagesDir, o.Cluster = c.source, c.packagesDir, c.cluster
-	o.Target, o.OLM = c.target, c.olmOptions()
-	o.Render = c.renderConfig()
-	if loadedConfig != nil {
-		o.Lint = loadedConfig.Lint
-	}
-	o.Mirror.DstRegistry, o.Mirror.PlainHTTP, o.Mirror.CAFile = c.dstRegistry, c.plainHTTP, r.caFile
-	o.Mirror.Src, o.Mirror.Dst = r.src, r.dst
-	if err := r.mirror.apply(&o.Mirror); err != nil {
-		return err
-	}
-	o.Catalog = gitops.Options{URL: r.catalogURL, Branch: r.catalogBranch, Username: r.catalogUser, Password: r.catalogPass}
-	if err := r.git.apply(o); err != nil {
-		return err
-	}
-	if r.caFile != "" && strings.HasPrefix(r.catalogURL, "https://") {
-		pem, err := os.ReadFile(r.caFile)
-		if err != nil {
-			return &usageError{fmt.Errorf("--ca-file: %w", err)}
+	return ""
+}
+
+// aliasNames lists the aliases of canonical, sorted.
+func aliasNames(fs *pflag.FlagSet, canonical string) []string {
+	var out []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if aliasOf(f) == canonical {
+			out = append(out, f.Name)
 		}
-		o.Catalog.CABundle = pem
+	})
+	sort.Strings(out)
+	return out
+}
+
+// spelled is the flag as the user typed it: an alias given on the command
+// line, else the canonical name, with "--". Errors use it, so that they
+// name a flag of the command that ran, in the user's words.
+func spelled(fs *pflag.FlagSet, canonical string) string {
+	name := canonical
+	fs.Visit(func(f *pflag.Flag) {
+		if aliasOf(f) == canonical {
+			name = f.Name
+		}
+	})
+	return "--" + name
+}
+
+// isSet reports whether the flag (or an alias of it) got a value from
+// anywhere: the command line, the environment, an action input, publish.yaml.
+func isSet(fs *pflag.FlagSet, canonical string) bool {
+	f := fs.Lookup(canonical)
+	return f != nil && f.Changed
+}
+
+// withEnvHelp appends the environment variable to each canonical flag's
+// usage.
+func withEnvHelp(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if aliasOf(f) == "" && f.Name != "help" {
+			f.Usage += " [$" + envName(f.Name) + "]"
+		}
+	})
+}
+
+// applyEnv fills every flag of fs that the command line left unset:
+// PUBLISH_<FLAG>, then an alias's PUBLISH_<ALIAS> (with a deprecation
+// notice), then the GitHub Action input of the same name (INPUT_<NAME>),
+// then publish.yaml (--config, or <--source>/publish.yaml), then the
+// default. An alias given on the command line counts as its canonical
+// flag. Every password or token that ends up set is masked in the CI log.
+// It returns the notices to log: deprecated spellings (warnings) and where
+// each flag's value came from (debug); never a value.
+// Errors: *usageError for a value that does not parse, *pipeline.InputError
+// for publish.yaml.
+func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []notice, err error) {
+	warn := func(format string, a ...any) {
+		notices = append(notices, notice{slog.LevelWarn, fmt.Sprintf(format, a...)})
 	}
-	if _, err := mirror.New(o.Mirror); err != nil {
-		return &usageError{err}
+	debug := func(format string, a ...any) {
+		notices = append(notices, notice{slog.LevelDebug, fmt.Sprintf(format, a...)})
 	}
-	return nil
+	// The command line: an alias stands for its canonical flag.
+	inv.cmdline = map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) {
+		c := aliasOf(f)
+		if c == "" {
+			inv.cmdline[f.Name] = true
+			return
+		}
+		inv.cmdline[c] = true
+		fs.Lookup(c).Changed = true
+		if len(f.Annotations[annDeprecated]) > 0 {
+			warn("--%s is deprecated: use --%s", f.Name, c)
+		}
+	})
+	inputs := ci.FlagEnv(inv.getenv)
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" || aliasOf(f) != "" {
+			return
+		}
+		if v := inv.getenv(envName(f.Name)); v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usagef("environment %s: %w", envName(f.Name), e)
+			}
+			debug("--%s from %s", f.Name, envName(f.Name))
+			return
+		}
+		for _, a := range aliasNames(fs, f.Name) {
+			if v := inv.getenv(envName(a)); v != "" {
+				if e := fs.Set(f.Name, v); e != nil {
+					err = usagef("environment %s: %w", envName(a), e)
+				}
+				warn("%s is deprecated: use %s", envName(a), envName(f.Name))
+				return
+			}
+		}
+		if v := inputs[f.Name]; v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usagef("action input %s (%s): %w", f.Name, ci.InputEnv(f.Name), e)
+			}
+			debug("--%s from the action input %s", f.Name, f.Name)
+		}
+	})
+	if err == nil && fs.Lookup("config") != nil {
+		var set []string
+		set, err = inv.applyConfig(fs)
+		for _, line := range set {
+			debug("%s", line)
+		}
+	}
+	fs.VisitAll(func(f *pflag.Flag) {
+		if aliasOf(f) == "" {
+			inv.mask(secretValue(f))
+		}
+	})
+	return notices, err
+}
+
+// applyConfig reads publish.yaml (--config, else <--source>/publish.yaml
+// when it exists; without --source ./publish.yaml) and sets every flag
+// still unset from it: it comes after flags and the environment, before
+// defaults. The file is kept in inv.config for the settings that are no
+// flag (lint rules, the olm target).
+// It returns what it set, as lines for the debug log (no value).
+func (inv *invocation) applyConfig(fs *pflag.FlagSet) ([]string, error) {
+	path, required := fs.Lookup("config").Value.String(), true
+	if path == "" {
+		src := "."
+		if f := fs.Lookup("source"); f != nil {
+			src = f.Value.String()
+		}
+		path, required = filepath.Join(src, config.FileName), false
+	}
+	c, err := config.Load(path, required)
+	if err != nil {
+		return nil, &pipeline.InputError{Err: err}
+	}
+	inv.config = c
+	values := c.Values()
+	names := make([]string, 0, len(values))
+	for name := range values {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var set []string
+	for _, name := range names {
+		f := fs.Lookup(name)
+		if f == nil || f.Changed || len(f.Annotations[annNoConfig]) > 0 {
+			continue
+		}
+		if e := fs.Set(name, values[name]); e != nil {
+			return set, &pipeline.InputError{Err: fmt.Errorf("%s: %s: %w", path, name, e)}
+		}
+		set = append(set, fmt.Sprintf("--%s from %s", name, path))
+	}
+	return set, nil
+}
+
+// notice is a line for the log that applyEnv cannot write yet (the logger
+// is made after the flags are filled).
+type notice struct {
+	level slog.Level
+	msg   string
+}
+
+// given reports whether the flag (canonical name) or an alias of it was on
+// the command line, as opposed to the environment, an action input or
+// publish.yaml.
+func (inv *invocation) given(canonical string) bool { return inv.cmdline[canonical] }
+
+// getenv is os.Getenv, or the invocation's environment in tests.
+func (inv *invocation) getenv(k string) string {
+	if inv.env != nil {
+		return inv.env(k)
+	}
+	return os.Getenv(k)
 }

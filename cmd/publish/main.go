@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/logging"
 	"github.com/operator-publish/publish/internal/pipeline"
 )
 
@@ -24,27 +25,38 @@ func main() {
 func run() int {
 	// Before anything is printed: in GitHub Actions this masks every secret
 	// input and PUBLISH_*_PASSWORD.
-	ciEnv = ci.Detect(nil, os.Stdout)
-	for _, s := range ci.Secrets(nil) {
-		masked[s] = true // Detect masked them already
-	}
+	inv := newInvocation(ci.Detect(nil, os.Stdout), ci.Secrets(nil)...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := newRootCmd()
-	err := cmd.ExecuteContext(ctx)
+	err := newRoot(inv).ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}
+	return inv.fail(err)
+}
+
+// fail logs the error of a command and returns its exit code.
+func (inv *invocation) fail(err error) int {
 	var le *pipeline.LintError
 	if errors.As(err, &le) {
 		// Findings carry their own severity; annotate them in CI too.
-		fmt.Fprintln(os.Stderr, err)
-		if ciEnv != nil && ciEnv.Name() != ci.None {
-			ciEnv.Annotate(le.Findings)
+		if inv.logFlags.format == logging.FormatJSON {
+			inv.log.Error(err.Error())
+		} else {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		if inv.inCI() {
+			inv.ci.Annotate(le.Findings)
 		}
 	} else {
-		fmt.Fprintln(os.Stderr, "error:", err)
+		inv.log.Error(err.Error())
 	}
+	return exitCode(err)
+}
+
+// exitCode is 2 for a usage error (a wrong flag, a wrong path), 1 for
+// invalid input, 2 for anything else (registry, Git, network).
+func exitCode(err error) int {
 	var ie *pipeline.InputError
 	var ue *usageError
 	var pe *pipeline.PathError

@@ -3,14 +3,18 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/operator-publish/publish/internal/logging"
 )
 
 func TestEnvPrecedence(t *testing.T) {
-	cmd := newRunCmd()
+	inv := newInvocation(nil)
+	cmd := newRunCmd(inv)
 	fs := cmd.Flags()
 	t.Setenv("PUBLISH_CLUSTER", "from-env")
 	t.Setenv("PUBLISH_DST_REGISTRY", "env.example.com")
@@ -18,7 +22,7 @@ func TestEnvPrecedence(t *testing.T) {
 	if err := fs.Parse([]string{"--dst-registry", "flag.example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyEnv(fs); err != nil {
+	if _, err := inv.applyEnv(fs); err != nil {
 		t.Fatal(err)
 	}
 	for flag, want := range map[string]string{"dst-registry": "flag.example.com", "cluster": "from-env", "plain-http": "true", "packages-dir": "packages"} {
@@ -27,7 +31,7 @@ func TestEnvPrecedence(t *testing.T) {
 		}
 	}
 	t.Setenv("PUBLISH_CONCURRENCY", "many")
-	if err := applyEnv(fs); err == nil || !strings.Contains(err.Error(), "PUBLISH_CONCURRENCY") {
+	if _, err := inv.applyEnv(fs); err == nil || !strings.Contains(err.Error(), "PUBLISH_CONCURRENCY") {
 		t.Errorf("bad env value: %v", err)
 	}
 }
@@ -56,13 +60,14 @@ func TestUsageErrors(t *testing.T) {
 func TestConfigPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\ndstRegistry: file.example.com\nnamespace: from-file\nlibrary: from-file\n"), 0o644)
-	cmd := newRunCmd()
+	inv := newInvocation(nil)
+	cmd := newRunCmd(inv)
 	fs := cmd.Flags()
 	t.Setenv("PUBLISH_NAMESPACE", "from-env")
 	if err := fs.Parse([]string{"--source", dir, "--library", "from-flag"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := applyEnv(fs); err != nil {
+	if _, err := inv.applyEnv(fs); err != nil {
 		t.Fatal(err)
 	}
 	for flag, want := range map[string]string{"dst-registry": "file.example.com", "namespace": "from-env", "library": "from-flag", "cluster": "global"} {
@@ -70,4 +75,11 @@ func TestConfigPrecedence(t *testing.T) {
 			t.Errorf("--%s = %q, want %q", flag, got, want)
 		}
 	}
+}
+
+// logTo is an invocation whose text log goes to w.
+func logTo(w io.Writer) *invocation {
+	inv := newInvocation(nil)
+	inv.log = logging.New(w, logging.Options{})
+	return inv
 }

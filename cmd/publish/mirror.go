@@ -17,13 +17,18 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-func newMirrorCmd() *cobra.Command {
+func newMirrorCmd(inv *invocation) *cobra.Command {
 	var (
-		source, packagesDir, dstRegistry, configFile, caFile, base string
-		plainHTTP, noFetch                                         bool
-		images                                                     []string
-		o                                                          mirror.Options
-		m                                                          mirrorFlags
+		source  sourceFlags
+		src     srcRegistryFlags
+		dst     dstRegistryFlags
+		tls     tlsFlags
+		retry   retryFlags
+		cp      copyFlags
+		base    string
+		noFetch bool
+		images  []string
+		o       mirror.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "mirror [PATH...]",
@@ -39,26 +44,24 @@ transient registry errors are retried; the report names each image that
 failed and why. Exit 0 when every image is at the destination, 1 for invalid
 package manifests, 2 when an image could not be mirrored.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if err := dst.require(); err != nil {
 				return err
 			}
-			if dstRegistry == "" {
-				return &usageError{fmt.Errorf("--dst-registry HOST[:PORT][/PREFIX] is required")}
-			}
-			if o.Concurrency < 1 {
-				return &usageError{fmt.Errorf("--concurrency must be at least 1, not %d", o.Concurrency)}
-			}
-			if err := m.apply(&o); err != nil {
+			reg := registryFlags{src: &src, dst: &dst, tls: &tls, retry: &retry, copy: &cp}
+			if err := reg.apply(&o); err != nil {
 				return err
 			}
-			o.DstRegistry, o.PlainHTTP, o.CAFile = dstRegistry, plainHTTP, caFile
+			sourceDir, packagesDir, dstRegistry := source.source, source.packagesDir, dst.registry
 			var ms []*manifest.PackageManifest
 			if len(args) > 0 || base != "" || len(images) == 0 {
-				all, err := pipeline.Scan(source, packagesDir)
+				if err := source.check(false, ""); err != nil {
+					return err
+				}
+				all, err := pipeline.Scan(sourceDir, packagesDir)
 				if err != nil {
 					return err
 				}
-				if ms, err = selectManifests(cmd, all, args, source, packagesDir, base, noFetch); err != nil {
+				if ms, err = selectManifests(cmd, inv, all, args, sourceDir, packagesDir, base, noFetch); err != nil {
 					return err
 				}
 				if o.SrcHosts == nil {
@@ -80,9 +83,9 @@ package manifests, 2 when an image could not be mirrored.`,
 			for _, img := range images {
 				related = append(related, mirror.Target{Ref: img})
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "mirror: %d package versions, %d related images, %d bundles to %s\n", len(ms), countUnique(related), countUnique(bundles), dstRegistry)
+			inv.logf("mirror: %d package versions, %d related images, %d bundles to %s", len(ms), countUnique(related), countUnique(bundles), dstRegistry)
 			rep, err := mc.MirrorTargets(cmd.Context(), related, bundles)
-			printMirrorReport(cmd, rep, err)
+			printMirrorReport(cmd, inv, rep, err)
 			if err != nil {
 				return fmt.Errorf("mirror failed:\n%w", err)
 			}
@@ -90,29 +93,22 @@ package manifests, 2 when an image could not be mirrored.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&source, "source", ".", "package repo checkout")
-	fs.StringVar(&packagesDir, "packages-dir", "packages", "directory of PackageManifests, relative to --source")
-	fs.StringVar(&dstRegistry, "dst-registry", "", "destination registry HOST[:PORT][/PREFIX]")
-	fs.BoolVar(&plainHTTP, "plain-http", false, "use plain HTTP for the source and destination registries")
-	fs.BoolVar(&plainHTTP, "plain", false, "alias of --plain-http (violet)")
-	fs.StringVar(&configFile, "config", "", "publish.yaml to read (default: publish.yaml at the root of --source, when present)")
-	fs.StringVar(&o.Src.Username, "src-username", "", "source registry user name (default: docker config)")
-	fs.StringVar(&o.Src.Password, "src-password", "", "source registry password or token")
-	fs.StringVar(&o.Dst.Username, "dst-username", "", "destination registry user name (default: docker config)")
-	fs.StringVar(&o.Dst.Password, "dst-password", "", "destination registry password or token (push access)")
-	fs.StringVar(&caFile, "ca-file", "", "PEM file of extra CA certificates to trust")
-	fs.IntVar(&o.Concurrency, "concurrency", 4, "registry operations in flight at once, for all images and blobs together")
+	source.register(fs)
+	dst.register(fs, "push access")
+	src.register(fs)
+	tls.register(fs)
+	retry.register(fs)
+	cp.register(fs)
 	fs.StringVar(&base, "base", "", "mirror the versions changed since this source revision (default: the PATHs given, else every version)")
 	fs.BoolVar(&noFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	fs.StringArrayVar(&images, "image", nil, "also mirror this image reference (repeatable); with --image only, no package repo is read")
-	m.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }
 
 // selectManifests keeps the manifests below one of paths (relative to
 // source) and, with base, those changed since base.
-func selectManifests(cmd *cobra.Command, all []*manifest.PackageManifest, paths []string, source, packagesDir, base string, noFetch bool) ([]*manifest.PackageManifest, error) {
+func selectManifests(cmd *cobra.Command, inv *invocation, all []*manifest.PackageManifest, paths []string, source, packagesDir, base string, noFetch bool) ([]*manifest.PackageManifest, error) {
 	for _, p := range paths {
 		if _, err := os.Stat(filepath.Join(source, p)); err != nil {
 			return nil, &usageError{fmt.Errorf("%s: no such file or directory below --source %s", p, source)}
@@ -120,7 +116,7 @@ func selectManifests(cmd *cobra.Command, all []*manifest.PackageManifest, paths 
 	}
 	var changed func(a, v string) bool
 	if base != "" {
-		dr, err := diff.Compute(cmd.Context(), diff.Options{Repo: source, PackagesDir: packagesDir, Base: base, Fetch: !noFetch, Log: cmd.ErrOrStderr()})
+		dr, err := diff.Compute(cmd.Context(), diff.Options{Repo: source, PackagesDir: packagesDir, Base: base, Fetch: !noFetch, Log: inv.logWriter()})
 		if err != nil {
 			return nil, fmt.Errorf("--base %s: %w", base, err)
 		}
@@ -194,7 +190,7 @@ func mirrorTargets(cmd *cobra.Command, mc *mirror.Client, ms []*manifest.Package
 // printMirrorReport prints one line per image to stdout and a summary to
 // stderr: copied or already present, with digest, signatures and retries;
 // then each failed image and why.
-func printMirrorReport(cmd *cobra.Command, rep *mirror.Report, err error) {
+func printMirrorReport(cmd *cobra.Command, inv *invocation, rep *mirror.Report, err error) {
 	w := cmd.OutOrStdout()
 	retries, sigs := 0, 0
 	if rep != nil {
@@ -237,7 +233,7 @@ func printMirrorReport(cmd *cobra.Command, rep *mirror.Report, err error) {
 	if rep != nil {
 		n, copied = len(rep.Images), rep.Copied()
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "mirror: %d images at the destination (%d copied, %d already there), %d signature manifests, %d retries, %d failed\n", n, copied, n-copied, sigs, retries, len(failed))
+	inv.logf("mirror: %d images at the destination (%d copied, %d already there), %d signature manifests, %d retries, %d failed", n, copied, n-copied, sigs, retries, len(failed))
 }
 
 // countUnique counts the distinct targets of ts.

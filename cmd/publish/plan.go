@@ -21,11 +21,10 @@ func (e *planFindingsError) Error() string {
 	return lint.Count(e.n, "lint error")
 }
 
-func newPlanCmd() *cobra.Command {
+func newPlanCmd(inv *invocation) *cobra.Command {
 	var (
-		c        commonFlags
+		p        publishFlags
 		o        pipeline.PlanOptions
-		r        remoteFlags
 		planJSON string
 	)
 	cmd := &cobra.Command{
@@ -34,7 +33,8 @@ func newPlanCmd() *cobra.Command {
 		Long: `plan computes what ` + "`publish run`" + ` would do, without writing anything: bundles are
 read at the source, the destination only gets HEAD requests (when the
 credentials allow), and the catalog is rendered into a throw-away clone that
-is never pushed. It needs no write token.
+is never pushed. It needs no write token, and takes no commit, signing or
+copy flags.
 
 In a pull request (GitHub Actions pull_request events, GitLab merge request
 pipelines, or --target-branch) it compares HEAD with its merge base on the
@@ -45,20 +45,16 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 (docs/plan-json.md). Exit 1 when there is a lint error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
-				return err
-			}
-			if err := r.apply(&c, &o.Options); err != nil {
+			if err := p.options(inv, &o.Options, false); err != nil {
 				return err
 			}
 			if o.TargetBranch != "" {
 				o.PR = true
-			} else if ciEnv != nil {
-				if pr, target := ciEnv.PullRequest(); pr {
+			} else if inv.ci != nil {
+				if pr, target := inv.ci.PullRequest(); pr {
 					o.PR, o.TargetBranch = true, target
 				}
 			}
-			o.Log = cmd.ErrOrStderr()
 			plan, err := pipeline.PlanRun(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -87,15 +83,15 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 			if len(plan.Files) > 0 {
 				changed = "true"
 			}
-			setOutputs(cmd, map[string]string{
+			inv.setOutputs(map[string]string{
 				ci.OutputChanged:   changed,
 				ci.OutputArtifacts: strings.Join(names, "\n"),
 				ci.OutputPlanJSON:  planJSON,
 			})
-			if ciEnv != nil && ciEnv.Name() != ci.None {
-				ciEnv.Annotate(plan.Findings)
-				if err := ciEnv.Summary(md); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI summary: %v\n", err)
+			if inv.inCI() {
+				inv.ci.Annotate(plan.Findings)
+				if err := inv.ci.Summary(md); err != nil {
+					inv.warnf("CI summary: %v", err)
 				}
 			}
 			if plan.Summary.Errors > 0 {
@@ -104,9 +100,8 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 			return nil
 		},
 	}
+	p.register(cmd, false)
 	fs := cmd.Flags()
-	c.register(fs)
-	r.register(fs, "read")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the merge base with the target branch in a pull request, else the source commit of the last publish)")
 	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")

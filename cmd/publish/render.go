@@ -7,9 +7,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newRenderCmd() *cobra.Command {
+func newRenderCmd(inv *invocation) *cobra.Command {
 	var (
-		c          commonFlags
+		source     sourceFlags
+		r          renderFlags
+		dst        dstRegistryFlags
+		tls        tlsFlags
 		catalogDir string
 	)
 	cmd := &cobra.Command{
@@ -18,33 +21,39 @@ func newRenderCmd() *cobra.Command {
 		Long: `render runs the render stage alone: it writes publish/generated and
 rendered/<cluster> of a local catalog checkout (--catalog-dir) from the
 package repo and the checkout's publish/state.yaml. It reads no registry,
-mirrors nothing and commits nothing; use it to preview an overlay change.`,
+mirrors nothing and commits nothing; use it to preview an overlay change.
+--dst-registry and --plain-http only say how image references are written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if catalogDir == "" {
+				return usagef("--catalog-dir DIR is required (a local checkout of the catalog repo)")
+			}
+			if err := source.check(false, ""); err != nil {
 				return err
 			}
-			if catalogDir == "" {
-				return &usageError{fmt.Errorf("--catalog-dir DIR is required (a local checkout of the catalog repo)")}
-			}
-			if err := c.check(); err != nil {
+			rs, err := r.resolve(inv.config)
+			if err != nil {
 				return err
 			}
 			ch, err := pipeline.Render(cmd.Context(), pipeline.RenderOptions{
-				Source: c.source, PackagesDir: c.packagesDir, CatalogDir: catalogDir, Cluster: c.cluster,
-				Render: c.renderConfig(), DstRegistry: c.dstRegistry, PlainHTTP: c.plainHTTP,
-				Target: c.target, OLM: c.olmOptions(),
+				Source: source.source, PackagesDir: source.packagesDir, CatalogDir: catalogDir, Cluster: rs.Cluster,
+				Render: rs.Render, DstRegistry: dst.registry, PlainHTTP: tls.plainHTTP,
+				Target: rs.Target, OLM: rs.OLM,
 			})
 			if err != nil {
 				return err
 			}
 			printResult(cmd, &pipeline.Result{Changes: ch})
-			fmt.Fprintf(cmd.OutOrStdout(), "rendered  %s/rendered/%s\n", catalogDir, c.cluster)
+			fmt.Fprintf(cmd.OutOrStdout(), "rendered  %s/rendered/%s\n", catalogDir, rs.Cluster)
 			return nil
 		},
 	}
-	c.register(cmd.Flags())
-	cmd.Flags().StringVar(&catalogDir, "catalog-dir", "", "local checkout of the catalog repo, written in place")
-	withEnvHelp(cmd.Flags())
+	fs := cmd.Flags()
+	source.register(fs)
+	r.register(fs)
+	dst.registerName(fs)
+	tls.registerPlain(fs)
+	fs.StringVar(&catalogDir, "catalog-dir", "", "local checkout of the catalog repo, written in place")
+	withEnvHelp(fs)
 	return cmd
 }

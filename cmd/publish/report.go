@@ -7,7 +7,6 @@ import (
 
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/render"
-	"github.com/spf13/cobra"
 )
 
 // changedArtifacts lists the artifacts a change set touches, sorted, once.
@@ -29,8 +28,8 @@ func changedArtifacts(ch render.Changes) []string {
 
 // setOutputs records the CI outputs (GitHub step outputs, Tekton results,
 // GitLab dotenv); a failure to write them is a warning, not a failed run.
-func setOutputs(cmd *cobra.Command, kv map[string]string) {
-	if ciEnv == nil {
+func (inv *invocation) setOutputs(kv map[string]string) {
+	if inv.ci == nil {
 		return
 	}
 	keys := make([]string, 0, len(kv))
@@ -39,8 +38,8 @@ func setOutputs(cmd *cobra.Command, kv map[string]string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := ciEnv.SetOutput(k, kv[k]); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI output %s: %v\n", k, err)
+		if err := inv.ci.SetOutput(k, kv[k]); err != nil {
+			inv.warnf("CI output %s: %v", k, err)
 		}
 	}
 }
@@ -67,19 +66,21 @@ func runSummary(ch render.Changes, commit string) string {
 	return b.String()
 }
 
-func reportRun(cmd *cobra.Command, ch render.Changes, commit string) {
+// reportRun records the outputs and the job summary of a run (or push
+// --catalog).
+func (inv *invocation) reportRun(ch render.Changes, commit string) {
 	changed := "false"
 	if commit != "" {
 		changed = "true"
 	}
-	setOutputs(cmd, map[string]string{
+	inv.setOutputs(map[string]string{
 		ci.OutputChanged:   changed,
 		ci.OutputArtifacts: strings.Join(changedArtifacts(ch), "\n"),
 		ci.OutputCommit:    commit,
 	})
-	if ciEnv != nil {
-		if err := ciEnv.Summary(runSummary(ch, commit)); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: CI summary: %v\n", err)
+	if inv.ci != nil {
+		if err := inv.ci.Summary(runSummary(ch, commit)); err != nil {
+			inv.warnf("CI summary: %v", err)
 		}
 	}
 }

@@ -2,80 +2,88 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/pipeline"
-	"github.com/operator-publish/publish/internal/render"
-	"github.com/operator-publish/publish/internal/target"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
-// commonFlags are the flags run and render share.
-type commonFlags struct {
-	source, packagesDir, cluster string
-	dstRegistry                  string
-	plainHTTP                    bool
-	namespace, library           string
-	pullSecrets                  []string
-	configFile                   string
-	target                       string
+// publishFlags are the groups of the commands that render and commit the
+// catalog from a package repo (run) or read it (plan: no commit group, no
+// copy group).
+type publishFlags struct {
+	source  sourceFlags
+	src     srcRegistryFlags
+	dst     dstRegistryFlags
+	tls     tlsFlags
+	retry   retryFlags
+	copy    *copyFlags   // run only
+	catalog catalogFlags // --catalog
+	commit  *commitFlags // run only
+	render  renderFlags
 }
 
-func (c *commonFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&c.source, "source", ".", "package repo checkout")
-	fs.StringVar(&c.packagesDir, "packages-dir", "packages", "directory of PackageManifests, relative to --source")
-	fs.StringVar(&c.cluster, "cluster", "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster>")
-	fs.StringVar(&c.dstRegistry, "dst-registry", "", "destination registry HOST[:PORT][/PREFIX]")
-	fs.BoolVar(&c.plainHTTP, "plain-http", false, "use plain HTTP for the source and destination registries")
-	fs.BoolVar(&c.plainHTTP, "plain", false, "alias of --plain-http (violet)")
-	fs.StringVar(&c.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
-	fs.StringVar(&c.library, "library", "platform", "value of the cpaas.io/library label")
-	fs.StringSliceVar(&c.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
-	fs.StringVar(&c.configFile, "config", "", "publish.yaml to read (default: publish.yaml at the root of --source, when present)")
-	fs.StringVar(&c.target, "target", "", "what the cluster runs: alauda (Artifact and ArtifactVersion objects) or olm (upstream OLM: catalog image and CatalogSource) (default: publish.yaml clusters.<cluster>.target, else alauda)")
+// register adds every group; write is true for run (copy and commit
+// groups, push access).
+func (p *publishFlags) register(cmd *cobra.Command, write bool) {
+	fs := cmd.Flags()
+	verb := "read"
+	if write {
+		verb = "push"
+	}
+	p.source.register(fs)
+	p.render.register(fs)
+	p.dst.register(fs, verb+" access")
+	p.src.register(fs)
+	p.tls.register(fs)
+	p.retry.register(fs)
+	p.catalog.register(fs, verb, "catalog Git repo: URL or local path")
+	if write {
+		p.copy, p.commit = &copyFlags{}, &commitFlags{}
+		p.copy.register(fs)
+		p.commit.register(fs)
+	}
 }
 
-// check rejects flag values that cannot work (exit code 2).
-func (c *commonFlags) check() error {
-	if c.cluster == "" || strings.ContainsAny(c.cluster, `/\`) || c.cluster == "." || c.cluster == ".." {
-		return &usageError{fmt.Errorf("--cluster %q: want a plain overlay name such as global (kustomize/clusters/<name>)", c.cluster)}
+// options checks the flags and fills the pipeline options run and plan
+// share. Errors are usage errors (exit 2) naming the flag.
+func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty bool) error {
+	if err := p.catalog.require(); err != nil {
+		return err
 	}
-	if c.packagesDir == "" {
-		return &usageError{fmt.Errorf("--packages-dir must not be empty")}
+	hint := ""
+	if p.commit != nil {
+		hint = "; if every operator was removed and delisting every artifact is what you want, pass --allow-empty"
 	}
-	if c.target == "" {
-		c.target = loadedConfig.Target(c.cluster)
+	if err := p.source.check(allowEmpty, hint); err != nil {
+		return err
 	}
-	k, err := target.Lookup(c.target)
+	rs, err := p.render.resolve(inv.config)
 	if err != nil {
-		return &usageError{err}
+		return err
 	}
-	c.target = k.Name
+	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
+	o.Cluster, o.Target, o.OLM, o.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
+	o.Lint = inv.lintConfig()
+	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
+	if err := reg.apply(&o.Mirror); err != nil {
+		return err
+	}
+	if o.Catalog, err = p.catalog.options(&p.tls); err != nil {
+		return err
+	}
+	if p.commit != nil {
+		if o.CommitTemplate, err = p.commit.apply(&o.Catalog); err != nil {
+			return err
+		}
+	}
+	o.Log = inv.logWriter() // TODO(merge): o.Log = inv.log
 	return nil
 }
 
-// olmOptions returns the olm target's settings for the cluster from
-// publish.yaml (clusters.<cluster>.olm).
-func (c *commonFlags) olmOptions() pipeline.OLMOptions {
-	o := loadedConfig.ClusterOLM(c.cluster)
-	cs := o.CatalogSource
-	return pipeline.OLMOptions{
-		CatalogImage: o.CatalogImage, BaseImage: o.BaseImage, Images: o.Images,
-		Source: olm.SourceOptions{Name: cs.Name, Namespace: cs.Namespace, DisplayName: cs.DisplayName, Publisher: cs.Publisher, PollInterval: cs.PollInterval},
-	}
-}
-
-func (c *commonFlags) renderConfig() render.Config {
-	return render.Config{Namespace: c.namespace, Library: c.library, ImagePullSecrets: c.pullSecrets}
-}
-
-func newRunCmd() *cobra.Command {
+func newRunCmd(inv *invocation) *cobra.Command {
 	var (
-		c commonFlags
+		p publishFlags
 		o pipeline.Options
-		r remoteFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -88,33 +96,24 @@ the catalog when a byte changed. Versions and artifacts gone from the source
 are delisted (present: false), never deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if err := p.dst.require(); err != nil {
 				return err
 			}
-			if err := r.apply(&c, &o); err != nil {
+			if err := p.options(inv, &o, o.AllowEmpty); err != nil {
 				return err
 			}
-			if c.dstRegistry == "" {
-				return &usageError{fmt.Errorf("--dst-registry HOST[:PORT][/PREFIX] is required")}
-			}
-			if o.Mirror.Concurrency < 1 {
-				return &usageError{fmt.Errorf("--concurrency must be at least 1, not %d", o.Mirror.Concurrency)}
-			}
-			o.Log = cmd.ErrOrStderr()
 			res, err := pipeline.Run(cmd.Context(), o)
 			if err != nil {
 				// stdout says what happened only when it happened.
 				return err
 			}
 			printResult(cmd, res)
-			reportRun(cmd, res.Changes, res.Commit)
+			inv.reportRun(res.Changes, res.Commit)
 			return nil
 		},
 	}
+	p.register(cmd, true)
 	fs := cmd.Flags()
-	c.register(fs)
-	r.register(fs, "push")
-	fs.IntVar(&o.Mirror.Concurrency, "concurrency", 4, "registry operations in flight at once, for all images and blobs together")
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from publish/state.yaml)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")

@@ -21,17 +21,22 @@ clusters:
     olm:
       catalogSource: {pollInterval: 1h}
 `), 0o644)
-	resolve := func(args ...string) (*commonFlags, error) {
-		c := &commonFlags{}
+	resolve := func(args ...string) (renderSettings, error) {
+		var (
+			src sourceFlags
+			r   renderFlags
+		)
+		inv := newInvocation(nil)
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-		c.register(fs)
+		src.register(fs)
+		r.register(fs)
 		if err := fs.Parse(append([]string{"--source", dir}, args...)); err != nil {
-			return nil, err
+			return renderSettings{}, err
 		}
-		if err := applyEnv(fs); err != nil {
-			return nil, err
+		if _, err := inv.applyEnv(fs); err != nil {
+			return renderSettings{}, err
 		}
-		return c, c.check()
+		return r.resolve(inv.config)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -49,11 +54,11 @@ clusters:
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		if c.target != tc.want {
-			t.Errorf("%v PUBLISH_TARGET=%q: target %q, want %q", tc.args, tc.env, c.target, tc.want)
+		if c.Target != tc.want {
+			t.Errorf("%v PUBLISH_TARGET=%q: target %q, want %q", tc.args, tc.env, c.Target, tc.want)
 		}
-		if c.target == "olm" && c.cluster == "edge" && c.olmOptions().Source.PollInterval != "1h" {
-			t.Errorf("olm settings of edge not read: %+v", c.olmOptions())
+		if c.Target == "olm" && c.Cluster == "edge" && c.OLM.Source.PollInterval != "1h" {
+			t.Errorf("olm settings of edge not read: %+v", c.OLM)
 		}
 	}
 	t.Setenv("PUBLISH_TARGET", "")

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newVerifyCmd() *cobra.Command {
+func newVerifyCmd(inv *invocation) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify FILE.tgz",
 		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
@@ -21,14 +21,14 @@ source reference per image, every manifest and blob they name, every
 PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := archive.Verify(args[0], archive.Limits{}, newProgress(cmd.ErrOrStderr(), "verify"))
+			res, err := archive.Verify(args[0], archive.Limits{}, inv.newProgress(cmd.ErrOrStderr(), "verify"))
 			if err != nil {
 				return &pipeline.InputError{Err: err}
 			}
 			c := res.Contents
 			w := cmd.OutOrStdout()
 			for _, warn := range c.Warnings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
+				inv.warnf("%s", warn)
 			}
 			bundles := 0
 			for _, im := range c.Images {

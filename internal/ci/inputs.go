@@ -68,6 +68,9 @@ var inputs = []Input{
 	{Name: "no-fetch", Flag: "no-fetch"},
 	{Name: "config", Flag: "config"},
 	{Name: "target", Flag: "target"},
+	{Name: "log-format", Flag: "log-format"},
+	{Name: "quiet", Flag: "quiet"},
+	{Name: "verbose", Flag: "verbose"},
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 }

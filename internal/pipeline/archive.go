@@ -3,8 +3,7 @@ package pipeline
 // Air-gapped transfer (docs/design.md#airgap): `publish package` writes the offline
 // archive from the package repo, `publish push` loads it into the
 // destination registry and, with --catalog, renders and commits the catalog
-// exactly as `publish run` does, and `publish create` scaffolds a
-// PackageManifest from a bundle image.
+// exactly as `publish run` does (`publish create` is internal/scaffold).
 
 import (
 	"context"
@@ -21,11 +20,9 @@ import (
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/diff"
-	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/registry"
-	yaml "go.yaml.in/yaml/v3"
 )
 
 // PlatformsFromSpec, as the only Platforms entry, reduces each image index
@@ -276,9 +273,6 @@ func (anonymous) Resolve(authn.Resource) (authn.Authenticator, error) { return a
 // committed.
 func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	o.Options.defaults()
-	if o.Mirror.Flags == (registry.Flags{}) {
-		o.Mirror.Flags = PushFlags
-	}
 	// HTTP/1.1 only: concurrent blob uploads over one HTTP/2 connection
 	// can stall for good against some registries (go-containerregistry
 	// issue #1210; seen with distribution 2.8 over TLS), and push uploads
@@ -330,14 +324,6 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	cr, err := publishArchive(ctx, o, mc, opts, pr)
 	res.Catalog = cr
 	return res, err
-}
-
-// PushFlags are the registry flags of publish push, named in its errors
-// (issue 13, point 10).
-var PushFlags = registry.Flags{
-	Dst:      registry.CredentialFlags{Username: "--username", Password: "--password"},
-	Registry: "--dst-repo",
-	CA:       "--ca-file", PlainHTTP: "--plain-http",
 }
 
 // describePush says what to do about a registry error of a push
@@ -438,130 +424,10 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, repo, state, current, res)
 }
 
-// CreateOptions configures `publish create`.
-type CreateOptions struct {
-	Dir      string // where manifest.yaml is written
-	Artifact string // bundle image reference
-	// Platforms for spec.arch; nil: every platform of the bundle's image
-	// index (or the image's own platform).
-	Platforms []string
-	Force     bool // overwrite an existing manifest.yaml
-	Mirror    mirror.Options
-}
-
-// Create reads the bundle image o.Artifact and writes Dir/manifest.yaml: a
-// complete PackageManifest (metadata.name <package>.v<version>, spec.version
-// from the CSV, info from the CSV: displayName, description, icon,
-// keywords, links; relatedImages: every image the CSV deploys; arch from the
-// image index). It returns the path written. The file parses with
-// manifest.Parse, so it passes `publish lint`'s manifest rules.
-func Create(ctx context.Context, o CreateOptions) (string, error) {
-	out := filepath.Join(o.Dir, "manifest.yaml")
-	if _, err := os.Stat(out); err == nil && !o.Force {
-		return "", inputErr(fmt.Errorf("%s exists: pass --force to overwrite it", out))
-	}
-	ref, err := name.ParseReference(o.Artifact)
-	if err != nil {
-		return "", inputErr(fmt.Errorf("--artifact %q: %w", o.Artifact, err))
-	}
-	if o.Mirror.SrcHosts == nil {
-		o.Mirror.SrcHosts = []string{ref.Context().RegistryStr()}
-	}
-	mc, err := mirror.New(o.Mirror)
-	if err != nil {
-		return "", inputErr(err)
-	}
-	b, err := bundle.Fetch(ctx, o.Artifact, mc.SrcOptions()...)
-	if err != nil {
-		var nf *bundle.NotFoundError
-		var inv *bundle.InvalidError
-		if errors.As(err, &nf) || errors.As(err, &inv) {
-			return "", inputErr(err)
-		}
-		return "", err
-	}
-	arch := o.Platforms
-	if len(arch) == 0 {
-		if arch, err = imagePlatforms(ctx, mc, o.Artifact); err != nil {
-			return "", err
-		}
-	}
-	data, err := scaffold(b, o.Artifact, arch)
-	if err != nil {
-		return "", err
-	}
-	if _, err := manifest.Parse(out, data); err != nil {
-		return "", fmt.Errorf("the scaffolded manifest does not parse (a bug): %w", err)
-	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return "", err
-	}
-	return out, os.WriteFile(out, data, 0o644)
-}
-
-// imagePlatforms lists the platforms of an image index (attestations left
-// out), or the one platform of an image (from its config); linux/amd64
-// when it names none.
-func imagePlatforms(ctx context.Context, mc *mirror.Client, ref string) ([]string, error) {
-	if _, err := mc.ParseReference(ref); err != nil {
-		return nil, inputErr(err)
-	}
-	p, err := mc.Registry().ImagePlatforms(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	if len(p) == 0 {
-		p = []string{"linux/amd64"}
-	}
-	return p, nil
-}
-
 // sourceCommit is the source commit and repo recorded in the state.
 func (o *Options) sourceCommit() (commit, origin string) {
 	if o.SourceCommitOverride != "" {
 		return o.SourceCommitOverride, o.SourceRepoOverride
 	}
 	return SourceCommit(o.Source)
-}
-
-// scaffold renders the PackageManifest of bundle b read from ref.
-func scaffold(b *bundle.Bundle, ref string, arch []string) ([]byte, error) {
-	pkg := b.Package
-	if pkg == "" {
-		pkg, _, _ = strings.Cut(b.CSVName, ".")
-	}
-	version := strings.TrimPrefix(b.Version, "v")
-	if pkg == "" || version == "" {
-		return nil, inputErr(fmt.Errorf("bundle %s: the CSV has no package name or spec.version: write the manifest by hand", ref))
-	}
-	m := manifest.PackageManifest{
-		APIVersion: manifest.APIVersion, Kind: manifest.Kind,
-		Metadata: manifest.Metadata{Name: pkg + ".v" + version},
-		Spec: manifest.Spec{
-			Type: "bundle", Artifact: ref, Version: "v" + version, Arch: arch,
-			Info:          manifest.Info{DisplayName: b.DisplayName, Description: b.Description},
-			RelatedImages: b.Images,
-		},
-	}
-	if m.Spec.Info.DisplayName == "" {
-		m.Spec.Info.DisplayName = pkg
-	}
-	if csv := b.CSV; csv != nil {
-		if len(csv.Spec.Icon) > 0 {
-			m.Spec.Info.Icon = csv.Spec.Icon[0].Data
-		}
-		m.Spec.Info.Keywords = csv.Spec.Keywords
-		for _, l := range csv.Spec.Links {
-			if l.URL != "" {
-				m.Spec.Info.Links = append(m.Spec.Info.Links, manifest.Link{Name: l.Name, URL: l.URL})
-			}
-		}
-	}
-	var buf strings.Builder
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&m); err != nil {
-		return nil, err
-	}
-	return []byte(buf.String()), nil
 }

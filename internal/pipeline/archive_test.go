@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/operator-publish/publish/internal/lint"
-	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 )
 
@@ -104,43 +102,6 @@ func TestPushCatalogChangedOnly(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "neither in") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestCreateManifest(t *testing.T) {
-	f := newFixture(t)
-	dir := filepath.Join(t.TempDir(), "tiny", "1.1.0")
-	path, err := Create(t.Context(), CreateOptions{Dir: dir, Artifact: f.src + "/tiny/bundle:v1.1.0", Mirror: mirror.Options{PlainHTTP: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(path)
-	m, err := manifest.Parse(path, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Artifact != "tiny" || m.Version.String() != "1.1.0" || len(m.Spec.RelatedImages) == 0 || len(m.Spec.Arch) == 0 || m.Spec.Info.DisplayName == "" {
-		t.Errorf("manifest:\n%s", data)
-	}
-	if _, err := Create(t.Context(), CreateOptions{Dir: dir, Artifact: f.src + "/tiny/bundle:v1.1.0", Mirror: mirror.Options{PlainHTTP: true}}); err == nil || !strings.Contains(err.Error(), "--force") {
-		t.Errorf("overwrite: %v", err)
-	}
-	t.Logf("%s", data)
-	// publish lint on a package repo holding only the created manifest.
-	repo := t.TempDir()
-	if _, err := Create(t.Context(), CreateOptions{Dir: filepath.Join(repo, "packages", "tiny", "1.1.0"), Artifact: f.src + "/tiny/bundle:v1.1.0", Mirror: mirror.Options{PlainHTTP: true}}); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := Lint(t.Context(), LintOptions{Source: repo, PackagesDir: "packages", Images: true, Mirror: mirror.Options{PlainHTTP: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fs {
-		if f.Severity == lint.Error {
-			t.Errorf("lint: %s", f)
-		} else {
-			t.Logf("lint: %s", f)
-		}
 	}
 }
 

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/spf13/pflag"
+)
+
+// srcRegistryFlags are the credentials of the source registries (the
+// registries the package manifests name): --src-username, --src-password.
+type srcRegistryFlags struct {
+	creds mirror.Credentials
+}
+
+func (s *srcRegistryFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.creds.Username, "src-username", "", "source registry user name (default: docker config)")
+	fs.StringVar(&s.creds.Password, "src-password", "", "source registry password or token")
+	secret(fs, "src-password")
+}
+
+func (s *srcRegistryFlags) apply(o *mirror.Options) { o.Src = s.creds }
+
+// dstRegistryFlags are the destination registry and its credentials:
+// --dst-registry (violet: --dst-repo, --dest-repo), --dst-username
+// (--username), --dst-password (--password).
+type dstRegistryFlags struct {
+	registry string
+	creds    mirror.Credentials
+	fs       *pflag.FlagSet
+}
+
+// register adds the flags; access says what the credentials need ("push
+// access" for run, "read access" for plan).
+func (d *dstRegistryFlags) register(fs *pflag.FlagSet, access string) {
+	d.registerName(fs)
+	fs.StringVar(&d.creds.Username, "dst-username", "", "destination registry user name (default: docker config)")
+	fs.StringVar(&d.creds.Password, "dst-password", "", "destination registry password or token ("+access+")")
+	secret(fs, "dst-password")
+	alias(fs, "dst-username", "username", false)
+	alias(fs, "dst-password", "password", false)
+}
+
+// registerName adds --dst-registry alone (render: it names the
+// destination of the references it renders, and talks to no registry).
+func (d *dstRegistryFlags) registerName(fs *pflag.FlagSet) {
+	d.fs = fs
+	fs.StringVar(&d.registry, "dst-registry", "", "destination registry HOST[:PORT][/PREFIX]")
+	alias(fs, "dst-registry", "dst-repo", false)
+	alias(fs, "dst-registry", "dest-repo", false)
+}
+
+// require fails without a destination, naming the flag as typed.
+func (d *dstRegistryFlags) require() error {
+	if d.registry == "" {
+		return usagef("--dst-registry HOST[:PORT][/PREFIX] is required")
+	}
+	return nil
+}
+
+// flag is the destination flag as the user spelled it (--dst-repo, say).
+func (d *dstRegistryFlags) flag() string { return spelled(d.fs, "dst-registry") }
+
+func (d *dstRegistryFlags) apply(o *mirror.Options) {
+	o.DstRegistry, o.Dst = d.registry, d.creds
+}
+
+// tlsFlags are how registries are spoken to: --insecure, --ca-file (also
+// for an HTTPS catalog), --plain-http (violet: --plain) and
+// --plain-http-registry. --ca-file is registered here only.
+type tlsFlags struct {
+	insecure            bool
+	caFile              string
+	plainHTTP           bool
+	plainHTTPRegistries []string
+}
+
+func (t *tlsFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&t.insecure, "insecure", false, "skip TLS certificate verification for the registries (HTTPS stays HTTPS; see --plain-http)")
+	fs.StringVar(&t.caFile, "ca-file", "", "PEM file of extra CA certificates to trust (registries and an HTTPS catalog)")
+	t.registerPlain(fs)
+	fs.StringSliceVar(&t.plainHTTPRegistries, "plain-http-registry", nil, "registry HOST[:PORT] spoken to over plain HTTP, the others keep HTTPS (repeatable)")
+}
+
+// registerPlain adds --plain-http alone (render: it only changes how
+// references are parsed).
+func (t *tlsFlags) registerPlain(fs *pflag.FlagSet) {
+	fs.BoolVar(&t.plainHTTP, "plain-http", false, "use plain HTTP for every registry")
+	alias(fs, "plain-http", "plain", false)
+}
+
+// apply sets the registry transport options. Errors are usage errors
+// naming the flag.
+func (t *tlsFlags) apply(o *mirror.Options) error {
+	if t.caFile != "" {
+		if _, err := os.Stat(t.caFile); err != nil {
+			return usagef("--ca-file: %w", err)
+		}
+	}
+	o.Insecure, o.CAFile, o.PlainHTTP, o.PlainHTTPHosts = t.insecure, t.caFile, t.plainHTTP, t.plainHTTPRegistries
+	return nil
+}
+
+// catalogCA returns the --ca-file certificates for an https:// catalog
+// URL, nil otherwise.
+func (t *tlsFlags) catalogCA(url string) ([]byte, error) {
+	if t == nil || t.caFile == "" || !strings.HasPrefix(url, "https://") {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(t.caFile)
+	if err != nil {
+		return nil, usagef("--ca-file: %w", err)
+	}
+	return pem, nil
+}
+
+// retryFlags bound each registry request: --retries, --request-timeout.
+type retryFlags struct {
+	retries int
+	timeout time.Duration
+}
+
+func (r *retryFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&r.retries, "retries", 5, "tries per registry operation on transient errors (resets, timeouts, 408, 429, 5xx); 1: no retry")
+	fs.DurationVar(&r.timeout, "request-timeout", 60*time.Second, "per-request inactivity timeout: a registry request that moves no byte for this long is retried")
+}
+
+func (r *retryFlags) apply(o *mirror.Options) error {
+	if r.retries < 1 {
+		return usagef("--retries must be at least 1, not %d", r.retries)
+	}
+	if r.timeout <= 0 {
+		return usagef("--request-timeout must be positive, not %v", r.timeout)
+	}
+	o.Retry.Attempts, o.Timeout = r.retries, r.timeout
+	return nil
+}
+
+// copyFlags are how images are copied (run, mirror): --concurrency,
+// --signatures, --allow-nondistributable. plan copies nothing and has
+// none of them.
+type copyFlags struct {
+	concurrency           int
+	signatures            bool
+	allowNondistributable bool
+}
+
+func (c *copyFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&c.concurrency, "concurrency", 4, "registry operations in flight at once, for all images and blobs together (one budget for the whole copy; compare push --jobs)")
+	fs.BoolVar(&c.signatures, "signatures", true, "copy cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers with each image")
+	fs.BoolVar(&c.allowNondistributable, "allow-nondistributable", false, "copy foreign (non-distributable) layers instead of failing the image")
+}
+
+func (c *copyFlags) apply(o *mirror.Options) error {
+	if c.concurrency < 1 {
+		return usagef("--concurrency must be at least 1, not %d", c.concurrency)
+	}
+	o.Concurrency, o.SkipSignatures, o.AllowNondistributable = c.concurrency, !c.signatures, c.allowNondistributable
+	return nil
+}
+
+// registryFlags are the groups of a command that talks to registries; nil
+// groups are not registered for it. apply fills a mirror.Options from the
+// groups present and checks it (mirror.New) as a usage error.
+type registryFlags struct {
+	src   *srcRegistryFlags
+	dst   *dstRegistryFlags
+	tls   *tlsFlags
+	retry *retryFlags
+	copy  *copyFlags
+}
+
+func (r *registryFlags) apply(o *mirror.Options) error {
+	if r.src != nil {
+		r.src.apply(o)
+	}
+	if r.dst != nil {
+		r.dst.apply(o)
+	}
+	if r.tls != nil {
+		if err := r.tls.apply(o); err != nil {
+			return err
+		}
+	}
+	if r.retry != nil {
+		if err := r.retry.apply(o); err != nil {
+			return err
+		}
+	}
+	if r.copy != nil {
+		if err := r.copy.apply(o); err != nil {
+			return err
+		}
+	}
+	if _, err := mirror.New(*o); err != nil {
+		return &usageError{r.rename(err)}
+	}
+	return nil
+}
+
+// rename makes an error of mirror.New name the destination flag as the
+// user typed it.
+func (r *registryFlags) rename(err error) error {
+	if r.dst == nil || r.dst.flag() == "--dst-registry" {
+		return err
+	}
+	return renamedError{err: err, from: "--dst-registry", to: r.dst.flag()}
+}
+
+// renamedError is err with one flag name replaced in its text.
+type renamedError struct {
+	err      error
+	from, to string
+}
+
+func (e renamedError) Error() string { return strings.ReplaceAll(e.err.Error(), e.from, e.to) }
+func (e renamedError) Unwrap() error { return e.err }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"github.com/operator-publish/publish/internal/target"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/render"
+	"github.com/spf13/pflag"
+)
+
+// renderFlags are what the catalog is rendered for: --cluster, --target,
+// --namespace, --library, --image-pull-secret (run, plan, render, push
+// --catalog; lint renders nothing and has none).
+type renderFlags struct {
+	cluster, target    string
+	namespace, library string
+	pullSecrets        []string
+}
+
+func (r *renderFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&r.cluster, "cluster", "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster>")
+	fs.StringVar(&r.target, "target", "", "what the cluster runs: alauda (Artifact and ArtifactVersion objects) or olm (upstream OLM: catalog image and CatalogSource) (default: publish.yaml clusters.<cluster>.target, else alauda)")
+	fs.StringVar(&r.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
+	fs.StringVar(&r.library, "library", "platform", "value of the cpaas.io/library label")
+	fs.StringSliceVar(&r.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
+}
+
+// renderSettings is what renderFlags resolve to.
+type renderSettings struct {
+	Cluster string
+	Target  string
+	Render  render.Config
+	OLM     pipeline.OLMOptions
+}
+
+// resolve checks the flags and resolves the target: --target, else
+// publish.yaml clusters.<cluster>.target (cfg, nil for none), else alauda.
+// Errors are usage errors (exit 2) naming the flag.
+func (r *renderFlags) resolve(cfg *config.Config) (renderSettings, error) {
+	if r.cluster == "" || strings.ContainsAny(r.cluster, `/\`) || r.cluster == "." || r.cluster == ".." {
+		return renderSettings{}, usagef("--cluster %q: want a plain overlay name such as global (kustomize/clusters/<name>)", r.cluster)
+	}
+	name := r.target
+	if name == "" {
+		name = cfg.Target(r.cluster)
+	}
+	k, err := target.Lookup(name)
+	if err != nil {
+		return renderSettings{}, &usageError{err}
+	}
+	o := cfg.ClusterOLM(r.cluster)
+	cs := o.CatalogSource
+	return renderSettings{
+		Cluster: r.cluster,
+		Target:  k.Name,
+		Render:  render.Config{Namespace: r.namespace, Library: r.library, ImagePullSecrets: r.pullSecrets},
+		OLM: pipeline.OLMOptions{
+			CatalogImage: o.CatalogImage, BaseImage: o.BaseImage, Images: o.Images,
+			Source: olm.SourceOptions{Name: cs.Name, Namespace: cs.Namespace, DisplayName: cs.DisplayName, Publisher: cs.Publisher, PollInterval: cs.PollInterval},
+		},
+	}, nil
+}

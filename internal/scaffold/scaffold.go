@@ -1,0 +1,200 @@
+// Package scaffold writes the PackageManifest of a bundle image: `publish
+// create` (violet create). It reads the bundle (internal/bundle) and the
+// platforms of its image index, and writes a manifest that passes
+// `publish lint`'s manifest rules (docs/design.md, the package repo).
+package scaffold
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Options configures Create.
+type Options struct {
+	Dir      string // where manifest.yaml is written (created if missing)
+	Artifact string // bundle image reference
+	// Platforms for spec.arch; nil: every platform of the bundle's image
+	// index (or the image's own platform).
+	Platforms []string
+	Force     bool // overwrite an existing manifest.yaml
+	// Mirror holds the registry options: source credentials, CA file,
+	// plain HTTP, retries. SrcHosts defaults to the bundle's registry.
+	Mirror mirror.Options
+}
+
+// InputError is an error of the input, not of the infrastructure: the
+// manifest exists already, a malformed reference, a bundle that does not
+// exist or is not a bundle, a CSV without package name or version. The
+// command exits 1 for it; for any other error 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func inputErr(err error) error { return &InputError{Err: err} }
+
+// Create reads the bundle image o.Artifact and writes Dir/manifest.yaml: a
+// complete PackageManifest (metadata.name <package>.v<version>, spec.version
+// from the CSV, info from the CSV: displayName, description, icon,
+// keywords, links; relatedImages: every image the CSV deploys; arch from the
+// image index). It returns the path written. The file parses with
+// manifest.Parse, so it passes `publish lint`'s manifest rules. Errors:
+// *InputError for the input (see there), else a registry or file error.
+func Create(ctx context.Context, o Options) (string, error) {
+	out := filepath.Join(o.Dir, "manifest.yaml")
+	if _, err := os.Stat(out); err == nil && !o.Force {
+		return "", inputErr(fmt.Errorf("%s exists: pass --force to overwrite it", out))
+	}
+	ref, err := name.ParseReference(o.Artifact)
+	if err != nil {
+		return "", inputErr(fmt.Errorf("--artifact %q: %w", o.Artifact, err))
+	}
+	if o.Mirror.SrcHosts == nil {
+		o.Mirror.SrcHosts = []string{ref.Context().RegistryStr()}
+	}
+	mc, err := mirror.New(o.Mirror)
+	if err != nil {
+		return "", inputErr(err)
+	}
+	b, err := bundle.Fetch(ctx, o.Artifact, mc.SrcOptions()...)
+	if err != nil {
+		var nf *bundle.NotFoundError
+		var inv *bundle.InvalidError
+		if errors.As(err, &nf) || errors.As(err, &inv) {
+			return "", inputErr(err)
+		}
+		return "", err
+	}
+	arch := o.Platforms
+	if len(arch) == 0 {
+		if arch, err = imagePlatforms(ctx, mc, o.Artifact); err != nil {
+			return "", err
+		}
+	}
+	data, err := Manifest(b, o.Artifact, arch)
+	if err != nil {
+		return "", err
+	}
+	if _, err := manifest.Parse(out, data); err != nil {
+		return "", fmt.Errorf("the scaffolded manifest does not parse (a bug): %w", err)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return "", err
+	}
+	return out, os.WriteFile(out, data, 0o644)
+}
+
+// imagePlatforms lists the platforms (os/arch[/variant]) of an image index
+// (attestations left out), or the one platform of an image (from its
+// config); linux/amd64 when none is named.
+func imagePlatforms(ctx context.Context, mc *mirror.Client, ref string) ([]string, error) {
+	r, err := mc.ParseReference(ref)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	desc, err := remote.Get(r, append(mc.SrcOptions(), remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, mirror.Describe("reading "+ref, r.Context().RegistryStr(), err)
+	}
+	set := map[string]bool{}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range im.Manifests {
+			if p := m.Platform; p != nil && p.OS != "" && p.OS != "unknown" {
+				s := p.OS + "/" + p.Architecture
+				if p.Variant != "" {
+					s += "/" + p.Variant
+				}
+				set[s] = true
+			}
+		}
+	} else {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, err
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		if cf.OS != "" && cf.Architecture != "" {
+			s := cf.OS + "/" + cf.Architecture
+			if cf.Variant != "" {
+				s += "/" + cf.Variant
+			}
+			set[s] = true
+		}
+	}
+	if len(set) == 0 {
+		set["linux/amd64"] = true
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Manifest renders the PackageManifest (YAML, 2-space indent) of bundle b
+// read from ref, with spec.arch arch. Errors: *InputError when the CSV
+// names no package or no spec.version.
+func Manifest(b *bundle.Bundle, ref string, arch []string) ([]byte, error) {
+	pkg := b.Package
+	if pkg == "" {
+		pkg, _, _ = strings.Cut(b.CSVName, ".")
+	}
+	version := strings.TrimPrefix(b.Version, "v")
+	if pkg == "" || version == "" {
+		return nil, inputErr(fmt.Errorf("bundle %s: the CSV has no package name or spec.version: write the manifest by hand", ref))
+	}
+	m := manifest.PackageManifest{
+		APIVersion: manifest.APIVersion, Kind: manifest.Kind,
+		Metadata: manifest.Metadata{Name: pkg + ".v" + version},
+		Spec: manifest.Spec{
+			Type: "bundle", Artifact: ref, Version: "v" + version, Arch: arch,
+			Info:          manifest.Info{DisplayName: b.DisplayName, Description: b.Description},
+			RelatedImages: b.Images,
+		},
+	}
+	if m.Spec.Info.DisplayName == "" {
+		m.Spec.Info.DisplayName = pkg
+	}
+	if csv := b.CSV; csv != nil {
+		if len(csv.Spec.Icon) > 0 {
+			m.Spec.Info.Icon = csv.Spec.Icon[0].Data
+		}
+		m.Spec.Info.Keywords = csv.Spec.Keywords
+		for _, l := range csv.Spec.Links {
+			if l.URL != "" {
+				m.Spec.Info.Links = append(m.Spec.Info.Links, manifest.Link{Name: l.Name, URL: l.URL})
+			}
+		}
+	}
+	var buf strings.Builder
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&m); err != nil {
+		return nil, err
+	}
+	return []byte(buf.String()), nil
+}
