@@ -54,11 +54,11 @@ func TestPushErrorsNameItsFlags(t *testing.T) {
 		wantNot []string
 	}{
 		{"wrong password", []string{"--username", reg.Username, "--password", "wrong", "--ca-file", reg.CAFile},
-			[]string{"refused the credentials (401)", "--username/--password"}, []string{"--dst-username", "--dst-password", "again", "rerun"}},
+			[]string{"refused the credentials (401)", "--dst-username/--dst-password"}, []string{"again", "rerun"}},
 		{"no credentials", []string{"--no-auth", "--ca-file", reg.CAFile},
-			[]string{"refused the credentials (401)"}, []string{"--dst-username", "again", "rerun"}},
+			[]string{"refused the credentials (401)"}, []string{"again", "rerun"}},
 		{"no CA", []string{"--username", reg.Username, "--password", reg.Password},
-			[]string{"unknown authority", "--ca-file"}, []string{"--dst-", "again", "rerun"}},
+			[]string{"unknown authority", "--ca-file"}, []string{"--dst-username", "again", "rerun"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := newRootCmd()

@@ -89,7 +89,7 @@ func TestCatalogInPackageRepo(t *testing.T) {
 		f := newFixture(t)
 		// The package repo is the catalog repo; the catalog goes to branch
 		// "catalog" (not checked out, so a push to it is allowed).
-		cat := gitops.Options{URL: f.source, Branch: "catalog"}
+		cat := gitops.Options{URL: f.source, Branch: "catalog", CreateBranch: true}
 		res := f.runWith(t, f.source, cat)
 		if res.Commit == "" {
 			t.Fatal("no commit")
