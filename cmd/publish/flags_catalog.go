@@ -21,6 +21,7 @@ type catalogFlags struct {
 	path                            string
 	sshKey, sshKeyPass, knownHosts  string
 	insecureIgnoreHostKey           bool
+	createBranch, initCatalog       bool
 }
 
 // register adds the flags; access says what the credentials need ("push"
@@ -35,6 +36,8 @@ func (c *catalogFlags) register(fs *pflag.FlagSet, access, what string) {
 	fs.StringVar(&c.sshKeyPass, "catalog-ssh-key-password", "", "passphrase of an encrypted --catalog-ssh-key")
 	fs.StringVar(&c.knownHosts, "catalog-known-hosts", "", "known_hosts file with the SSH catalog server's host key (default: $SSH_KNOWN_HOSTS, ~/.ssh/known_hosts)")
 	fs.BoolVar(&c.insecureIgnoreHostKey, "insecure-ignore-host-key", false, "do not check the SSH catalog server's host key (only on a trusted network)")
+	fs.BoolVar(&c.createBranch, "create-branch", false, "create --catalog-branch when the catalog repo has other branches but not this one (default: refuse, naming the branches it has)")
+	fs.BoolVar(&c.initCatalog, "init-catalog", false, "seed the catalog template into a repo (or --catalog-path) that holds files but no publish/state.yaml (default: refuse, it is not a catalog)")
 	secret(fs, "catalog-password", "catalog-ssh-key-password")
 	secretKey(fs, "catalog-ssh-key")
 }
@@ -52,6 +55,7 @@ func (c *catalogFlags) options(tls *tlsFlags) (gitops.Options, error) {
 		o.SSHKey, o.SSHKeyPassphrase = key, c.sshKeyPass
 	}
 	o.KnownHostsFile, o.InsecureIgnoreHostKey = c.knownHosts, c.insecureIgnoreHostKey
+	o.CreateBranch, o.InitCatalog = c.createBranch, c.initCatalog
 	pem, err := tls.catalogCA(c.url)
 	if err != nil {
 		return o, err

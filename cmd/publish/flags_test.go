@@ -54,7 +54,7 @@ var (
 	tlsGroup     = []string{"insecure", "ca-file", "plain-http", "plain-http-registry"}
 	retryGroup   = []string{"retries", "request-timeout"}
 	copyGroup    = []string{"concurrency", "signatures", "allow-nondistributable"}
-	catalogGroup = []string{"catalog", "catalog-branch", "catalog-path", "catalog-username", "catalog-password", "catalog-ssh-key", "catalog-ssh-key-password", "catalog-known-hosts", "insecure-ignore-host-key"}
+	catalogGroup = []string{"catalog", "catalog-branch", "catalog-path", "catalog-username", "catalog-password", "catalog-ssh-key", "catalog-ssh-key-password", "catalog-known-hosts", "insecure-ignore-host-key", "create-branch", "init-catalog"}
 	commitGroup  = []string{"commit-author-name", "commit-author-email", "commit-committer-name", "commit-committer-email", "signing-key", "signing-key-password", "commit-message-template"}
 	renderGroup  = []string{"cluster", "target", "namespace", "library", "image-pull-secret"}
 	lintGroup    = []string{"format", "offline", "no-image-check"}

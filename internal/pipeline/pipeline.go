@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -652,6 +653,19 @@ func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo,
 // cluster overlay when the target renders through it.
 func prepareCatalog(repo *gitops.Repo, o Options, t target.Target) (*gitops.State, error) {
 	state, err := gitops.ReadState(repo.Dir)
+	if err == nil {
+		// A repo with files but no state is someone else's project (or the
+		// package repo itself): refused before anything is mirrored, unless
+		// the user said so (--init-catalog, or an absent or empty
+		// --catalog-path).
+		_, serr := os.Stat(filepath.Join(repo.Dir, filepath.FromSlash(gitops.StatePath)))
+		var entries []gitops.Entry
+		if entries, err = gitops.DirEntries(repo.Dir); err == nil {
+			if cerr := gitops.CheckCatalog(serr == nil, entries, o.Catalog); cerr != nil {
+				return nil, inputErr(cerr)
+			}
+		}
+	}
 	if err == nil && (repo.Empty || len(state.Artifacts) == 0) {
 		// First publish: add the template's files that the repo lacks.
 		err = repo.Seed(publish.CatalogTemplate, "catalog-repo-template")
