@@ -27,6 +27,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/render"
 	"sigs.k8s.io/yaml"
 )
@@ -211,6 +212,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	if o.Mirror.SrcHosts == nil {
 		o.Mirror.SrcHosts = sourceHosts(ms)
+	}
+	if o.Mirror.Logger == nil {
+		o.Mirror.Logger = registry.LineLogger(o.Log) // retries, requests that wait
 	}
 	mc, err := mirror.New(o.Mirror)
 	if err != nil {
