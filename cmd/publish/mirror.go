@@ -13,6 +13,7 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 )
@@ -72,6 +73,7 @@ package manifests, 2 when an image could not be mirrored.`,
 				// Images named on the command line are sources too.
 				o.SrcHosts = append(o.SrcHosts, manifestHosts(nil, images...)...)
 			}
+			o.Logger = registry.LineLogger(cmd.ErrOrStderr()) // retries, requests that wait
 			mc, err := mirror.New(o)
 			if err != nil {
 				return &usageError{err}

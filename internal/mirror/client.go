@@ -2,7 +2,8 @@
 // registry with go-containerregistry: manifests as raw bytes so digests stay
 // equal, image indexes whole, related images before bundles, signatures and
 // referrers along, each blob once per run, through resets, rate limits and
-// timeouts (retry.go), failing fast on what cannot succeed.
+// timeouts (the retry budget of internal/registry), failing fast on what
+// cannot succeed.
 package mirror
 
 import (

@@ -72,7 +72,7 @@ type tagList struct {
 	err  error
 }
 
-// op runs f under the run's bound, with retries (Client.retry).
+// op runs f under the run's bound, with retries (Client.Retry).
 func (e *engine) op(ctx context.Context, st *imageState, f func(context.Context) error) error {
 	return e.c.retry(ctx, &st.retries, func(ctx context.Context) error {
 		select {

@@ -278,6 +278,9 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	// issue #1210; seen with distribution 2.8 over TLS), and push uploads
 	// several blobs at once.
 	o.Mirror.HTTP1 = true
+	if o.Mirror.Logger == nil {
+		o.Mirror.Logger = registry.LineLogger(o.Options.Log) // retries, requests that wait
+	}
 	mc, err := mirror.New(o.Mirror)
 	if err != nil {
 		return nil, inputErr(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -246,6 +247,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.SourceCommit, _ = SourceCommit(o.Source)
 
 	r := &run{Options: o, changed: o.Changed, target: tgt}
+	if o.Mirror.Logger == nil {
+		o.Mirror.Logger = registry.LineLogger(o.Log) // retries, requests that wait
+	}
 	if r.mc, err = newClient(o.Mirror, ms); err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 }
 
 // budget is the retry state of one operation, shared by the operation loop
-// (Client.retry) and the transport through the request context.
+// (Client.Retry) and the transport through the request context.
 type budget struct {
 	mu         sync.Mutex
 	policy     RetryPolicy
@@ -286,7 +286,7 @@ func Retryable(err error) bool {
 // repeat (GET, HEAD, and manifest PUTs, whose body can be sent again) when
 // they fail in a retryable way, within the budget of the operation in the
 // request context. Other requests (blob uploads) are repeated by the
-// operation (Client.retry), which starts the upload again; for them the
+// operation (Client.Retry), which starts the upload again; for them the
 // transport only records Retry-After.
 type retryTransport struct {
 	inner     http.RoundTripper
