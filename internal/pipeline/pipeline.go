@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -165,9 +166,14 @@ func packagesRoot(source, packagesDir string) string {
 // registry.
 func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*model.Version, error) {
 	root := packagesRoot(o.Source, o.PackagesDir)
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) && o.AllowEmpty {
+		// The last operator was removed, and Git keeps no empty directory:
+		// with --allow-empty that delists every artifact.
+		return nil, nil, nil
+	}
 	files, ms, scanErr := manifest.ScanFiles(o.Source, root)
 	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
-		return nil, nil, inputErr(scanErr) // the directory itself is missing
+		return nil, nil, inputErr(fmt.Errorf("%w; if every operator was removed and delisting every artifact is what you want, pass --allow-empty", scanErr)) // the directory itself is missing
 	}
 	if scanErr == nil && !hasErrors(lint.Repo(ms)) {
 		return files, model.NewVersions(ms), nil

@@ -574,3 +574,26 @@ func (f *fixture) addVersion(t *testing.T, v string) {
 	f.pushVersion(t, v)
 	f.commit(t, "tiny "+v)
 }
+
+// TestDelistLastOperator: removing the last operator removes packages/
+// from the Git tree (Git keeps no empty directory). Without --allow-empty
+// the refusal names it; with it every artifact is delisted, never deleted
+// (issue 13 point 3).
+func TestDelistLastOperator(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	os.RemoveAll(filepath.Join(f.source, "packages"))
+	f.commit(t, "remove the last operator")
+	o := Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)}
+	if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--allow-empty") {
+		t.Fatalf("without --allow-empty: %v", err)
+	}
+	o.AllowEmpty = true
+	res, err := Run(context.Background(), o)
+	if err != nil || len(res.Changes.Delisted) != 1 || res.Commit == "" {
+		t.Fatalf("with --allow-empty: %+v %v", res, err)
+	}
+	if s := f.catalogFile(t, "rendered/global/tiny/artifact_tiny.yaml"); !strings.Contains(s, "present: false") {
+		t.Errorf("the artifact is not delisted:\n%s", s)
+	}
+}
