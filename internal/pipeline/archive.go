@@ -390,15 +390,23 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	// Changed: the versions publish/state.yaml has no mirrored record of.
 	vs := model.NewVersions(ms)
 	markUnpublished(vs, state.Artifacts, func(a, v string) bool { return false })
-	var missing []string
+	// A version whose images the archive does not carry and that was never
+	// published is left out: it is neither listed nor, since the archive
+	// carries every manifest, taken for a delisting (a subset archive,
+	// `publish package DIR...`, publishes its versions only).
+	var kept []*model.Version
+	var left []string
 	for _, v := range vs {
 		m := v.Manifest
 		if !inArchive[m.Spec.Artifact] {
 			if v.Changed {
-				missing = append(missing, fmt.Sprintf("%s (%s %s)", m.Spec.Artifact, m.Artifact, m.Version))
+				left = append(left, fmt.Sprintf("%s %s", m.Artifact, m.Version))
+			} else {
+				kept = append(kept, v)
 			}
 			continue
 		}
+		kept = append(kept, v)
 		// The bundle as pushed: CSV display name and description when the
 		// manifest has none.
 		src, err := mc.ParseReference(m.Spec.Artifact)
@@ -416,9 +424,11 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		v.SetBundle(b)
 		res.BundlesRead++
 	}
-	if len(missing) > 0 {
-		return res, inputErr(fmt.Errorf("nothing committed: the images of %d versions are neither in %s nor published before (publish/state.yaml): %s; package them (without --changed) and push again", len(missing), po.Archive, strings.Join(missing, ", ")))
+	if len(left) > 0 {
+		o.logf("push: %d versions are not in %s and not published yet, left as they are (package them to publish them): %s", len(left), filepath.Base(po.Archive), strings.Join(left, ", "))
 	}
+	res.Unpublished = left
+	vs = kept
 	current, err := Artifacts(clientMapper{mc}, vs, rep)
 	if err != nil {
 		return res, inputErr(err)

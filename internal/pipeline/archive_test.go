@@ -66,7 +66,8 @@ func TestPushCatalogAsRun(t *testing.T) {
 }
 
 // TestPushCatalogChangedOnly: an archive of the changed versions only keeps
-// the versions published before and refuses versions nobody pushed.
+// the versions published before; on a fresh catalog, the versions nobody
+// pushed are left out, not refused.
 func TestPushCatalogChangedOnly(t *testing.T) {
 	f := newFixture(t)
 	f.run(t)
@@ -96,12 +97,49 @@ func TestPushCatalogChangedOnly(t *testing.T) {
 	// A fresh catalog has none of the versions the archive lacks.
 	fresh := t.TempDir()
 	git.PlainInit(fresh, true)
-	_, err = Push(t.Context(), PushOptions{
+	res, err = Push(t.Context(), PushOptions{
 		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 		Options: Options{Catalog: catalogOpts(fresh)},
 	})
-	if err == nil || !strings.Contains(err.Error(), "neither in") {
-		t.Fatalf("err = %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Catalog.Changes.Listed; len(got) != 1 {
+		t.Errorf("fresh catalog: listed %v", got)
+	}
+	if got := res.Catalog.Unpublished; len(got) != 2 {
+		t.Errorf("fresh catalog: left out %v", got)
+	}
+	if s := catalogFileOf(t, fresh, "publish/state.yaml"); strings.Count(s, "bundleDigest: sha256:") != 1 || !strings.Contains(s, "1.2.0") {
+		t.Errorf("fresh catalog state:\n%s", s)
+	}
+}
+
+// TestPushCatalogSubset: `publish package DIR` of one version, then push
+// --catalog: that version is published, every other artifact and version
+// of the catalog stays as it is (issue 13 point 4).
+func TestPushCatalogSubset(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	before := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml")
+	f.addVersion(t, "1.2.0")
+	out := filepath.Join(t.TempDir(), "subset.tgz")
+	if _, err := Package(t.Context(), PackageOptions{Source: f.source, Output: out, Paths: []string{"packages/tiny/1.2.0"}, Mirror: mirror.Options{PlainHTTP: true}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Push(t.Context(), PushOptions{
+		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Options: Options{Catalog: catalogOpts(f.catalog)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := res.Catalog.Changes
+	if len(ch.Upgraded) != 1 || len(ch.Delisted)+len(ch.Listed)+len(ch.Relisted) != 0 {
+		t.Errorf("changes %+v", ch)
+	}
+	if after := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"); after != before {
+		t.Errorf("an unrelated version changed:\n%s\n%s", before, after)
 	}
 }
 

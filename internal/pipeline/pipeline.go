@@ -114,6 +114,10 @@ type Result struct {
 	Changes      render.Changes
 	Commit       string // catalog commit, "" when nothing changed
 	Files        []string
+	// Unpublished names the versions ("artifact version") of the package
+	// repo that push --catalog left out: never published, and their images
+	// are not in the archive.
+	Unpublished []string
 	// Superseded is the source commit of a catalog that was already
 	// published from a newer commit than ours: nothing was committed.
 	Superseded string

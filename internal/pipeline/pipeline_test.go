@@ -106,7 +106,14 @@ func (f *fixture) run(t *testing.T) *Result {
 // catalogFile reads a file at the tip of the catalog's main branch.
 func (f *fixture) catalogFile(t *testing.T, p string) string {
 	t.Helper()
-	repo, err := git.PlainOpen(f.catalog)
+	return catalogFileOf(t, f.catalog, p)
+}
+
+// catalogFileOf reads a file at the tip of the main branch of the catalog
+// repo at dir ("" when absent).
+func catalogFileOf(t *testing.T, dir, p string) string {
+	t.Helper()
+	repo, err := git.PlainOpen(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
