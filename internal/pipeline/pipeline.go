@@ -86,6 +86,9 @@ type run struct {
 	// version counts as changed.
 	changed func(artifact, version string) bool
 	diff    *diff.Result
+	// dirty names the versions ("artifact", "version") whose manifests
+	// differ from the package repo's HEAD: published as they are on disk.
+	dirty [][2]string
 	// target renders rendered/<cluster>; it keeps what it prepared.
 	target target.Target
 }
@@ -281,7 +284,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			o.warnf("change detection failed (%v): every version counts as changed", err)
 		} else {
 			res.Diff, r.diff, r.changed = dr, dr, dr.Changed
-			o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
+			if !dr.All { // else change detection said why every version counts
+				o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
+			}
 		}
 	}
 	if len(vs) == 0 && !o.AllowEmpty {
@@ -616,11 +621,9 @@ func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.Artif
 }
 
 // updatedVersions lists "<artifact> <version>" for every version change
-// detection saw modified that was published before and still is.
-func updatedVersions(dr *diff.Result, prev, next []model.ArtifactRecord) []string {
-	if dr == nil || dr.All {
-		return nil
-	}
+// detection saw modified, or whose manifest is edited on disk (dirty),
+// that was published before and still is.
+func updatedVersions(dr *diff.Result, dirty [][2]string, prev, next []model.ArtifactRecord) []string {
 	present := func(arts []model.ArtifactRecord) map[[2]string]bool {
 		m := map[[2]string]bool{}
 		for _, a := range arts {
@@ -633,10 +636,20 @@ func updatedVersions(dr *diff.Result, prev, next []model.ArtifactRecord) []strin
 		return m
 	}
 	before, after := present(prev), present(next)
+	var keys [][2]string
+	if dr != nil && !dr.All {
+		for _, c := range dr.Changes {
+			if c.Kind == diff.Modified {
+				keys = append(keys, [2]string{c.Artifact, strings.TrimPrefix(c.Version, "v")})
+			}
+		}
+	}
+	keys = append(keys, dirty...)
 	var out []string
-	for _, c := range dr.Changes {
-		k := [2]string{c.Artifact, strings.TrimPrefix(c.Version, "v")}
-		if c.Kind == diff.Modified && before[k] && after[k] {
+	seen := map[[2]string]bool{}
+	for _, k := range keys {
+		if before[k] && after[k] && !seen[k] {
+			seen[k] = true
 			out = append(out, k[0]+" "+k[1])
 		}
 	}
@@ -707,6 +720,7 @@ func (r *run) markChanged(vs []*model.Version, files []manifest.File, state []mo
 		for _, v := range vs {
 			if dirty[v.Manifest.Path] {
 				v.Changed = true
+				r.dirty = append(r.dirty, [2]string{v.Manifest.Artifact, v.Manifest.Version.String()})
 			}
 		}
 	}
@@ -845,7 +859,7 @@ func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitop
 	o := r.Options
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
-	res.Changes.Updated = updatedVersions(res.Diff, state.Artifacts, next)
+	res.Changes.Updated = updatedVersions(res.Diff, r.dirty, state.Artifacts, next)
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
 	key, err := r.target.Render(ctx, repo.Dir, next, state.Rendered[o.Cluster])
 	if err != nil {
@@ -863,6 +877,7 @@ func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitop
 	commit, origin := o.sourceCommit()
 	if len(files) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
 		o.logf("catalog: nothing changed, no commit")
+		res.Changes.Updated = nil // nothing that reaches the catalog changed
 		return nil
 	}
 	newState := &gitops.State{Source: gitops.Source{Repo: origin, Commit: commit}, Artifacts: next, Rendered: rendered}

@@ -604,3 +604,23 @@ func TestDelistLastOperator(t *testing.T) {
 		t.Errorf("the artifact is not delisted:\n%s", s)
 	}
 }
+
+// TestUncommittedEditIsUpdated: a published version whose manifest is
+// edited on disk, without a commit, is published as it is on disk and
+// reported as updated (issue 13 point 12).
+func TestUncommittedEditIsUpdated(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	p := filepath.Join(f.source, "packages/tiny/1.1.0/manifest.yaml")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny", "displayName: Tiny Edited", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run(t)
+	if res.Commit == "" || strings.Join(res.Changes.Updated, ",") != "tiny 1.1.0" {
+		t.Fatalf("commit %q updated %v", res.Commit, res.Changes.Updated)
+	}
+}
