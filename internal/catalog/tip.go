@@ -7,13 +7,17 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/operator-publish/publish/internal/gitops"
 )
@@ -36,6 +40,7 @@ type Tip struct {
 	head   plumbing.Hash
 	tree   *object.Tree // the catalog root's tree; nil when there is none
 	dir    string       // temporary clone, "" when opened in place
+	fs     *filesystem.Storage
 }
 
 // OpenTip opens the tip of o.Branch of the catalog repo o.URL, rooted at
@@ -61,7 +66,7 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 	t := &Tip{prefix: sub, remote: Remote{URL: url, Branch: o.Branch, Auth: auth, CABundle: o.CABundle, Timeout: o.Timeout, Display: o.URL}}
 	var repo *git.Repository
 	if gitops.IsLocal(o.URL) {
-		if repo, err = git.PlainOpen(url); err != nil {
+		if repo, err = t.open(url); err != nil {
 			return nil, &gitops.UnreachableError{URL: o.URL, Op: "open", Err: err}
 		}
 	} else {
@@ -75,6 +80,9 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 			ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
 			SingleBranch:  true, Depth: 1, NoCheckout: true, Tags: git.NoTags,
 		})
+		if err == nil {
+			repo, err = t.open(t.dir)
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, transport.ErrEmptyRemoteRepository) || gitops.IsNoBranch(err):
@@ -99,6 +107,24 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 		return nil, &gitops.UnreachableError{URL: o.URL, Op: "read branch " + o.Branch, Err: err}
 	}
 	return t, nil
+}
+
+// open opens the repo at dir (bare, or a working tree with .git) keeping
+// its pack files open between reads: go-git's default opens the pack
+// again for every object.
+func (t *Tip) open(dir string) (*git.Repository, error) {
+	gitDir := dir
+	if st, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		if !st.IsDir() {
+			return git.PlainOpen(dir) // a linked worktree or submodule
+		}
+		gitDir = filepath.Join(dir, ".git")
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil {
+		return nil, git.ErrRepositoryNotExists
+	}
+	t.fs = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	return git.Open(t.fs, nil)
 }
 
 // setHead points the view at commit h.
@@ -140,12 +166,17 @@ func (t *Tip) Prefix() string { return t.prefix }
 // Storer is the object store the view reads from and Commit writes to.
 func (t *Tip) Storer() storer.EncodedObjectStorer { return t.store }
 
-// Close removes the temporary clone, if any.
+// Close closes the repo's files and removes the temporary clone, if any.
 func (t *Tip) Close() error {
-	if t.dir == "" {
-		return nil
+	var err error
+	if t.fs != nil {
+		err = t.fs.Close()
+		t.fs = nil
 	}
-	return os.RemoveAll(t.dir)
+	if t.dir == "" {
+		return err
+	}
+	return errors.Join(err, os.RemoveAll(t.dir))
 }
 
 // State implements View.

@@ -415,42 +415,86 @@ func dedupe(hs []plumbing.Hash) []plumbing.Hash {
 }
 
 // changedFiles lists the files (relative to the catalog root below prefix)
-// that differ between the trees old (zero: none) and next, sorted. Equal
-// subtrees are skipped by hash, so the cost grows with the change.
+// that differ between the trees old (zero: none) and next, sorted. Only
+// trees whose hashes differ are read (go-git's DiffTree reads every
+// sibling of a changed path), so the cost grows with the change.
 func changedFiles(s storer.EncodedObjectStorer, old, next plumbing.Hash, prefix string) ([]string, error) {
-	get := func(h plumbing.Hash) (*object.Tree, error) {
-		if h.IsZero() {
-			return &object.Tree{}, nil
-		}
-		return object.GetTree(s, h)
-	}
-	a, err := get(old)
-	if err != nil {
-		return nil, err
-	}
-	b, err := get(next)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := object.DiffTree(a, b)
-	if err != nil {
+	var out []string
+	if err := diffTrees(s, old, next, "", &out); err != nil {
 		return nil, fmt.Errorf("listing the changed catalog files: %w", err)
 	}
 	prefix = strings.Trim(prefix, "/")
-	var out []string
-	for _, c := range changes {
-		p := c.To.Name
-		if p == "" {
-			p = c.From.Name
-		}
-		if prefix != "" {
-			var ok bool
-			if p, ok = strings.CutPrefix(p, prefix+"/"); !ok {
-				continue
+	if prefix != "" {
+		kept := out[:0]
+		for _, p := range out {
+			if r, ok := strings.CutPrefix(p, prefix+"/"); ok {
+				kept = append(kept, r)
 			}
 		}
-		out = append(out, p)
+		out = kept
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// diffTrees appends to out the files that differ between the trees a and
+// b (zero: none) at dir.
+func diffTrees(s storer.EncodedObjectStorer, a, b plumbing.Hash, dir string, out *[]string) error {
+	if a == b {
+		return nil
+	}
+	entries := func(h plumbing.Hash) (map[string]object.TreeEntry, error) {
+		m := map[string]object.TreeEntry{}
+		if h.IsZero() {
+			return m, nil
+		}
+		t, err := object.GetTree(s, h)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range t.Entries {
+			m[e.Name] = e
+		}
+		return m, nil
+	}
+	ea, err := entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := entries(b)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for n := range ea {
+		names[n] = true
+	}
+	for n := range eb {
+		names[n] = true
+	}
+	for n := range names {
+		x, inA := ea[n]
+		y, inB := eb[n]
+		if inA && inB && x.Hash == y.Hash && x.Mode == y.Mode {
+			continue
+		}
+		p := path.Join(dir, n)
+		var da, db plumbing.Hash
+		fileA, fileB := inA && x.Mode != filemode.Dir, inB && y.Mode != filemode.Dir
+		if inA && x.Mode == filemode.Dir {
+			da = x.Hash
+		}
+		if inB && y.Mode == filemode.Dir {
+			db = y.Hash
+		}
+		if fileA || fileB {
+			*out = append(*out, p)
+		}
+		if !da.IsZero() || !db.IsZero() {
+			if err := diffTrees(s, da, db, p, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
