@@ -51,20 +51,16 @@ func (d *Dir) ReadFile(p string) ([]byte, bool, error) {
 	if err := checkPath(p); err != nil {
 		return nil, false, err
 	}
-	data, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(p)))
-	if errors.Is(err, fs.ErrNotExist) {
+	full := filepath.Join(d.root, filepath.FromSlash(p))
+	st, err := os.Stat(full)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !st.Mode().IsRegular() {
 		return nil, false, nil
 	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && isDirErr(d.root, p) {
-		return nil, false, nil
+	if err != nil {
+		return nil, false, err
 	}
+	data, err := os.ReadFile(full)
 	return data, err == nil, err
-}
-
-func isDirErr(root, p string) bool {
-	st, err := os.Stat(filepath.Join(root, filepath.FromSlash(p)))
-	return err == nil && st.IsDir()
 }
 
 // Files implements View. Only regular files are read (symbolic links and
@@ -102,7 +98,7 @@ func (d *Dir) Files(dir string, skip func(p string, isDir bool) bool) (map[strin
 			}
 			return nil
 		}
-		if !e.Type().IsRegular() || skip != nil && skip(path.Clean(p), false) {
+		if !e.Type().IsRegular() || e.Name() == ".git" || skip != nil && skip(path.Clean(p), false) {
 			return nil
 		}
 		data, err := os.ReadFile(full)
