@@ -10,6 +10,7 @@ package runbench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log"
@@ -47,7 +48,7 @@ import (
 var sizes = []diffbench.Params{{Artifacts: 200, Versions: 5, Commits: 500}, {Artifacts: 2000, Versions: 5, Commits: 5000}}
 
 // setupVersion changes when what setup caches changes.
-const setupVersion = 1
+const setupVersion = 2
 
 // source returns a checkout of the generated package repo for p (cached
 // under os.TempDir(), shared with bench/plan).
@@ -106,27 +107,45 @@ func (t *busyTime) take() time.Duration {
 
 // registries serves every registry host (the source registry.example.com,
 // quay.io and docker.io that the bundle's CSV names, and the destination)
-// from one in-process registry over plain HTTP: every dial of
+// from one in-process registry over HTTPS (its certificate unchecked): every dial of
 // go-containerregistry's default transport, which the mirror client
 // clones, goes to it. It pushes the changed version's bundle and images
 // and returns the clock of the registry's busy time.
 func registries(b *testing.B, p diffbench.Params) *busyTime {
 	busy := &busyTime{}
-	srv := httptest.NewServer(busy.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
+	srv := httptest.NewTLSServer(busy.wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
 	b.Cleanup(srv.Close)
 	tr := remote.DefaultTransport.(*http.Transport)
 	addr := srv.Listener.Addr().String()
 	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
+	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	art, ver := p.Changed()
-	const demo = "../../internal/bundle/testdata/demo"
-	img, err := bundle.Build(demo)
+	related := []string{
+		"registry.example.com/operators/" + art + "-controller:v" + ver,
+		"registry.example.com/operators/" + art + "-operand:v" + ver,
+		"registry.example.com/library/kube-rbac-proxy:v0.18.0",
+	}
+	var containers strings.Builder
+	for i, r := range related {
+		fmt.Fprintf(&containers, "              - {name: c%d, image: %s}\n", i, r)
+	}
+	csv := strings.NewReplacer("OP", art, "VER", ver, "CONTAINERS", containers.String()).Replace(csvTemplate)
+	ann := "annotations:\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n  operators.operatorframework.io.bundle.manifests.v1: manifests/\n  operators.operatorframework.io.bundle.metadata.v1: metadata/\n  operators.operatorframework.io.bundle.package.v1: " + art + "\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n"
+	img, err := bundle.LayerImage(map[string][]byte{
+		"manifests/" + art + ".clusterserviceversion.yaml": []byte(csv),
+		"metadata/annotations.yaml":                        []byte(ann),
+	}, map[string]string{"operators.operatorframework.io.bundle.package.v1": art})
 	if err != nil {
 		b.Fatal(err)
 	}
-	write := func(ref string) {
-		r, err := name.ParseReference(ref, name.Insecure)
+	ref, _ := name.ParseReference("registry.example.com/operators/" + art + "-bundle:v" + ver)
+	if err := remote.Write(ref, img); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range related {
+		r, err := name.ParseReference(r)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -135,33 +154,46 @@ func registries(b *testing.B, p diffbench.Params) *busyTime {
 			b.Fatal(err)
 		}
 		if err := remote.Write(r, ri); err != nil {
-			b.Fatalf("push %s: %v", ref, err)
+			b.Fatalf("push %s: %v", r, err)
 		}
-	}
-	ref, _ := name.ParseReference("registry.example.com/operators/"+art+"-bundle:v"+ver, name.Insecure)
-	if err := remote.Write(ref, img); err != nil {
-		b.Fatal(err)
-	}
-	bl, err := bundle.Load(demo)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, r := range bl.Images {
-		write(r)
-	}
-	for _, r := range []string{
-		"registry.example.com/operators/" + art + "-controller:v" + ver,
-		"registry.example.com/operators/" + art + "-operand:v" + ver,
-		"registry.example.com/library/kube-rbac-proxy:v0.18.0",
-	} {
-		write(r)
 	}
 	busy.take()
 	return busy
 }
 
+// csvTemplate is the changed version's CSV: a clean bundle (lint passes)
+// whose containers are the manifest's relatedImages.
+const csvTemplate = `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: OP.vVER
+  annotations:
+    description: Benchmark operator OP.
+spec:
+  displayName: OP
+  version: VER
+  provider: {name: Bench}
+  install:
+    strategy: deployment
+    spec:
+      deployments:
+      - name: OP-controller
+        spec:
+          selector: {matchLabels: {app: OP}}
+          template:
+            metadata: {labels: {app: OP}}
+            spec:
+              containers:
+CONTAINERS  installModes:
+  - {type: AllNamespaces, supported: true}
+`
+
+// dstRegistry is the destination of the runs (--dst-registry); the seeded
+// catalog maps its artifacts to it, as the publish that left it did.
+const dstRegistry = "dst.example.com/mirror"
+
 // seeded is a bare catalog repo as a publish of the source at Back(1)
-// left it: every version published (with a bundle digest), rendered for
+// to dstRegistry left it: every version published (with a bundle digest), rendered for
 // the global cluster, its render key recorded; then History commits that
 // each change one small file (history/log.txt), so that the catalog has a
 // history as long as the package repo's.
@@ -234,13 +266,12 @@ func seedCatalog(b *testing.B, bare, src, commit string, history int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mc, _ := mirror.New(mirror.Options{DstRegistry: "unmapped.invalid"})
+	mc, _ := mirror.New(mirror.Options{DstRegistry: dstRegistry})
 	arts, err := pipeline.Artifacts(mc, ms, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for i := range arts {
-		arts[i].Registry, arts[i].Repository = "", ""
 		for j := range arts[i].Versions {
 			arts[i].Versions[j].BundleDigest = "sha256:" + strings.Repeat("0", 64)
 		}
