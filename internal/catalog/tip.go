@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -239,7 +240,7 @@ func walkTree(t *object.Tree, prefix string, skip func(string, bool) bool, fn fu
 			if err := walkTree(sub, p, skip, fn); err != nil {
 				return err
 			}
-		case e.Mode.IsFile():
+		case e.Mode.IsFile() && e.Mode != filemode.Symlink:
 			if skip != nil && skip(p, false) {
 				continue
 			}
