@@ -503,3 +503,31 @@ func keys(m map[string][]byte) []string {
 	}
 	return out
 }
+
+// TestModesAndReplacements: an executable file rewritten stays
+// executable, a file replaced by a directory and a directory by a file
+// give the git CLI's tree.
+func TestModesAndReplacements(t *testing.T) {
+	bare := newBare(t)
+	wt := t.TempDir()
+	run(t, wt, "init", "-q", "-b", "main")
+	writeFile(t, wt, "bin/run.sh", "#!/bin/sh\n")
+	writeFile(t, wt, "a", "file\n")
+	writeFile(t, wt, "d/x.yaml", "x\n")
+	run(t, wt, "update-index", "--add", "--chmod=+x", "bin/run.sh")
+	run(t, wt, "add", "-A")
+	run(t, wt, "update-index", "--chmod=+x", "bin/run.sh")
+	run(t, wt, "commit", "-q", "-m", "seed")
+	run(t, wt, "push", "-q", bare, "main")
+	o := gitops.Options{URL: bare}
+	commitPush(t, o, bare, []Change{
+		{Path: "bin/run.sh", Data: []byte("#!/bin/sh\necho\n")},
+		{Path: "a", Delete: true},
+		{Path: "a/b.yaml", Data: []byte("b\n")},
+		{Path: "d", Delete: true},
+		{Path: "d", Data: []byte("now a file\n")},
+	})
+	if got := run(t, bare, "ls-tree", "main", "bin/run.sh"); !strings.HasPrefix(got, "100755 ") {
+		t.Errorf("bin/run.sh: %s", got)
+	}
+}
