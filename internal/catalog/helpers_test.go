@@ -3,9 +3,7 @@ package catalog
 import (
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -111,24 +109,6 @@ func cliTree(t testing.TB, bare, branch, prefix string, changes []Change) string
 	}
 	run(t, wt, "add", "-A")
 	return run(t, wt, "write-tree")
-}
-
-// lsTree lists the files of rev (a commit or tree of bare) below dir,
-// "path content-hash" per line, sorted.
-func lsTree(t testing.TB, bare, rev string) []string {
-	t.Helper()
-	out := run(t, bare, "ls-tree", "-r", rev)
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if l == "" {
-			continue
-		}
-		meta, p, _ := strings.Cut(l, "\t")
-		f := strings.Fields(meta)
-		lines = append(lines, path.Clean(p)+" "+f[2])
-	}
-	sort.Strings(lines)
-	return lines
 }
 
 // catalogFiles is a small catalog: state, overlays, generated and rendered

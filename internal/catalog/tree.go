@@ -393,15 +393,6 @@ func treeKey(e object.TreeEntry) string {
 	return e.Name
 }
 
-func sortedNames(m map[string]*node) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func dedupe(hs []plumbing.Hash) []plumbing.Hash {
 	seen := make(map[plumbing.Hash]bool, len(hs))
 	out := hs[:0]
