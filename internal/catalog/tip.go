@@ -1,0 +1,307 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/operator-publish/publish/internal/gitops"
+)
+
+// Tip is the Git-object back end of View: the tip of the catalog branch,
+// read from Git objects with nothing checked out, so that reading costs
+// what is read. It also writes the next commit from Git objects (Commit)
+// and pushes it (Push). Use it for the incremental `plan` and `run`; when
+// the caller finds that every file must be read, it opens a Dir instead
+// (see FullReadRequiredError).
+//
+// A local catalog (a path) is opened in place and never written but by the
+// push; a remote one is fetched shallow (the tip commit and its tree, one
+// branch, no tags, no checkout) into a temporary directory that Close
+// removes. New objects live in memory (Overlay) until pushed.
+type Tip struct {
+	remote Remote
+	prefix string
+	store  *Overlay
+	head   plumbing.Hash
+	tree   *object.Tree // the catalog root's tree; nil when there is none
+	dir    string       // temporary clone, "" when opened in place
+	fs     *filesystem.Storage
+}
+
+// OpenTip opens the tip of o.Branch of the catalog repo o.URL, rooted at
+// o.Path (--catalog-path). An empty repo, a new branch, or a tip without
+// that directory is a Tip with no files (Head "" for the first two).
+// Errors: *gitops.UnreachableError for a catalog that cannot be opened or
+// fetched, *gitops.AuthError for unusable credentials, a bad
+// --catalog-path.
+func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
+	o = o.WithDefaults()
+	url, err := o.Endpoint()
+	if err != nil {
+		return nil, err
+	}
+	sub, err := gitops.CleanPath(o.Path)
+	if err != nil {
+		return nil, err
+	}
+	auth, err := o.AuthMethod()
+	if err != nil {
+		return nil, err
+	}
+	t := &Tip{prefix: sub, remote: Remote{URL: url, Branch: o.Branch, Auth: auth, CABundle: o.CABundle, Timeout: o.Timeout, Display: o.URL}}
+	var repo *git.Repository
+	if gitops.IsLocal(o.URL) {
+		if repo, err = t.open(url); err != nil {
+			return nil, &gitops.UnreachableError{URL: o.URL, Op: "open", Err: err}
+		}
+	} else {
+		if t.dir, err = os.MkdirTemp("", "publish-catalog-tip-"); err != nil {
+			return nil, err
+		}
+		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		repo, err = git.PlainCloneContext(cctx, t.dir, true, &git.CloneOptions{
+			URL: url, Auth: auth, CABundle: o.CABundle,
+			ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
+			SingleBranch:  true, Depth: 1, NoCheckout: true, Tags: git.NoTags,
+		})
+		if err == nil {
+			repo, err = t.open(t.dir)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, transport.ErrEmptyRemoteRepository) || gitops.IsNoBranch(err):
+			t.store = NewOverlay(nil)
+			return t, nil
+		default:
+			t.Close()
+			return nil, &gitops.UnreachableError{URL: o.URL, Op: "clone", Err: err}
+		}
+	}
+	t.store = NewOverlay(repo.Storer)
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(o.Branch), true)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return t, nil
+	}
+	if err != nil {
+		t.Close()
+		return nil, &gitops.UnreachableError{URL: o.URL, Op: "read branch " + o.Branch, Err: err}
+	}
+	if err := t.setHead(ref.Hash()); err != nil {
+		t.Close()
+		return nil, &gitops.UnreachableError{URL: o.URL, Op: "read branch " + o.Branch, Err: err}
+	}
+	return t, nil
+}
+
+// open opens the repo at dir (bare, or a working tree with .git) keeping
+// its pack files open between reads: go-git's default opens the pack
+// again for every object.
+func (t *Tip) open(dir string) (*git.Repository, error) {
+	gitDir := dir
+	if st, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		if !st.IsDir() {
+			return git.PlainOpen(dir) // a linked worktree or submodule
+		}
+		gitDir = filepath.Join(dir, ".git")
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil {
+		return nil, git.ErrRepositoryNotExists
+	}
+	t.fs = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	return git.Open(t.fs, nil)
+}
+
+// setHead points the view at commit h.
+func (t *Tip) setHead(h plumbing.Hash) error {
+	c, err := object.GetCommit(t.store, h)
+	if err != nil {
+		return err
+	}
+	tree, err := object.GetTree(t.store, c.TreeHash)
+	if err != nil {
+		return err
+	}
+	t.head, t.tree = h, tree
+	if t.prefix != "" {
+		t.tree, err = tree.Tree(t.prefix)
+		if isNotFound(err) {
+			t.tree, err = nil, nil
+		}
+	}
+	return err
+}
+
+func isNotFound(err error) bool {
+	return errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrFileNotFound)
+}
+
+// Head implements View.
+func (t *Tip) Head() string {
+	if t.head.IsZero() {
+		return ""
+	}
+	return t.head.String()
+}
+
+// Prefix is the catalog root in the repo (--catalog-path, cleaned; "" for
+// the repo root).
+func (t *Tip) Prefix() string { return t.prefix }
+
+// Storer is the object store the view reads from and Commit writes to.
+func (t *Tip) Storer() storer.EncodedObjectStorer { return t.store }
+
+// Close closes the repo's files and removes the temporary clone, if any.
+func (t *Tip) Close() error {
+	var err error
+	if t.fs != nil {
+		err = t.fs.Close()
+		t.fs = nil
+	}
+	if t.dir == "" {
+		return err
+	}
+	return errors.Join(err, os.RemoveAll(t.dir))
+}
+
+// State implements View.
+func (t *Tip) State() ([]byte, bool, error) { return t.ReadFile(StatePath) }
+
+// ReadFile implements View.
+func (t *Tip) ReadFile(p string) ([]byte, bool, error) {
+	if t.tree == nil {
+		return nil, false, nil
+	}
+	f, err := t.tree.File(p)
+	if isNotFound(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	data, err := readBlob(f)
+	return data, err == nil, err
+}
+
+// Files implements View. Only regular files are read (links and
+// submodules are skipped).
+func (t *Tip) Files(dir string, skip func(p string, isDir bool) bool) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if t.tree == nil {
+		return out, nil
+	}
+	tree := t.tree
+	if dir != "" {
+		sub, err := t.tree.Tree(dir)
+		if isNotFound(err) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		tree = sub
+	}
+	err := walkTree(tree, dir, skip, func(p string, f *object.File) error {
+		data, err := readBlob(f)
+		out[p] = data
+		return err
+	})
+	return out, err
+}
+
+func walkTree(t *object.Tree, prefix string, skip func(string, bool) bool, fn func(string, *object.File) error) error {
+	for _, e := range t.Entries {
+		p := path.Join(prefix, e.Name)
+		switch {
+		case e.Mode == 0o040000: // directory
+			if skip != nil && skip(p, true) {
+				continue
+			}
+			sub, err := t.Tree(e.Name)
+			if err != nil {
+				return err
+			}
+			if err := walkTree(sub, p, skip, fn); err != nil {
+				return err
+			}
+		case e.Mode.IsFile() && e.Mode != filemode.Symlink:
+			if skip != nil && skip(p, false) {
+				continue
+			}
+			f, err := t.TreeEntryFile(&e)
+			if err != nil {
+				return err
+			}
+			if err := fn(p, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func readBlob(f *object.File) ([]byte, error) {
+	r, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// Commit writes the commit of changes (relative to the catalog root) on
+// the tip, from Git objects (WriteCommit with the tip as parent and
+// --catalog-path as prefix). Written.Commit is zero when nothing changed.
+// The commit is not pushed: see Push.
+func (t *Tip) Commit(changes []Change, o CommitOptions) (*Written, error) {
+	return WriteCommit(t.store, t.head, t.prefix, changes, o)
+}
+
+// Push pushes w (from Commit) to the branch with compare-and-swap: the
+// remote branch must still be at w.Parent. A zero w.Commit pushes nothing.
+// On success the view shows the new commit. Errors: *gitops.UnreachableError;
+// a branch that moved on wraps *RejectedError (gitops.IsRejected is true):
+// open a new Tip, render again on it and push again.
+func (t *Tip) Push(ctx context.Context, w *Written) (*PushStats, error) {
+	if w == nil || w.Commit.IsZero() {
+		return &PushStats{}, nil
+	}
+	st, err := PushCommit(ctx, t.remote, t.store, w)
+	if err != nil {
+		return st, err
+	}
+	return st, t.setHead(w.Commit)
+}
+
+// CommitOptionsFor returns the CommitOptions of o (author, committer and
+// signer, with the defaults of gitops.Options) for msg at when.
+func CommitOptionsFor(o gitops.Options, msg string, when time.Time) CommitOptions {
+	o = o.WithDefaults()
+	return CommitOptions{
+		Message:   msg,
+		Author:    object.Signature{Name: o.AuthorName, Email: o.AuthorEmail, When: when},
+		Committer: object.Signature{Name: o.CommitterName, Email: o.CommitterEmail, When: when},
+		Signer:    o.Signer,
+	}
+}
+
+var _ View = (*Tip)(nil)
+var _ View = (*Dir)(nil)
+
+func (t *Tip) String() string { return fmt.Sprintf("catalog tip %s of %s", t.Head(), t.remote.Branch) }
