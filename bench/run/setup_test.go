@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/operator-publish/publish/internal/model"
 	"io"
 	"log"
 	"net"
@@ -267,7 +268,7 @@ func seedCatalog(b *testing.B, bare, src, commit string, history int) {
 		b.Fatal(err)
 	}
 	mc, _ := mirror.New(mirror.Options{DstRegistry: dstRegistry})
-	arts, err := pipeline.Artifacts(mc, ms, nil, nil)
+	arts, err := pipeline.Artifacts(benchMapper{mc}, model.NewVersions(ms), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -323,4 +324,19 @@ func seedCatalog(b *testing.B, bare, src, commit string, history int) {
 	if err := os.WriteFile(filepath.Join(bare, seedHeadFile), []byte(all.Commit.String()+"\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// benchMapper maps repositories as --dst-registry does.
+type benchMapper struct{ mc *mirror.Client }
+
+func (m benchMapper) MapRepository(src string) (string, string, error) {
+	ref, err := m.mc.ParseReference(src)
+	if err != nil {
+		return "", "", err
+	}
+	d, err := m.mc.Destination(ref)
+	if err != nil {
+		return "", "", err
+	}
+	return d.Context().RegistryStr(), d.Context().RepositoryStr(), nil
 }
