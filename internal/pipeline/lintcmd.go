@@ -93,20 +93,30 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 
 // PathError says a path given to lint does not exist (a usage error: a
 // typo must not make lint pass without checking anything).
-type PathError struct{ Path string }
+// Source, when set, is the --source directory, named in the message.
+type PathError struct{ Path, Source string }
 
 func (e *PathError) Error() string {
+	if e.Source != "" {
+		return fmt.Sprintf("%s: no such file or directory below --source %s", e.Path, e.Source)
+	}
 	return fmt.Sprintf("%s: no such file or directory below --source", e.Path)
 }
 
 // FlagError says a flag's value cannot be used (a usage error, exit 2:
-// the message says what to give instead).
+// the message says what to give instead). Without Flag, Err names the flag
+// itself.
 type FlagError struct {
 	Flag string
 	Err  error
 }
 
-func (e *FlagError) Error() string { return fmt.Sprintf("%s: %v", e.Flag, e.Err) }
+func (e *FlagError) Error() string {
+	if e.Flag == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s: %v", e.Flag, e.Err)
+}
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // Selected reports whether path (slash-separated, relative to the source)

@@ -318,19 +318,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // mirrorVersions mirrors extra and the related images of the changed
-// versions of vs, then their bundles, each under its version's tag at the
-// destination (also when spec.artifact pins it by digest). A failed image
-// is annotated with the lines of every manifest of vs that names it; the
-// error is an *InputError when only the package repo can fix it
-// (mirrorErr).
+// versions of vs, then their bundles (mirrorTargets), after checking push
+// access at the destination. A failed image is annotated with the lines of
+// every manifest of vs that names it; the error is an *InputError when only
+// the package repo can fix it (mirrorErr).
 func mirrorVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version, extra []mirror.Target) (*mirror.Report, error) {
-	related, bundleRefs := extra, []mirror.Target(nil)
-	for _, v := range model.ChangedVersions(vs) {
-		for _, ref := range v.Images {
-			related = append(related, mirror.Target{Ref: ref})
-		}
-		bundleRefs = append(bundleRefs, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
-	}
+	related, bundleRefs := mirrorTargets(vs, extra)
 	if len(bundleRefs) > 0 {
 		if err := mc.CheckDestination(bundleRefs[0].Ref); err != nil {
 			return nil, fmt.Errorf("nothing mirrored, nothing committed: %w", err)
@@ -341,6 +334,21 @@ func mirrorVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version,
 		return rep, mirrorErr(annotateImageErrors(err, namedBy(vs)))
 	}
 	return rep, nil
+}
+
+// mirrorTargets returns what mirroring the changed versions of vs means:
+// extra and their related images (Version.Images), and their bundles, each
+// under its version's tag at the destination (also when spec.artifact pins
+// it by digest).
+func mirrorTargets(vs []*model.Version, extra []mirror.Target) (related, bundles []mirror.Target) {
+	related = extra
+	for _, v := range model.ChangedVersions(vs) {
+		for _, ref := range v.Images {
+			related = append(related, mirror.Target{Ref: ref})
+		}
+		bundles = append(bundles, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
+	}
+	return related, bundles
 }
 
 // namedBy maps each image reference to the manifest lines that make the run
