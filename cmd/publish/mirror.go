@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
@@ -46,7 +47,7 @@ image could not be mirrored.`,
 			o.DstRegistry, o.PlainHTTP, o.CAFile = dstRegistry, plainHTTP, caFile
 			res, err := pipeline.Mirror(cmd.Context(), pipeline.MirrorOptions{
 				Source: source, PackagesDir: packagesDir, Paths: args, Base: base, NoFetch: noFetch,
-				Images: images, Mirror: o, Log: cmd.ErrOrStderr(),
+				Images: images, Mirror: o, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 			})
 			if res != nil {
 				printMirrorReport(cmd, res.Report, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					o.PR, o.TargetBranch = true, target
 				}
 			}
-			o.Log = cmd.ErrOrStderr()
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			plan, err := pipeline.PlanRun(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -77,7 +78,7 @@ commits only (the images must be there); --skip-crs pushes images only.`,
 			} else if o.SkipPush {
 				return &usageError{fmt.Errorf("--skip-push needs --catalog: it renders and commits the catalog only")}
 			}
-			o.Options.Log = cmd.ErrOrStderr()
+			o.Options.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			o.Progress = newProgress(cmd.ErrOrStderr(), "push")
 			res, err := pipeline.Push(cmd.Context(), o)
 			if res != nil && res.Push != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/olm"
@@ -100,7 +101,7 @@ are delisted (present: false), never deleted.`,
 			if o.Mirror.Concurrency < 1 {
 				return &usageError{fmt.Errorf("--concurrency must be at least 1, not %d", o.Mirror.Concurrency)}
 			}
-			o.Log = cmd.ErrOrStderr()
+			o.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			res, err := pipeline.Run(cmd.Context(), o)
 			if err != nil {
 				// stdout says what happened only when it happened.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -28,8 +28,8 @@ type MirrorOptions struct {
 	Images []string
 	// Mirror is the registry client: destination, credentials, TLS.
 	Mirror mirror.Options
-	// Log receives progress lines; nil discards them.
-	Log io.Writer
+	// Log receives progress lines at level Info; nil discards them.
+	Log *slog.Logger
 }
 
 // MirrorResult is what Mirror did.
@@ -62,7 +62,6 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 		o.PackagesDir = "packages"
 	}
 	log := Options{Log: o.Log}
-	log.defaults()
 	opts := o.Mirror
 	var selected []*model.Version
 	if len(o.Paths) > 0 || o.Base != "" || len(o.Images) == 0 {

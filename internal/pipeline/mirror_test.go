@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestMirrorStage(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	var log bytes.Buffer
-	o := MirrorOptions{Source: f.source, Paths: []string{"packages/tiny/1.1.0"}, Mirror: mirror.Options{DstRegistry: f.dst + "/m", PlainHTTP: true}, Log: &log}
+	o := MirrorOptions{Source: f.source, Paths: []string{"packages/tiny/1.1.0"}, Mirror: mirror.Options{DstRegistry: f.dst + "/m", PlainHTTP: true}, Log: slog.New(slog.NewTextHandler(&log, nil))}
 	res, err := Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)

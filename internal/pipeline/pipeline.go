@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
 	"sort"
@@ -61,8 +61,9 @@ type Options struct {
 	// CommitTemplate, when set, writes the catalog commit message
 	// (ParseCommitTemplate; CommitData); nil: CommitMessage.
 	CommitTemplate *template.Template
-	// Log receives progress lines; nil discards them.
-	Log io.Writer
+	// Log receives progress lines ("<stage>: ...") at level Info and
+	// warnings at level Warn; nil discards them.
+	Log *slog.Logger
 	// Target names what the cluster runs (internal/target: "alauda", the
 	// default, or "olm"); OLM configures the olm target.
 	Target string
@@ -126,27 +127,10 @@ func (o *Options) defaults() {
 	if o.Cluster == "" {
 		o.Cluster = "global"
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
 	if o.Catalog.Branch == "" {
 		o.Catalog.Branch = "main"
 	}
 }
-
-func (o *Options) logf(format string, args ...any) {
-	fmt.Fprintf(o.Log, format+"\n", args...)
-}
-
-// warnf logs a warning: something the user may want to fix, which does not
-// stop the run.
-func (o *Options) warnf(format string, args ...any) {
-	fmt.Fprintf(o.Log, "warning: "+format+"\n", args...)
-}
-
-// logWriter is Log as a writer, for the stages that take one
-// (internal/diff).
-func (o *Options) logWriter() io.Writer { return o.Log }
 
 // packagesRoot is --packages-dir resolved against --source.
 func packagesRoot(source, packagesDir string) string {
