@@ -1,5 +1,13 @@
-// Package pipeline wires the stages of `publish run` and `publish render`
-// (DESIGN.md §3): scan, check, fetch bundles, mirror, render, commit, push.
+// Package pipeline wires the stages of the publish commands (docs/design.md,
+// "The pipeline"): scan, select the changed versions, read their bundles,
+// lint, mirror, render through the cluster's target (internal/target),
+// commit and push. Stages pass model.Version values (internal/model); the
+// run-time state of one run lives in a run value, never in Options.
+//
+// Run is `publish run`, PlanRun `publish plan` (plan.go: the full plan,
+// planincremental.go: the plan from Git objects), Render `publish render`,
+// Mirror `publish mirror`, Lint `publish lint`, Package and Push the
+// air-gapped transfer (archive.go).
 package pipeline
 
 import (

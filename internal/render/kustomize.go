@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Catalog repo layout (DESIGN.md §2).
+// Catalog repo layout (docs/design.md).
 const (
 	GeneratedDir = "publish/generated"
 	RenderedDir  = "rendered"
