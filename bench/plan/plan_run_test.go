@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,7 +73,7 @@ func BenchmarkPlanRun(b *testing.B) {
 			for range b.N {
 				var log strings.Builder
 				plan, err := pipeline.PlanRun(ctx, pipeline.PlanOptions{Options: pipeline.Options{
-					Source: src, Catalog: gitops.Options{URL: catalog}, NoFetch: true, Log: &log,
+					Source: src, Catalog: gitops.Options{URL: catalog}, NoFetch: true, Log: slog.New(slog.NewTextHandler(&log, nil)),
 				}})
 				if err != nil {
 					b.Fatal(err)

@@ -3,6 +3,7 @@ package runbench
 import (
 	"context"
 	"fmt"
+	"github.com/operator-publish/publish/internal/logging"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func BenchmarkRun(b *testing.B) {
 					Catalog: gitops.Options{URL: cat.Bare},
 					Mirror:  mirror.Options{DstRegistry: dstRegistry, Insecure: true},
 					NoFetch: true,
-					Log:     log,
+					Log:     logging.New(log, logging.Options{}),
 				})
 				wall += time.Since(t0)
 				reg += busy.take()

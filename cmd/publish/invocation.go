@@ -72,12 +72,9 @@ func (inv *invocation) lintConfig() lint.Config {
 	return inv.config.Lint
 }
 
-// logWriter is the logger as an io.Writer, for code that still takes one
-// for its progress lines: each line is one record ("warning: " lines are
-// warnings).
-//
-// TODO(merge): pipeline.Options.Log becomes a *slog.Logger: pass inv.log
-// there instead.
+// logWriter is the logger as an io.Writer, for code that takes one for its
+// progress lines (archive.Progress): each line is one record ("warning: "
+// lines are warnings).
 func (inv *invocation) logWriter() io.Writer { return logging.Writer(inv.log) }
 
 // logf logs a progress line (info) built with fmt.

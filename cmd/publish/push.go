@@ -68,7 +68,7 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 	} else if o.SkipPush {
 		return usagef("--skip-push needs --catalog: it renders and commits the catalog only")
 	}
-	o.Options.Log = inv.logWriter() // TODO(merge): o.Options.Log = inv.log
+	o.Options.Log = inv.log
 	return nil
 }
 

@@ -76,7 +76,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return err
 		}
 	}
-	o.Log = inv.logWriter() // TODO(merge): o.Log = inv.log
+	o.Log = inv.log
 	return nil
 }
 

@@ -279,7 +279,7 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	// several blobs at once.
 	o.Mirror.HTTP1 = true
 	if o.Mirror.Logger == nil {
-		o.Mirror.Logger = registry.LineLogger(o.Options.Log) // retries, requests that wait
+		o.Mirror.Logger = o.Options.Log // retries, requests that wait
 	}
 	mc, err := mirror.New(o.Mirror)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/operator-publish/publish/internal/gitops"
-	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 func nopLogger() *log.Logger { return log.New(io.Discard, "", 0) }
@@ -24,7 +24,7 @@ func (c gitCheckout) opts() *git.CheckoutOptions {
 	return &git.CheckoutOptions{Branch: plumbing.ReferenceName(c.Branch), Create: c.Create, Hash: c.Hash}
 }
 
-func gitopsReadState(dir string) ([]render.Artifact, error) {
+func gitopsReadState(dir string) ([]model.ArtifactRecord, error) {
 	s, err := gitops.ReadState(dir)
 	if err != nil {
 		return nil, err

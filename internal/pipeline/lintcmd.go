@@ -109,13 +109,19 @@ func (e *PathError) Error() string {
 }
 
 // FlagError says a flag's value cannot be used (a usage error, exit 2:
-// the message says what to give instead).
+// the message says what to give instead). Without Flag, Err names the flag
+// itself.
 type FlagError struct {
 	Flag string
 	Err  error
 }
 
-func (e *FlagError) Error() string { return fmt.Sprintf("%s: %v", e.Flag, e.Err) }
+func (e *FlagError) Error() string {
+	if e.Flag == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s: %v", e.Flag, e.Err)
+}
 func (e *FlagError) Unwrap() error { return e.Err }
 
 // Selected reports whether path (slash-separated, relative to the source)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,7 +33,7 @@ func (f *fixture) runOLMLog(t *testing.T) (*Result, string) {
 	t.Helper()
 	var log bytes.Buffer
 	res, err := Run(context.Background(), Options{
-		Log:        &log,
+		Log:        slog.New(slog.NewTextHandler(&log, nil)),
 		Source:     f.source,
 		Cluster:    "edge",
 		Target:     TargetOLM,

@@ -1,13 +1,22 @@
-// Package pipeline wires the stages of `publish run` and `publish render`
-// (docs/design.md#pipeline): scan, check, fetch bundles, mirror, render, commit, push.
+// Package pipeline wires the stages of the publish commands
+// (docs/design.md#pipeline): scan, select the changed versions, read their
+// bundles, lint, mirror, render through the cluster's target
+// (internal/target), commit and push. Stages pass model.Version values
+// (internal/model); the run-time state of one run lives in a run value,
+// never in Options.
+//
+// Run is `publish run`, PlanRun `publish plan` (plan.go: the full plan,
+// planincremental.go: the plan from Git objects), Render `publish render`,
+// Mirror `publish mirror`, Lint `publish lint`, Package and Push the
+// air-gapped transfer (archive.go).
 package pipeline
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -27,7 +36,6 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
-	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -64,8 +72,9 @@ type Options struct {
 	// CommitTemplate, when set, writes the catalog commit message
 	// (ParseCommitTemplate; CommitData); nil: CommitMessage.
 	CommitTemplate *template.Template
-	// Log receives progress lines; nil discards them.
-	Log io.Writer
+	// Log receives progress lines ("<stage>: ...") at level Info and
+	// warnings at level Warn; nil discards them.
+	Log *slog.Logger
 	// Target names what the cluster runs (internal/target: "alauda", the
 	// default, or "olm"); OLM configures the olm target.
 	Target string
@@ -136,27 +145,10 @@ func (o *Options) defaults() {
 	if o.Cluster == "" {
 		o.Cluster = "global"
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
 	if o.Catalog.Branch == "" {
 		o.Catalog.Branch = "main"
 	}
 }
-
-func (o *Options) logf(format string, args ...any) {
-	fmt.Fprintf(o.Log, format+"\n", args...)
-}
-
-// warnf logs a warning: something the user may want to fix, which does not
-// stop the run.
-func (o *Options) warnf(format string, args ...any) {
-	fmt.Fprintf(o.Log, "warning: "+format+"\n", args...)
-}
-
-// logWriter is Log as a writer, for the stages that take one
-// (internal/diff).
-func (o *Options) logWriter() io.Writer { return o.Log }
 
 // packagesRoot is --packages-dir resolved against --source.
 func packagesRoot(source, packagesDir string) string {
@@ -261,7 +253,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	r := &run{Options: o, changed: o.Changed, target: tgt}
 	if o.Mirror.Logger == nil {
-		o.Mirror.Logger = registry.LineLogger(o.Log) // retries, requests that wait
+		o.Mirror.Logger = o.Log // retries, requests that wait
 	}
 	if r.mc, err = newClient(o.Mirror, ms); err != nil {
 		return nil, err
@@ -338,19 +330,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // mirrorVersions mirrors extra and the related images of the changed
-// versions of vs, then their bundles, each under its version's tag at the
-// destination (also when spec.artifact pins it by digest). A failed image
-// is annotated with the lines of every manifest of vs that names it; the
-// error is an *InputError when only the package repo can fix it
-// (mirrorErr).
+// versions of vs, then their bundles (mirrorTargets), after checking push
+// access at the destination. A failed image is annotated with the lines of
+// every manifest of vs that names it; the error is an *InputError when only
+// the package repo can fix it (mirrorErr).
 func mirrorVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version, extra []mirror.Target) (*mirror.Report, error) {
-	related, bundleRefs := extra, []mirror.Target(nil)
-	for _, v := range model.ChangedVersions(vs) {
-		for _, ref := range v.Images {
-			related = append(related, mirror.Target{Ref: ref})
-		}
-		bundleRefs = append(bundleRefs, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
-	}
+	related, bundleRefs := mirrorTargets(vs, extra)
 	if len(bundleRefs) > 0 {
 		if err := mc.CheckDestination(bundleRefs[0].Ref); err != nil {
 			return nil, fmt.Errorf("nothing mirrored, nothing committed: %w", err)
@@ -361,6 +346,21 @@ func mirrorVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version,
 		return rep, mirrorErr(annotateImageErrors(err, namedBy(vs)))
 	}
 	return rep, nil
+}
+
+// mirrorTargets returns what mirroring the changed versions of vs means:
+// extra and their related images (Version.Images), and their bundles, each
+// under its version's tag at the destination (also when spec.artifact pins
+// it by digest).
+func mirrorTargets(vs []*model.Version, extra []mirror.Target) (related, bundles []mirror.Target) {
+	related = extra
+	for _, v := range model.ChangedVersions(vs) {
+		for _, ref := range v.Images {
+			related = append(related, mirror.Target{Ref: ref})
+		}
+		bundles = append(bundles, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
+	}
+	return related, bundles
 }
 
 // namedBy maps each image reference to the manifest lines that make the run

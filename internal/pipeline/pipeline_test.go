@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -349,7 +350,7 @@ func TestConcurrentRuns(t *testing.T) {
 				Source:  f.source,
 				Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 				Catalog: catalogOpts(f.catalog),
-				Log:     &logs[i],
+				Log:     slog.New(slog.NewTextHandler(&logs[i], nil)),
 			})
 			errs <- err
 		}()

@@ -1,7 +1,7 @@
-// Package render turns the published state of a package repo into the Alauda
-// Artifact and ArtifactVersion objects (CRDs in internal/crdcheck/crds,
-// docs/design.md#objects)
-// and builds them through a cluster's kustomize overlay into rendered/.
+// Package render turns the published state of a package repo (model
+// records) into the Alauda Artifact and ArtifactVersion objects, builds them
+// through a cluster's kustomize overlay into rendered/, and checks them
+// against the CRDs built into internal/crdcheck (docs/design.md#objects).
 //
 // Rendering is a pure function of its inputs: the same artifacts and the same
 // overlays give byte-identical files.

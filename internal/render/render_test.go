@@ -9,27 +9,28 @@ import (
 	"testing"
 
 	"github.com/operator-publish/publish/internal/crdcheck"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func sample() []Artifact {
-	prev := []Artifact{
-		{Name: "etcd", Registry: "reg.example.com:5000", Repository: "ops/etcd-bundle", DisplayName: "etcd", Versions: []Version{{Version: "0.9.2", Tag: "v0.9.2"}, {Version: "0.9.4", Tag: "v0.9.4"}}},
-		{Name: "gone", Registry: "reg.example.com:5000", Repository: "ops/gone-bundle", DisplayName: "Gone", Versions: []Version{{Version: "1.0.0", Tag: "v1.0.0"}}},
+func sample() []model.ArtifactRecord {
+	prev := []model.ArtifactRecord{
+		{Name: "etcd", Registry: "reg.example.com:5000", Repository: "ops/etcd-bundle", DisplayName: "etcd", Versions: []model.VersionRecord{{Version: "0.9.2", Tag: "v0.9.2"}, {Version: "0.9.4", Tag: "v0.9.4"}}},
+		{Name: "gone", Registry: "reg.example.com:5000", Repository: "ops/gone-bundle", DisplayName: "Gone", Versions: []model.VersionRecord{{Version: "1.0.0", Tag: "v1.0.0"}}},
 	}
-	cur := []Artifact{
-		{Name: "etcd", Registry: "reg.example.com:5000", Repository: "ops/etcd-bundle", DisplayName: "etcd", Description: "Key-value store", Versions: []Version{{Version: "0.9.4", Tag: "v0.9.4"}, {Version: "0.10.0", Tag: "v0.10.0"}}},
-		{Name: "hello", Registry: "reg.example.com:5000", Repository: "ops/hello-bundle", Versions: []Version{{Version: "1.0.0-rc.1", Tag: "1.0.0_RC1"}}},
+	cur := []model.ArtifactRecord{
+		{Name: "etcd", Registry: "reg.example.com:5000", Repository: "ops/etcd-bundle", DisplayName: "etcd", Description: "Key-value store", Versions: []model.VersionRecord{{Version: "0.9.4", Tag: "v0.9.4"}, {Version: "0.10.0", Tag: "v0.10.0"}}},
+		{Name: "hello", Registry: "reg.example.com:5000", Repository: "ops/hello-bundle", Versions: []model.VersionRecord{{Version: "1.0.0-rc.1", Tag: "1.0.0_RC1"}}},
 	}
 	return Merge(prev, cur)
 }
 
 func TestMergeAndDiff(t *testing.T) {
-	prev := []Artifact{
-		{Name: "etcd", Present: true, Versions: []Version{{Version: "0.9.2", Tag: "v0.9.2", Present: true}, {Version: "0.9.4", Tag: "v0.9.4", Present: true}}},
-		{Name: "gone", Present: true, Versions: []Version{{Version: "1.0.0", Tag: "v1.0.0", Present: true}}},
+	prev := []model.ArtifactRecord{
+		{Name: "etcd", Present: true, Versions: []model.VersionRecord{{Version: "0.9.2", Tag: "v0.9.2", Present: true}, {Version: "0.9.4", Tag: "v0.9.4", Present: true}}},
+		{Name: "gone", Present: true, Versions: []model.VersionRecord{{Version: "1.0.0", Tag: "v1.0.0", Present: true}}},
 	}
 	next := sample()
 	var names []string
@@ -57,7 +58,7 @@ func TestMergeAndDiff(t *testing.T) {
 		t.Errorf("diff: %+v", ch)
 	}
 	// Relist.
-	back := Merge(next, []Artifact{{Name: "gone", Versions: []Version{{Version: "1.0.0", Tag: "v1.0.0"}}}})
+	back := Merge(next, []model.ArtifactRecord{{Name: "gone", Versions: []model.VersionRecord{{Version: "1.0.0", Tag: "v1.0.0"}}}})
 	if ch := Diff(next, back); len(ch.Relisted) != 1 || ch.Relisted[0] != "gone 1.0.0" {
 		t.Errorf("relist: %+v", ch)
 	}

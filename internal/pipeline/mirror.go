@@ -1,0 +1,166 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
+)
+
+// MirrorOptions configures Mirror (`publish mirror`).
+type MirrorOptions struct {
+	Source      string   // package repo checkout (default ".")
+	PackagesDir string   // relative to Source (default "packages")
+	Paths       []string // mirror the versions below these (relative to Source)
+	// Base mirrors the versions changed since this source revision
+	// (internal/diff); with Paths, those of them that changed.
+	Base    string
+	NoFetch bool // never fetch from the package repo's origin
+	// Images are image references mirrored besides the versions; with
+	// Images only (no Paths, no Base), the package repo is not read.
+	Images []string
+	// Mirror is the registry client: destination, credentials, TLS.
+	Mirror mirror.Options
+	// Log receives progress lines at level Info; nil discards them.
+	Log *slog.Logger
+}
+
+// MirrorResult is what Mirror did.
+type MirrorResult struct {
+	Versions int // package versions selected
+	Related  int // distinct related images (and Images) to mirror
+	Bundles  int // distinct bundles to mirror
+	// Report has one entry per image at the destination, also when the
+	// mirror failed part way (nil when nothing was tried).
+	Report *mirror.Report
+}
+
+// Mirror is the mirror stage of `publish run` alone: it selects the
+// versions below Paths and, with Base, those changed since Base (every
+// version when neither is given and there are no Images), reads their
+// bundles as run does, and mirrors their related images and then their
+// bundles, and Images, to the destination. Nothing else: no catalog, no
+// commit.
+//
+// Errors: *PathError for a path that does not exist and *FlagError for
+// registry options that cannot work (usage, exit 2); *InputError for a
+// manifest or a bundle that is missing or invalid (exit 1); an error
+// naming every image that could not be mirrored, with the manifest lines
+// that name it, otherwise (exit 2).
+func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
+	if o.Source == "" {
+		o.Source = "."
+	}
+	if o.PackagesDir == "" {
+		o.PackagesDir = "packages"
+	}
+	log := Options{Log: o.Log}
+	opts := o.Mirror
+	var selected []*model.Version
+	if len(o.Paths) > 0 || o.Base != "" || len(o.Images) == 0 {
+		ms, err := Scan(o.Source, o.PackagesDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range o.Paths {
+			if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
+				return nil, &PathError{Path: p}
+			}
+		}
+		var changed func(a, v string) bool
+		if o.Base != "" {
+			dr, err := diff.Compute(ctx, diff.Options{Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base, Fetch: !o.NoFetch, Log: log.logWriter()})
+			if err != nil {
+				return nil, fmt.Errorf("--base %s: %w", o.Base, err)
+			}
+			changed = dr.Changed
+		}
+		for _, v := range model.NewVersions(ms) {
+			k := v.Key()
+			if Selected(v.Manifest.Path, o.Paths) && (changed == nil || changed(k.Artifact, k.Version)) {
+				v.Changed = true
+				selected = append(selected, v)
+			}
+		}
+		if opts.SrcHosts == nil {
+			opts.SrcHosts = sourceHosts(ms)
+		}
+	}
+	if len(o.Images) > 0 && opts.SrcHosts != nil {
+		// Images named on the command line are sources too.
+		for _, ref := range o.Images {
+			if r, err := name.ParseReference(ref); err == nil {
+				opts.SrcHosts = append(opts.SrcHosts, r.Context().RegistryStr())
+			}
+		}
+	}
+	mc, err := mirror.New(opts)
+	if err != nil {
+		return nil, &FlagError{Err: err}
+	}
+	if err := readBundles(ctx, mc, selected); err != nil {
+		return nil, fmt.Errorf("nothing mirrored:\n%w", err)
+	}
+	var bad []error
+	for _, v := range selected {
+		if v.BundleErr != nil {
+			bad = append(bad, fmt.Errorf("%s: bundle %s: %w", v.Where(), v.Ref(), v.BundleErr))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, inputErr(fmt.Errorf("nothing mirrored:\n%w", errors.Join(bad...)))
+	}
+	var extra []mirror.Target
+	for _, ref := range o.Images {
+		extra = append(extra, mirror.Target{Ref: ref})
+	}
+	related, bundles := mirrorTargets(selected, extra)
+	res := &MirrorResult{Versions: len(selected), Related: countUnique(related), Bundles: countUnique(bundles)}
+	log.logf("mirror: %d package versions, %d related images, %d bundles to %s", res.Versions, res.Related, res.Bundles, o.Mirror.DstRegistry)
+	res.Report, err = mc.MirrorTargets(ctx, related, bundles)
+	if err != nil {
+		return res, fmt.Errorf("mirror failed:\n%w", annotateImageErrors(err, namedBy(selected)))
+	}
+	return res, nil
+}
+
+// ImageErrors returns the *mirror.ImageError of every image err says
+// failed (the error of Mirror or Run), in order.
+func ImageErrors(err error) []*mirror.ImageError {
+	var out []*mirror.ImageError
+	var walk func(error)
+	walk = func(e error) {
+		if ie, ok := e.(*mirror.ImageError); ok {
+			out = append(out, ie)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return out
+}
+
+// countUnique counts the distinct targets of ts.
+func countUnique(ts []mirror.Target) int {
+	seen := map[mirror.Target]bool{}
+	for _, t := range ts {
+		seen[t] = true
+	}
+	return len(seen)
+}
