@@ -732,8 +732,8 @@ func (f *mfile) checkFields() {
 	if s, _ := f.str("spec.info.displayName"); strings.TrimSpace(s) == "" && (f.vals["spec.info.displayName"] == nil || f.vals["spec.info.displayName"].Kind == yaml.ScalarNode) {
 		f.addAt(RuleManifestDisplayName, f.node("spec.info.displayName"), "spec.info.displayName is empty: the OperatorHub page has no name to show", "")
 	}
-	over := f.checkSizes()
-	if s, ok := f.str("spec.info.icon"); ok && s != "" && !over["spec.info.icon"] {
+	f.checkSizes()
+	if s, ok := f.str("spec.info.icon"); ok && s != "" {
 		if msg := checkIcon(s); msg != "" {
 			f.addAt(RuleManifestIcon, f.node("spec.info.icon"), "spec.info.icon "+msg, "")
 		}
