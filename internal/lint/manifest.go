@@ -7,7 +7,6 @@ import (
 	"io"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -234,8 +233,6 @@ func (f *mfile) hygiene() {
 	}
 }
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
 // parseYAML decodes the first document into f.root and reports syntax
 // errors, empty files, non-mapping documents and further documents.
 func (f *mfile) parseYAML() {
@@ -285,17 +282,21 @@ func (f *mfile) parseYAML() {
 	}
 }
 
+// yamlError reports a syntax error of the YAML tree's parser (yaml.v3) at
+// the offending token as go.yaml.in/yaml/v4 finds it: v3 often names the
+// start of the enclosing block instead (a bad indent on line 13 at 5:1).
 func (f *mfile) yamlError(err error, prefix string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else if strings.Contains(msg, "cannot start any token") || strings.Contains(msg, "tab character") {
-		// yaml.v3 omits the line for some tokens on the first line.
-		line = 1
+	line, col, msg := 1, 0, strings.TrimPrefix(err.Error(), "yaml: ")
+	if s := manifest.CheckYAMLSyntax(f.text); s != nil {
+		msg = s.Msg
+		if s.Line > 0 {
+			line, col = s.Line, s.Column
+		}
 	}
-	f.add(RuleManifestYAML, line, f.firstCol(line), "not valid YAML: "+prefix+msg, "")
+	if col < 1 {
+		col = f.firstCol(line)
+	}
+	f.add(RuleManifestYAML, line, col, "not valid YAML: "+prefix+msg, "")
 }
 
 func nodeWord(n *yaml.Node) string {
