@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
 	"strings"
@@ -63,14 +64,48 @@ const (
 	kLinks                    // a sequence of {name, url} mappings
 )
 
-// schema mirrors manifest.PackageManifest (strict parsing rejects any other
-// field).
-var schema = map[string]map[string]fieldKind{
-	"":          {"apiVersion": kText, "kind": kText, "metadata": kMap, "spec": kMap},
-	"metadata":  {"name": kText, "labels": kTextMap, "annotations": kTextMap},
-	"spec":      {"type": kText, "artifact": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList},
-	"spec.info": {"displayName": kText, "icon": kText, "keywords": kList, "links": kLinks, "description": kText},
-	"link":      {"name": kText, "url": kText},
+// schema is manifest.PackageManifest's shape (strict parsing rejects any
+// other field), derived from its yaml tags: mapping path ("" for the
+// document, "link" for a spec.info.links entry) to field to kind.
+var schema = deriveSchema(reflect.TypeFor[manifest.PackageManifest]())
+
+// deriveSchema walks the struct t and its nested structs: a string field is
+// kText, a struct kMap (its own entry, keyed by dotted path), a map of
+// strings kTextMap, a slice of strings kList, a slice of manifest.Link
+// kLinks (its entry is "link"). Fields tagged "-" are not YAML.
+func deriveSchema(t reflect.Type) map[string]map[string]fieldKind {
+	out := map[string]map[string]fieldKind{}
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		fields := map[string]fieldKind{}
+		out[path] = fields
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+			if name == "-" || name == "" || !sf.IsExported() {
+				continue
+			}
+			ft := sf.Type
+			switch {
+			case ft.Kind() == reflect.String:
+				fields[name] = kText
+			case ft.Kind() == reflect.Struct:
+				fields[name] = kMap
+				walk(ft, join(path, name))
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
+				fields[name] = kTextMap
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+				fields[name] = kList
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				fields[name] = kLinks
+				walk(ft.Elem(), "link")
+			default:
+				panic(fmt.Sprintf("lint: no schema kind for PackageManifest field %s (%s)", join(path, name), ft))
+			}
+		}
+	}
+	walk(t, "")
+	return out
 }
 
 var kindWords = map[fieldKind]string{
