@@ -8,14 +8,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/target"
-	yaml "go.yaml.in/yaml/v3"
+	yaml "go.yaml.in/yaml/v4"
 )
 
 // FileName is the configuration file looked up at the package repo root.
@@ -222,24 +223,24 @@ func clusterLine(data []byte, name string) int {
 	return 0
 }
 
-var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
-
+// yamlError turns a go.yaml.in/yaml/v4 error into an *Error at the line
+// of the offending token: the first construct (type) error, or the syntax
+// error where manifest.YAMLSyntax places it.
 func yamlError(path string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		if m := lineRE.FindStringSubmatch(te.Errors[0]); m != nil {
-			l, _ := strconv.Atoi(m[1])
-			msg := m[2]
-			if strings.Contains(msg, "not found in type") {
-				msg = strings.SplitN(msg, " not found", 2)[0] + " is not a publish.yaml field (see the README, Configuration)"
-				msg = "unknown " + msg
-			}
-			return &Error{Path: path, Line: l, Msg: msg}
+	var le *yaml.LoadErrors
+	if errors.As(err, &le) && len(le.Errors) > 0 {
+		e := le.Errors[0]
+		msg := e.Message
+		if f, ok := strings.CutPrefix(msg, "field "); ok && strings.Contains(f, " not found in type ") {
+			msg = "unknown field " + strings.SplitN(f, " not found", 2)[0] + " is not a publish.yaml field (see the README, Configuration)"
 		}
+		return &Error{Path: path, Line: e.Mark.Line, Msg: msg}
 	}
-	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
-		l, _ := strconv.Atoi(m[1])
-		return &Error{Path: path, Line: l, Msg: "not valid YAML: " + m[2]}
+	if errors.Is(err, io.EOF) {
+		return &Error{Path: path, Msg: "empty file: write apiVersion: " + APIVersion + " and kind: " + Kind}
+	}
+	if se, ok := manifest.YAMLSyntax(err); ok {
+		return &Error{Path: path, Line: se.Line, Msg: "not valid YAML: " + se.Msg}
 	}
 	return &Error{Path: path, Msg: err.Error()}
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -64,14 +64,48 @@ const (
 	kLinks                    // a sequence of {name, url} mappings
 )
 
-// schema mirrors manifest.PackageManifest (strict parsing rejects any other
-// field).
-var schema = map[string]map[string]fieldKind{
-	"":          {"apiVersion": kText, "kind": kText, "metadata": kMap, "spec": kMap},
-	"metadata":  {"name": kText, "labels": kTextMap, "annotations": kTextMap},
-	"spec":      {"type": kText, "artifact": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList},
-	"spec.info": {"displayName": kText, "icon": kText, "keywords": kList, "links": kLinks, "description": kText},
-	"link":      {"name": kText, "url": kText},
+// schema is manifest.PackageManifest's shape (strict parsing rejects any
+// other field), derived from its yaml tags: mapping path ("" for the
+// document, "link" for a spec.info.links entry) to field to kind.
+var schema = deriveSchema(reflect.TypeFor[manifest.PackageManifest]())
+
+// deriveSchema walks the struct t and its nested structs: a string field is
+// kText, a struct kMap (its own entry, keyed by dotted path), a map of
+// strings kTextMap, a slice of strings kList, a slice of manifest.Link
+// kLinks (its entry is "link"). Fields tagged "-" are not YAML.
+func deriveSchema(t reflect.Type) map[string]map[string]fieldKind {
+	out := map[string]map[string]fieldKind{}
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		fields := map[string]fieldKind{}
+		out[path] = fields
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+			if name == "-" || name == "" || !sf.IsExported() {
+				continue
+			}
+			ft := sf.Type
+			switch {
+			case ft.Kind() == reflect.String:
+				fields[name] = kText
+			case ft.Kind() == reflect.Struct:
+				fields[name] = kMap
+				walk(ft, join(path, name))
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.String:
+				fields[name] = kTextMap
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.String:
+				fields[name] = kList
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				fields[name] = kLinks
+				walk(ft.Elem(), "link")
+			default:
+				panic(fmt.Sprintf("lint: no schema kind for PackageManifest field %s (%s)", join(path, name), ft))
+			}
+		}
+	}
+	walk(t, "")
+	return out
 }
 
 var kindWords = map[fieldKind]string{
@@ -234,8 +268,6 @@ func (f *mfile) hygiene() {
 	}
 }
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
 // parseYAML decodes the first document into f.root and reports syntax
 // errors, empty files, non-mapping documents and further documents.
 func (f *mfile) parseYAML() {
@@ -285,17 +317,21 @@ func (f *mfile) parseYAML() {
 	}
 }
 
+// yamlError reports a syntax error of the YAML tree's parser (yaml.v3) at
+// the offending token as go.yaml.in/yaml/v4 finds it: v3 often names the
+// start of the enclosing block instead (a bad indent on line 13 at 5:1).
 func (f *mfile) yamlError(err error, prefix string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	line := 1
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = m[2]
-	} else if strings.Contains(msg, "cannot start any token") || strings.Contains(msg, "tab character") {
-		// yaml.v3 omits the line for some tokens on the first line.
-		line = 1
+	line, col, msg := 1, 0, strings.TrimPrefix(err.Error(), "yaml: ")
+	if s := manifest.CheckYAMLSyntax(f.text); s != nil {
+		msg = s.Msg
+		if s.Line > 0 {
+			line, col = s.Line, s.Column
+		}
 	}
-	f.add(RuleManifestYAML, line, f.firstCol(line), "not valid YAML: "+prefix+msg, "")
+	if col < 1 {
+		col = f.firstCol(line)
+	}
+	f.add(RuleManifestYAML, line, col, "not valid YAML: "+prefix+msg, "")
 }
 
 func nodeWord(n *yaml.Node) string {
@@ -732,8 +768,8 @@ func (f *mfile) checkFields() {
 	if s, _ := f.str("spec.info.displayName"); strings.TrimSpace(s) == "" && (f.vals["spec.info.displayName"] == nil || f.vals["spec.info.displayName"].Kind == yaml.ScalarNode) {
 		f.addAt(RuleManifestDisplayName, f.node("spec.info.displayName"), "spec.info.displayName is empty: the OperatorHub page has no name to show", "")
 	}
-	over := f.checkSizes()
-	if s, ok := f.str("spec.info.icon"); ok && s != "" && !over["spec.info.icon"] {
+	f.checkSizes()
+	if s, ok := f.str("spec.info.icon"); ok && s != "" {
 		if msg := checkIcon(s); msg != "" {
 			f.addAt(RuleManifestIcon, f.node("spec.info.icon"), "spec.info.icon "+msg, "")
 		}

@@ -29,15 +29,15 @@ const (
 	MaxIconSize = 256 << 10
 )
 
-// fieldLimits are the manifest fields that reach a rendered object, with
-// their limits, in report order.
+// fieldLimits are the text fields that reach a rendered object, with
+// their limits, in report order (manifest/field-size). The icon's limit,
+// MaxIconSize, is manifest/icon's (checkIcon), with its other checks.
 var fieldLimits = []struct {
 	field string
 	max   int
 }{
 	{"spec.info.displayName", MaxDisplayNameSize},
 	{"spec.info.description", MaxDescriptionSize},
-	{"spec.info.icon", MaxIconSize},
 }
 
 // sizeText writes n bytes as "256 KiB", "1 MiB", "1.5 MiB" or "300 bytes".
@@ -56,19 +56,15 @@ func sizeText(n int) string {
 }
 
 // checkSizes reports the fields of fieldLimits over their limit
-// (manifest/field-size) and returns them, so that the rules on their
-// content can skip them.
-func (f *mfile) checkSizes() map[string]bool {
-	over := map[string]bool{}
+// (manifest/field-size).
+func (f *mfile) checkSizes() {
 	for _, l := range fieldLimits {
 		s, ok := f.str(l.field)
 		if !ok || len(s) <= l.max {
 			continue
 		}
-		over[l.field] = true
 		f.addAt(RuleManifestFieldSize, f.node(l.field), fmt.Sprintf("%s is %d bytes, over the %s limit of the field: it is copied into the rendered objects, which must stay under %s", l.field, len(s), sizeText(l.max), sizeText(MaxObjectSize)), "")
 	}
-	return over
 }
 
 // ScanFinding turns an error of manifest.Scan about one file (a file the

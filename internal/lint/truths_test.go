@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -64,5 +65,20 @@ func TestCountPlural(t *testing.T) {
 		if got := Count(n, "lint error"); got != want {
 			t.Errorf("Count(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestSchemaDerived: the manifest rules' schema is manifest.PackageManifest's
+// (derived from its yaml tags, no hand-kept copy to drift).
+func TestSchemaDerived(t *testing.T) {
+	want := map[string]map[string]fieldKind{
+		"":          {"apiVersion": kText, "kind": kText, "metadata": kMap, "spec": kMap},
+		"metadata":  {"name": kText, "labels": kTextMap, "annotations": kTextMap},
+		"spec":      {"type": kText, "artifact": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList},
+		"spec.info": {"displayName": kText, "icon": kText, "keywords": kList, "links": kLinks, "description": kText},
+		"link":      {"name": kText, "url": kText},
+	}
+	if !reflect.DeepEqual(schema, want) {
+		t.Errorf("schema %v\nwant %v", schema, want)
 	}
 }

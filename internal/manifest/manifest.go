@@ -21,12 +21,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 
 	"github.com/blang/semver/v4"
 	"github.com/google/go-containerregistry/pkg/name"
-	yaml "go.yaml.in/yaml/v3"
+	yaml "go.yaml.in/yaml/v4"
 )
 
 // APIVersion and Kind identify a PackageManifest document.
@@ -255,46 +256,32 @@ func recordLines(n *yaml.Node, prefix string, lines map[string]int) {
 	}
 }
 
-var lineRE = regexp.MustCompile(`line (\d+): (.*)`)
-
-// yamlError turns a yaml.v3 error into an *Error with the first line it
-// names; type errors list every problem.
+// yamlError turns a go.yaml.in/yaml/v4 error into an *Error at the line
+// of the offending token: construct (type) errors list every problem at
+// the first one's line; syntax errors use YAMLSyntax.
 func yamlError(path string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		var msgs []string
-		first := 0
-		for _, e := range te.Errors {
-			if m := lineRE.FindStringSubmatch(e); m != nil {
-				if first == 0 {
-					fmt.Sscanf(m[1], "%d", &first)
-				}
-				msgs = append(msgs, fixTypeMsg(m[2]))
-			} else {
-				msgs = append(msgs, e)
-			}
+	var le *yaml.LoadErrors
+	if errors.As(err, &le) && len(le.Errors) > 0 {
+		msgs := make([]string, 0, len(le.Errors))
+		for _, e := range le.Errors {
+			msgs = append(msgs, fixTypeMsg(e.Message))
 		}
-		return &Error{Path: path, Line: first, Msg: strings.Join(msgs, "; ")}
+		return &Error{Path: path, Line: le.Errors[0].Mark.Line, Msg: strings.Join(msgs, "; ")}
 	}
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := lineRE.FindStringSubmatch(msg); m != nil {
-		var l int
-		fmt.Sscanf(m[1], "%d", &l)
-		return &Error{Path: path, Line: l, Msg: "not valid YAML: " + m[2]}
-	}
-	if errors.Is(err, errEOF) || strings.Contains(msg, "EOF") {
+	if errors.Is(err, io.EOF) {
 		return &Error{Path: path, Msg: "empty file: a manifest.yaml holds one PackageManifest"}
 	}
-	return &Error{Path: path, Msg: "not valid YAML: " + msg}
+	if se, ok := YAMLSyntax(err); ok {
+		return &Error{Path: path, Line: se.Line, Msg: "not valid YAML: " + se.Msg}
+	}
+	return &Error{Path: path, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 }
 
-var errEOF = errors.New("EOF")
-
-// withField names the field of a type error ("cannot unmarshal … into
+// withField names the field of a type error ("cannot construct … into
 // []string" says nothing of where): the deepest key path on that line.
 func withField(err error, lines map[string]int) error {
 	var e *Error
-	if !errors.As(err, &e) || e.Line == 0 || !strings.Contains(e.Msg, "cannot unmarshal") {
+	if !errors.As(err, &e) || e.Line == 0 || !strings.Contains(e.Msg, "cannot construct") {
 		return err
 	}
 	best := ""
@@ -309,7 +296,8 @@ func withField(err error, lines map[string]int) error {
 	return e
 }
 
-// fixTypeMsg rewrites yaml.v3's Go-flavoured messages into manifest terms.
+// fixTypeMsg rewrites yaml v4's Go-flavoured messages (a LoadError's
+// Message, no position in it) into manifest terms.
 func fixTypeMsg(s string) string {
 	if strings.HasPrefix(s, "field ") {
 		s = "unknown " + s

@@ -55,7 +55,7 @@ func TestParseErrors(t *testing.T) {
 		name, edit, with, want string
 	}{
 		{"unknown field", "  arch:", "  archs:", "p/manifest.yaml:9: unknown field archs"},
-		{"wrong type", "  arch: [linux/amd64]", "  arch: linux/amd64", "p/manifest.yaml:9: spec.arch: cannot unmarshal"},
+		{"wrong type", "  arch: [linux/amd64]", "  arch: linux/amd64", "p/manifest.yaml:9: spec.arch: cannot construct"},
 		{"missing artifact", "  artifact: registry.example.com/ops/etcd-bundle:v0.9.4\n", "", "p/manifest.yaml:5: spec.artifact field cannot be empty"},
 		{"bad version", "version: v0.9.4", "version: latest", "p/manifest.yaml:8: spec.version \"latest\" is not a semantic version"},
 		{"name mismatch", "name: etcd.v0.9.4", "name: etcd", "p/manifest.yaml:4: metadata.name \"etcd\" must be <artifact>.v0.9.4"},

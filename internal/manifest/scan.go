@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	yaml "go.yaml.in/yaml/v3"
+	yaml "go.yaml.in/yaml/v4"
 )
 
 // FileName is the name of a PackageManifest file in a package repo.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/lint"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -253,6 +254,9 @@ func buildChunk(mem filesys.FileSystem, cluster string, files Files) error {
 		}
 		data, err := res.AsYAML()
 		if err != nil {
+			return &OverlayError{Cluster: cluster, Err: err}
+		}
+		if err := lint.CheckObjectSize(p, data); err != nil {
 			return &OverlayError{Cluster: cluster, Err: err}
 		}
 		if seen[p] {
