@@ -37,11 +37,16 @@ const corpusParallelism = 8
 
 // CorpusDir returns the directory of the shared test corpus and whether it
 // exists. The environment variable PUBLISH_CORPUS_DIR is honoured first;
-// otherwise the corpus is <module root>/../shared/corpus, the module root
+// otherwise $PUBLISH_SHARED_DIR/corpus when that is set, else
+// <module root>/../shared/corpus, the module root
 // being found by walking up from the working directory (and, failing that,
 // from this source file) to the go.mod of this module.
 func CorpusDir() (string, bool) {
 	if d := os.Getenv(CorpusDirEnv); d != "" {
+		return d, corpusIsDir(d)
+	}
+	if d := os.Getenv("PUBLISH_SHARED_DIR"); d != "" {
+		d = filepath.Join(d, "corpus")
 		return d, corpusIsDir(d)
 	}
 	root, ok := corpusModuleRoot()
