@@ -415,13 +415,9 @@ func (p *Plan) Markdown() string {
 	if len(p.Findings) == 0 {
 		b.WriteString("### Lint\n\nlint ok\n\n")
 	} else {
-		fmt.Fprintf(&b, "### Lint: %d errors, %d warnings\n\n", s.Errors, s.Warnings)
+		fmt.Fprintf(&b, "### Lint: %s, %s\n\n", lint.Count(s.Errors, "error"), lint.Count(s.Warnings, "warning"))
 		for _, f := range p.Findings {
-			loc := f.Path
-			if f.Line > 0 {
-				loc = fmt.Sprintf("%s:%d", f.Path, f.Line)
-			}
-			fmt.Fprintf(&b, "- **%s** `%s` %s (`%s`)\n", f.Severity, loc, f.Message, f.Rule)
+			b.WriteString(f.MarkdownLine() + "\n") // a waived one says its reason and what it was
 		}
 		b.WriteString("\n")
 	}
