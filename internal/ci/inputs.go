@@ -38,6 +38,8 @@ var inputs = []Input{
 	{Name: "catalog-ssh-key-password", Flag: "catalog-ssh-key-password", Secret: true},
 	{Name: "catalog-known-hosts", Flag: "catalog-known-hosts"},
 	{Name: "insecure-ignore-host-key", Flag: "insecure-ignore-host-key"},
+	{Name: "create-branch", Flag: "create-branch"},
+	{Name: "init-catalog", Flag: "init-catalog"},
 	{Name: "commit-author-name", Flag: "commit-author-name"},
 	{Name: "commit-author-email", Flag: "commit-author-email"},
 	{Name: "commit-committer-name", Flag: "commit-committer-name"},
