@@ -687,11 +687,11 @@ func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo,
 // cluster overlay, before any time is spent on registries. The caller
 // closes the workspace.
 func openRunCatalog(ctx context.Context, o Options, t target.Target) (*workspace, *gitops.State, error) {
-	w, err := openWorkspace(ctx, o.Catalog)
+	w, err := openWorkspaceFor(ctx, o.Catalog)
 	if err != nil {
 		return nil, nil, err
 	}
-	if w.tip.NewBranch() {
+	if w.newBranch {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
 	state, err := prepareCatalog(w.Dir, w.Empty(), o, t)
@@ -799,7 +799,7 @@ func publishWithRetry(ctx context.Context, r *run, wp **workspace, state *gitops
 		case <-time.After(delay):
 		}
 		(*wp).Close()
-		w, err := openWorkspace(ctx, o.Catalog)
+		w, err := openWorkspaceFor(ctx, o.Catalog)
 		if err != nil {
 			*wp = nil
 			return err
@@ -930,18 +930,17 @@ func publishCatalog(ctx context.Context, r *run, w *workspace, state *gitops.Sta
 	if err != nil {
 		return inputErr(err)
 	}
-	written, err := w.tip.Commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
+	hash, files, err := w.commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
 	if err != nil {
 		return fmt.Errorf("committing catalog: %w", err)
 	}
-	res.Files = written.Files
+	res.Files = files
 	o.logf("catalog: committing %d files", len(res.Files))
-	if written.Commit.IsZero() {
+	if hash == "" {
 		return nil
 	}
-	hash := written.Commit.String()
 	o.logf("catalog: pushing %s to %s", hash[:12], o.Catalog.Branch)
-	if _, err := w.tip.Push(ctx, written); err != nil {
+	if err := w.push(ctx); err != nil {
 		return err
 	}
 	res.Commit = hash

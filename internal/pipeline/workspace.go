@@ -21,12 +21,25 @@ import (
 // working tree, no index, no walk of the repo by the push. See
 // docs/design.md, "The catalog".
 type workspace struct {
-	tip *catalog.Tip
 	// Dir is the catalog root (--catalog-path) in the temporary directory.
 	Dir string
 	// base is what was written into Dir from the tip, by catalog path.
 	base map[string][]byte
+	// empty: the branch has no commit yet; newBranch: the repo has commits
+	// but not on the branch.
+	empty, newBranch bool
+	// commit writes the commit of changes (relative to the catalog root):
+	// its hash ("" when the tree did not change) and the files it changes,
+	// sorted. push pushes it.
+	commit func(changes []catalog.Change, co catalog.CommitOptions) (string, []string, error)
+	push   func(ctx context.Context) error
+	close  func() error
 }
+
+// openWorkspaceFor opens the workspace of each publish attempt:
+// openWorkspace; the equivalence test swaps in the worktree clone that
+// `run` used before, to compare the trees both leave.
+var openWorkspaceFor = openWorkspace
 
 // openWorkspace opens the tip of the catalog branch and writes every file
 // of it below --catalog-path into a new temporary directory (the full
@@ -37,7 +50,20 @@ func openWorkspace(ctx context.Context, o gitops.Options) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &workspace{tip: tip}
+	w := &workspace{empty: tip.Head() == "", newBranch: tip.NewBranch()}
+	var written *catalog.Written
+	w.commit = func(changes []catalog.Change, co catalog.CommitOptions) (string, []string, error) {
+		var err error
+		if written, err = tip.Commit(changes, co); err != nil || written.Commit.IsZero() {
+			return "", nil, err
+		}
+		return written.Commit.String(), written.Files, nil
+	}
+	w.push = func(ctx context.Context) error {
+		_, err := tip.Push(ctx, written)
+		return err
+	}
+	w.close = tip.Close
 	if w.Dir, err = os.MkdirTemp("", "publish-catalog-"); err != nil {
 		tip.Close()
 		return nil, err
@@ -53,12 +79,12 @@ func openWorkspace(ctx context.Context, o gitops.Options) (*workspace, error) {
 }
 
 // Empty reports that the branch has no commit yet.
-func (w *workspace) Empty() bool { return w.tip.Head() == "" }
+func (w *workspace) Empty() bool { return w.empty }
 
 // Close removes the directory and closes the tip.
 func (w *workspace) Close() error {
 	err := os.RemoveAll(w.Dir)
-	if cerr := w.tip.Close(); err == nil {
+	if cerr := w.close(); err == nil {
 		err = cerr
 	}
 	return err
