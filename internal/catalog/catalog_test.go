@@ -341,9 +341,17 @@ func TestEmptyRepoAndNewBranch(t *testing.T) {
 			}
 			o.Branch = "staging"
 			o.Path = "catalog"
+			var mb *gitops.MissingBranchError
+			if tp, err := OpenTip(context.Background(), o); !errors.As(err, &mb) {
+				if tp != nil {
+					tp.Close()
+				}
+				t.Fatalf("a branch the repo lacks without --create-branch: %v, want *gitops.MissingBranchError", err)
+			}
+			o.CreateBranch = true
 			tip = openTip(t, o)
-			if tip.Head() != "" {
-				t.Fatalf("new branch: head %q", tip.Head())
+			if tip.Head() != "" || !tip.NewBranch() {
+				t.Fatalf("new branch: head %q, NewBranch %v", tip.Head(), tip.NewBranch())
 			}
 			nb := commitPush(t, o, bare, files(map[string]string{"publish/state.yaml": "state: staging\n"}))
 			if got := run(t, bare, "show", "staging:catalog/publish/state.yaml"); got != "state: staging" || nb.Parent != plumbing.ZeroHash {

@@ -42,6 +42,8 @@ type Tip struct {
 	tree   *object.Tree // the catalog root's tree; nil when there is none
 	dir    string       // temporary clone, "" when opened in place
 	fs     *filesystem.Storage
+	// newBranch: the repo has commits, but not on this branch.
+	newBranch bool
 }
 
 // OpenTip opens the tip of o.Branch of the catalog repo o.URL, rooted at
@@ -49,7 +51,8 @@ type Tip struct {
 // that directory is a Tip with no files (Head "" for the first two).
 // Errors: *gitops.UnreachableError for a catalog that cannot be opened or
 // fetched, *gitops.AuthError for unusable credentials, a bad
-// --catalog-path.
+// --catalog-path, *gitops.MissingBranchError for a branch the repo lacks
+// while it has others (unless o.CreateBranch, --create-branch).
 func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 	o = o.WithDefaults()
 	url, err := o.Endpoint()
@@ -86,8 +89,15 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, transport.ErrEmptyRemoteRepository) || gitops.IsNoBranch(err):
+		case errors.Is(err, transport.ErrEmptyRemoteRepository):
 			t.store = NewOverlay(nil)
+			return t, nil
+		case gitops.IsNoBranch(err):
+			if berr := gitops.CheckBranch(ctx, o); berr != nil {
+				t.Close()
+				return nil, berr
+			}
+			t.store, t.newBranch = NewOverlay(nil), true
 			return t, nil
 		default:
 			t.Close()
@@ -97,6 +107,11 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 	t.store = NewOverlay(repo.Storer)
 	ref, err := repo.Reference(plumbing.NewBranchReferenceName(o.Branch), true)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		if berr := gitops.CheckBranch(ctx, o); berr != nil {
+			t.Close()
+			return nil, berr
+		}
+		t.newBranch = hasBranches(repo)
 		return t, nil
 	}
 	if err != nil {
@@ -158,6 +173,20 @@ func (t *Tip) Head() string {
 		return ""
 	}
 	return t.head.String()
+}
+
+// NewBranch reports that the repo has commits but not on the branch: the
+// first push creates it.
+func (t *Tip) NewBranch() bool { return t.newBranch }
+
+func hasBranches(r *git.Repository) bool {
+	it, err := r.Branches()
+	if err != nil {
+		return false
+	}
+	defer it.Close()
+	_, err = it.Next()
+	return err == nil
 }
 
 // Prefix is the catalog root in the repo (--catalog-path, cleaned; "" for

@@ -219,3 +219,17 @@ func (s *Snapshot) State() (*State, error) {
 	}
 	return ParseState(data)
 }
+
+// CheckBranch is called when o.Branch is missing from the catalog repo
+// (a clone found no such branch): it returns a *MissingBranchError naming
+// the branches the repo has, unless o.CreateBranch (--create-branch) or the
+// repo has no branch at all (a new, empty repo is seeded). Errors:
+// *UnreachableError when the branches cannot be listed.
+func CheckBranch(ctx context.Context, o Options) error {
+	o.defaults()
+	url, err := o.endpoint()
+	if err != nil {
+		return err
+	}
+	return checkBranch(ctx, o, url)
+}

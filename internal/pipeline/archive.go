@@ -382,11 +382,15 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	if err != nil {
 		return res, err
 	}
-	repo, state, err := openCatalog(ctx, o, tgt)
+	ws, state, err := openRunCatalog(ctx, o, tgt)
 	if err != nil {
 		return res, err
 	}
-	defer repo.Close()
+	defer func() {
+		if ws != nil {
+			ws.Close()
+		}
+	}()
 	// Changed: the versions publish/state.yaml has no mirrored record of.
 	vs := model.NewVersions(ms)
 	markUnpublished(vs, state.Artifacts, func(a, v string) bool { return false })
@@ -434,7 +438,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, repo, state, current, res)
+	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, &ws, state, current, res)
 }
 
 // sourceCommit is the source commit and repo recorded in the state.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,4 +147,31 @@ func TestCatalogInPackageRepo(t *testing.T) {
 			t.Fatalf("tiny 1.2.0 was not published: %+v", res.Changes)
 		}
 	})
+}
+
+// TestRunMissingBranch: a run to a branch the catalog repo lacks while it
+// has others is refused with *gitops.MissingBranchError, nothing pushed;
+// --create-branch creates it and leaves main as it was.
+func TestRunMissingBranch(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	main := tip(t, f.catalog, "main").Hash
+	_, err := Run(context.Background(), Options{
+		Source:  f.source,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: gitops.Options{URL: f.catalog, Branch: "mian"},
+	})
+	var mb *gitops.MissingBranchError
+	if !errors.As(err, &mb) {
+		t.Fatalf("run to a missing branch: %v, want *gitops.MissingBranchError", err)
+	}
+	if res := f.runWith(t, f.source, gitops.Options{URL: f.catalog, Branch: "staging", CreateBranch: true}); res.Commit == "" {
+		t.Fatal("--create-branch: no commit")
+	}
+	if _, err := tip(t, f.catalog, "staging").File("publish/state.yaml"); err != nil {
+		t.Error(err)
+	}
+	if got := tip(t, f.catalog, "main").Hash; got != main {
+		t.Errorf("main moved from %s to %s", main, got)
+	}
 }

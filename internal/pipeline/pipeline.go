@@ -30,6 +30,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -262,11 +263,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
 	}
 
-	repo, state, err := openCatalog(ctx, o, tgt)
+	ws, state, err := openRunCatalog(ctx, o, tgt)
 	if err != nil {
 		return nil, err
 	}
-	defer repo.Close()
+	defer func() {
+		if ws != nil {
+			ws.Close()
+		}
+	}()
 	if r.changed == nil {
 		dr, err := diff.Compute(ctx, diff.Options{
 			Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
@@ -326,7 +331,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, r, repo, state, current, res)
+	return res, publishWithRetry(ctx, r, &ws, state, current, res)
 }
 
 // mirrorVersions mirrors extra and the related images of the changed
@@ -658,7 +663,8 @@ func updatedVersions(dr *diff.Result, dirty [][2]string, prev, next []model.Arti
 
 // openCatalog clones the catalog, reads its state, seeds a first publish
 // from the template and checks the cluster overlay, before any time is
-// spent on registries. The caller closes the clone.
+// spent on registries. The caller closes the clone. `publish plan` uses
+// it; `run` and `push --catalog` use openWorkspace.
 func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo, *gitops.State, error) {
 	repo, err := gitops.Clone(ctx, o.Catalog)
 	if err != nil {
@@ -667,7 +673,7 @@ func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo,
 	if repo.NewBranch {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
-	state, err := prepareCatalog(repo, o, t)
+	state, err := prepareCatalog(repo.Dir, repo.Empty, o, t)
 	if err != nil {
 		repo.Close()
 		return nil, nil, err
@@ -675,32 +681,54 @@ func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo,
 	return repo, state, nil
 }
 
-// prepareCatalog reads the state of a fresh clone (or one just reset to
-// the branch tip), seeds a first publish from the template and checks the
-// cluster overlay when the target renders through it.
-func prepareCatalog(repo *gitops.Repo, o Options, t target.Target) (*gitops.State, error) {
-	state, err := gitops.ReadState(repo.Dir)
+// openRunCatalog opens the tip of the catalog branch as a workspace (Git
+// objects, with the files in a temporary directory for the render), reads
+// its state, seeds a first publish from the template and checks the
+// cluster overlay, before any time is spent on registries. The caller
+// closes the workspace.
+func openRunCatalog(ctx context.Context, o Options, t target.Target) (*workspace, *gitops.State, error) {
+	w, err := openWorkspaceFor(ctx, o.Catalog)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w.newBranch {
+		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
+	}
+	state, err := prepareCatalog(w.Dir, w.Empty(), o, t)
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	return w, state, nil
+}
+
+// prepareCatalog reads the state of the catalog root dir (a fresh clone, or
+// the files of the branch tip), seeds a first publish from the template
+// (empty: the branch has no commit yet) and checks the cluster overlay when
+// the target renders through it.
+func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops.State, error) {
+	state, err := gitops.ReadState(dir)
 	if err == nil {
 		// A repo with files but no state is someone else's project (or the
 		// package repo itself): refused before anything is mirrored, unless
 		// the user said so (--init-catalog, or an absent or empty
 		// --catalog-path).
-		_, serr := os.Stat(filepath.Join(repo.Dir, filepath.FromSlash(gitops.StatePath)))
+		_, serr := os.Stat(filepath.Join(dir, filepath.FromSlash(gitops.StatePath)))
 		var entries []gitops.Entry
-		if entries, err = gitops.DirEntries(repo.Dir); err == nil {
+		if entries, err = gitops.DirEntries(dir); err == nil {
 			if cerr := gitops.CheckCatalog(serr == nil, entries, o.Catalog); cerr != nil {
 				return nil, inputErr(cerr)
 			}
 		}
 	}
-	if err == nil && (repo.Empty || len(state.Artifacts) == 0) {
+	if err == nil && (empty || len(state.Artifacts) == 0) {
 		// First publish: add the template's files that the repo lacks.
-		err = repo.Seed(publish.CatalogTemplate, "catalog-repo-template")
+		err = seedDir(dir, publish.CatalogTemplate, "catalog-repo-template")
 	} else if err != nil {
 		err = inputErr(err)
 	}
 	if err == nil && t.Kustomize() {
-		if oerr := render.CheckOverlay(repo.Dir, o.Cluster); oerr != nil {
+		if oerr := render.CheckOverlay(dir, o.Cluster); oerr != nil {
 			err = inputErr(oerr)
 		}
 	}
@@ -738,15 +766,16 @@ func retryDelay(n int) time.Duration {
 }
 
 // publishWithRetry publishes and, when the push is rejected because the
-// catalog branch moved on (gitops.IsRejected: go-git's non-fast-forward
-// update, "fetch first", "cannot lock ref", GitLab's "incorrect old value
-// provided"), fetches the branch, resets the clone hard to its tip, renders
-// again on top of the new state and pushes again, with backoff and jitter,
-// at most pushAttempts times. Before every attempt it compares the source
-// commit of the catalog with ours by ancestry in the package repo: when the
-// catalog was published from a newer commit, it stops with nothing to do, so
-// an older run never overwrites a newer catalog (no lost update).
-func publishWithRetry(ctx context.Context, r *run, repo *gitops.Repo, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
+// catalog branch moved on (gitops.IsRejected: the compare-and-swap of
+// catalog.Tip.Push, "fetch first", "cannot lock ref", GitLab's "incorrect
+// old value provided"), opens the branch's new tip, renders again on top of
+// the new state and pushes again, with backoff and jitter, at most
+// pushAttempts times. Before every attempt it compares the source commit of
+// the catalog with ours by ancestry in the package repo: when the catalog
+// was published from a newer commit, it stops with nothing to do, so an
+// older run never overwrites a newer catalog (no lost update). *wp is the
+// workspace of the last attempt (the caller closes it).
+func publishWithRetry(ctx context.Context, r *run, wp **workspace, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
 	o := r.Options
 	for attempt := 1; ; attempt++ {
 		if newer, why := supersededBy(ctx, o, res.SourceCommit, state.Source.Commit); newer {
@@ -755,7 +784,7 @@ func publishWithRetry(ctx context.Context, r *run, repo *gitops.Repo, state *git
 			res.Superseded = state.Source.Commit
 			return nil
 		}
-		err := publishCatalog(ctx, r, repo, state, current, res)
+		err := publishCatalog(ctx, r, *wp, state, current, res)
 		if err == nil || !gitops.IsRejected(err) {
 			return err
 		}
@@ -769,10 +798,14 @@ func publishWithRetry(ctx context.Context, r *run, repo *gitops.Repo, state *git
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		if err := repo.Refresh(ctx); err != nil {
+		(*wp).Close()
+		w, err := openWorkspaceFor(ctx, o.Catalog)
+		if err != nil {
+			*wp = nil
 			return err
 		}
-		if state, err = prepareCatalog(repo, o, r.target); err != nil {
+		*wp = w
+		if state, err = prepareCatalog(w.Dir, w.Empty(), o, r.target); err != nil {
 			return err
 		}
 	}
@@ -853,15 +886,17 @@ func short(h string) string {
 	return h
 }
 
-// publishCatalog renders into the clone, commits when a byte changed, and
-// pushes.
-func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
+// publishCatalog renders into the workspace's directory, and when a byte
+// changed writes the commit of what changed from Git objects on the tip
+// (catalog.Tip.Commit) and pushes it with compare-and-swap
+// (catalog.Tip.Push).
+func publishCatalog(ctx context.Context, r *run, w *workspace, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
 	o := r.Options
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, r.dirty, state.Artifacts, next)
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
-	key, err := r.target.Render(ctx, repo.Dir, next, state.Rendered[o.Cluster])
+	key, err := r.target.Render(ctx, w.Dir, next, state.Rendered[o.Cluster])
 	if err != nil {
 		return err
 	}
@@ -870,12 +905,12 @@ func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitop
 		rendered[c] = k
 	}
 	rendered[o.Cluster] = key
-	files, err := repo.ChangedFiles()
+	changes, err := w.changes()
 	if err != nil {
 		return err
 	}
 	commit, origin := o.sourceCommit()
-	if len(files) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
+	if len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
 		o.logf("catalog: nothing changed, no commit")
 		res.Changes.Updated = nil // nothing that reaches the catalog changed
 		return nil
@@ -885,27 +920,27 @@ func publishCatalog(ctx context.Context, r *run, repo *gitops.Repo, state *gitop
 	if err != nil {
 		return err
 	}
-	if err := render.Write(repo.Dir, nil, render.Files{gitops.StatePath: data}); err != nil {
+	if err := render.Write(w.Dir, nil, render.Files{gitops.StatePath: data}); err != nil {
 		return err
 	}
-	if res.Files, err = repo.ChangedFiles(); err != nil {
+	if changes, err = w.changes(); err != nil {
 		return err
 	}
-	sort.Strings(res.Files)
-	o.logf("catalog: committing %d files", len(res.Files))
 	msg, err := commitMessage(o.CommitTemplate, res.Changes, commit, origin)
 	if err != nil {
 		return inputErr(err)
 	}
-	hash, err := repo.Commit(msg, time.Now())
+	hash, files, err := w.commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
 	if err != nil {
-		return err
+		return fmt.Errorf("committing catalog: %w", err)
 	}
+	res.Files = files
+	o.logf("catalog: committing %d files", len(res.Files))
 	if hash == "" {
 		return nil
 	}
 	o.logf("catalog: pushing %s to %s", hash[:12], o.Catalog.Branch)
-	if err := repo.Push(ctx); err != nil {
+	if err := w.push(ctx); err != nil {
 		return err
 	}
 	res.Commit = hash
