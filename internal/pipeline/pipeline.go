@@ -920,12 +920,13 @@ func publishCatalog(ctx context.Context, r *run, w *workspace, state *gitops.Sta
 	if err != nil {
 		return err
 	}
+	// The state file in the directory too (the worktree variant of the
+	// equivalence test commits the directory); the changes are not read
+	// again.
 	if err := render.Write(w.Dir, nil, render.Files{gitops.StatePath: data}); err != nil {
 		return err
 	}
-	if changes, err = w.changes(); err != nil {
-		return err
-	}
+	changes = withFile(changes, w.base, gitops.StatePath, data)
 	msg, err := commitMessage(o.CommitTemplate, res.Changes, commit, origin)
 	if err != nil {
 		return inputErr(err)

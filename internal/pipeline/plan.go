@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -110,11 +111,11 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 		return planFull(ctx, o)
 	}
 	p, err := planIncremental(ctx, o)
-	var ni errNotIncremental
-	if !errors.As(err, &ni) {
+	var full *catalog.FullReadRequiredError
+	if !errors.As(err, &full) {
 		return p, err
 	}
-	o.logf("plan: reading the whole package repo and catalog: %s", ni.why)
+	o.logf("plan: reading the whole package repo and catalog: %s", full.Reason)
 	return planFull(ctx, o)
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -21,14 +22,11 @@ import (
 	"github.com/operator-publish/publish/internal/render"
 )
 
-// errNotIncremental says the incremental plan does not apply; the reason
-// is logged and the plan is made the full way.
-type errNotIncremental struct{ why string }
-
-func (e errNotIncremental) Error() string { return e.why }
-
+// notIncremental says the incremental plan does not apply: a
+// *catalog.FullReadRequiredError, whose reason PlanRun logs before it makes
+// the plan the full way. Any other error is an error.
 func notIncremental(format string, args ...any) error {
-	return errNotIncremental{fmt.Sprintf(format, args...)}
+	return catalog.FullReadRequired(format, args...)
 }
 
 // planIncremental makes the plan with work that grows with the change, not
@@ -39,18 +37,19 @@ func notIncremental(format string, args ...any) error {
 // out. It applies when the catalog was published by this version of
 // publish (paths and a render key in the state), change detection has a
 // base, the state's source commit is in the package repo's history and the
-// overlays are unchanged; otherwise it returns errNotIncremental and the
+// overlays are unchanged; otherwise it returns *catalog.FullReadRequiredError and the
 // caller makes the plan the full way, with the same result.
 func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if o.Changed != nil {
 		return nil, notIncremental("a change set was given")
 	}
-	snap, err := gitops.OpenSnapshot(ctx, o.Catalog)
+	var snap catalog.View
+	snap, err := catalog.OpenTip(ctx, o.Catalog)
 	if err != nil {
 		return nil, err
 	}
 	defer snap.Close()
-	if snap.Head == "" {
+	if snap.Head() == "" {
 		return nil, notIncremental("the catalog branch has no commits")
 	}
 	data, ok, err := snap.ReadFile(gitops.StatePath)
@@ -100,7 +99,10 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 		PR: o.PR, TargetBranch: o.TargetBranch,
 		StateCommit: header.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
 	})
-	if err != nil || dr.All {
+	if err != nil {
+		return nil, fmt.Errorf("change detection: %w", err)
+	}
+	if dr.All {
 		return nil, notIncremental("change detection has no base")
 	}
 	since := dr // the changes since the published state
@@ -289,7 +291,7 @@ func sourcePrefix(source string) (string, error) {
 // state (since), and the other versions of their artifacts, which the state
 // records by path. Manifest paths are relative to source; diff paths to the
 // worktree root, below prefix. A recorded file that is gone or a link
-// makes the incremental plan inapplicable (errNotIncremental).
+// makes the incremental plan inapplicable (*catalog.FullReadRequiredError).
 func scopedScan(source, prefix string, idx *gitops.StateIndex, dr, since *diff.Result) ([]manifest.File, []*manifest.PackageManifest, error, map[string]bool, error) {
 	rel := func(p string) (string, bool) { return strings.CutPrefix(p, prefix) }
 	gone := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/mirror"
 )
 
@@ -106,9 +107,9 @@ func TestPlanIncrementalFallsBack(t *testing.T) {
 	o := PlanOptions{Options: Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)}}
 	o.defaults()
 	_, err := planIncremental(context.Background(), o)
-	var ni errNotIncremental
-	if !errors.As(err, &ni) {
-		t.Fatalf("empty catalog: %v, want errNotIncremental", err)
+	var full *catalog.FullReadRequiredError
+	if !errors.As(err, &full) {
+		t.Fatalf("empty catalog: %v, want *catalog.FullReadRequiredError", err)
 	}
 	p, err := PlanRun(context.Background(), o)
 	if err != nil || len(p.Artifacts) != 1 {
@@ -140,5 +141,23 @@ func TestPlanIncrementalCatalogPath(t *testing.T) {
 	b, _ := json.Marshal(full)
 	if string(a) != string(b) || len(inc.Files) != 1 {
 		t.Errorf("incremental plan differs from the full plan:\n%s\n%s", a, b)
+	}
+}
+
+// TestPlanDiffFailureIsAnError: change detection that fails (the package
+// repo cannot be read: its HEAD is gone) is an error of the plan, not a
+// silent fallback to the full read.
+func TestPlanDiffFailureIsAnError(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	if err := os.Remove(filepath.Join(f.source, ".git", "HEAD")); err != nil {
+		t.Fatal(err)
+	}
+	o := PlanOptions{Options: Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)}}
+	o.defaults()
+	_, err := PlanRun(context.Background(), o)
+	var full *catalog.FullReadRequiredError
+	if err == nil || errors.As(err, &full) || !strings.Contains(err.Error(), "change detection") {
+		t.Fatalf("plan with an unknown --base: %v, want the change detection error", err)
 	}
 }

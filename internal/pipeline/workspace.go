@@ -127,6 +127,23 @@ func (w *workspace) changes() ([]catalog.Change, error) {
 	return out, nil
 }
 
+// withFile returns changes (sorted by path) with the change of file p
+// to data, base being the tip's files: the one change of p is replaced,
+// and none is kept when data is what the tip has.
+func withFile(changes []catalog.Change, base map[string][]byte, p string, data []byte) []catalog.Change {
+	out := make([]catalog.Change, 0, len(changes)+1)
+	for _, c := range changes {
+		if c.Path != p {
+			out = append(out, c)
+		}
+	}
+	if old, ok := base[p]; !ok || !bytes.Equal(old, data) {
+		out = append(out, catalog.Change{Path: p, Data: data})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
 // dirFiles reads every regular file below root, by slash-separated path
 // relative to root (symbolic links and .git skipped, as catalog.Dir does).
 func dirFiles(root string) (map[string][]byte, error) {
