@@ -10,11 +10,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -100,59 +98,17 @@ func Create(ctx context.Context, o Options) (string, error) {
 // (attestations left out), or the one platform of an image (from its
 // config); linux/amd64 when none is named.
 func imagePlatforms(ctx context.Context, mc *mirror.Client, ref string) ([]string, error) {
-	r, err := mc.ParseReference(ref)
-	if err != nil {
+	if _, err := mc.ParseReference(ref); err != nil {
 		return nil, inputErr(err)
 	}
-	desc, err := remote.Get(r, append(mc.SrcOptions(), remote.WithContext(ctx))...)
+	p, err := mc.Registry().ImagePlatforms(ctx, ref)
 	if err != nil {
-		return nil, mirror.Describe("reading "+ref, r.Context().RegistryStr(), err)
+		return nil, err
 	}
-	set := map[string]bool{}
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return nil, err
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range im.Manifests {
-			if p := m.Platform; p != nil && p.OS != "" && p.OS != "unknown" {
-				s := p.OS + "/" + p.Architecture
-				if p.Variant != "" {
-					s += "/" + p.Variant
-				}
-				set[s] = true
-			}
-		}
-	} else {
-		img, err := desc.Image()
-		if err != nil {
-			return nil, err
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			return nil, err
-		}
-		if cf.OS != "" && cf.Architecture != "" {
-			s := cf.OS + "/" + cf.Architecture
-			if cf.Variant != "" {
-				s += "/" + cf.Variant
-			}
-			set[s] = true
-		}
+	if len(p) == 0 {
+		p = []string{"linux/amd64"}
 	}
-	if len(set) == 0 {
-		set["linux/amd64"] = true
-	}
-	out := make([]string, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out, nil
+	return p, nil
 }
 
 // Manifest renders the PackageManifest (YAML, 2-space indent) of bundle b
