@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 
@@ -173,5 +175,40 @@ func TestRunMissingBranch(t *testing.T) {
 	}
 	if got := tip(t, f.catalog, "main").Hash; got != main {
 		t.Errorf("main moved from %s to %s", main, got)
+	}
+}
+
+// TestRunNotACatalog: --catalog naming a repo that holds files but no
+// publish/state.yaml (here the package repo itself) is refused before
+// anything is mirrored; --init-catalog publishes into it (issue 13 point 1).
+func TestRunNotACatalog(t *testing.T) {
+	f := newFixture(t)
+	head, err := f.repo.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := t.TempDir()
+	if _, err := git.PlainClone(bare, true, &git.CloneOptions{URL: f.source}); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{
+		Source:  f.source,
+		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog: gitops.Options{URL: bare, Branch: head.Name().Short()},
+	}
+	_, err = Run(context.Background(), o)
+	var nc *gitops.NotCatalogError
+	var ie *InputError
+	if !errors.As(err, &nc) || !errors.As(err, &ie) || !strings.Contains(err.Error(), "packages/") || !strings.Contains(err.Error(), "--init-catalog") {
+		t.Fatalf("run into the package repo: %v, want a *gitops.NotCatalogError naming packages/", err)
+	}
+	reg, _ := name.NewRegistry(f.dst, name.Insecure)
+	if repos, err := remote.Catalog(context.Background(), reg); err != nil || len(repos) != 0 {
+		t.Fatalf("something was mirrored before the refusal: %v %v", repos, err)
+	}
+	o.Catalog.InitCatalog = true
+	res, err := Run(context.Background(), o)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("--init-catalog: %v", err)
 	}
 }
