@@ -57,6 +57,7 @@ ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$
 echo "build.sh: building kube-apiserver $version (takes a while the first time)" >&2
 CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "$bin.tmp" "$bin"
+echo "build.sh: kube-apiserver $version built cold in ${SECONDS}s (cached from now on)" >&2
 cd "$cache"
 rm -rf "$scratch"
 echo "$bin"

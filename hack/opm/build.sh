@@ -32,4 +32,5 @@ trap 'rm -rf "$work"' EXIT
     -o "$bin.tmp" github.com/operator-framework/operator-registry/cmd/opm >&2
 )
 mv "$bin.tmp" "$bin"
+echo "build.sh: opm $version built cold in ${SECONDS}s (cached from now on)" >&2
 echo "$bin"
