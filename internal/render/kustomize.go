@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
