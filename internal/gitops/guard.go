@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
@@ -134,18 +133,6 @@ func DirEntries(dir string) ([]Entry, error) {
 	return out, nil
 }
 
-// Entries lists the top-level entries of the snapshot's catalog root (none
-// when the branch or --catalog-path directory does not exist).
-func (s *Snapshot) Entries() []Entry {
-	if s.tree == nil {
-		return nil
-	}
-	out := make([]Entry, 0, len(s.tree.Entries))
-	for _, e := range s.tree.Entries {
-		out = append(out, Entry{Name: e.Name, Dir: e.Mode == filemode.Dir})
-	}
-	return out
-}
 
 // CheckCatalog decides whether a catalog root whose top-level entries are
 // entries, and which has publish/state.yaml when hasState, may be published
@@ -181,4 +168,18 @@ func CheckCatalog(hasState bool, entries []Entry, o Options) error {
 		err.Found, err.More = found[:5], len(found)-5
 	}
 	return err
+}
+
+// CheckBranch is called when o.Branch is missing from the catalog repo
+// (a clone found no such branch): it returns a *MissingBranchError naming
+// the branches the repo has, unless o.CreateBranch (--create-branch) or the
+// repo has no branch at all (a new, empty repo is seeded). Errors:
+// *UnreachableError when the branches cannot be listed.
+func CheckBranch(ctx context.Context, o Options) error {
+	o.defaults()
+	url, err := o.endpoint()
+	if err != nil {
+		return err
+	}
+	return checkBranch(ctx, o, url)
 }

@@ -45,7 +45,7 @@ func bareWith(t *testing.T, branch string, files map[string]string) string {
 }
 
 // A --catalog-branch that the repo lacks, while it has other branches, is
-// refused (by Clone for run, by OpenSnapshot for plan), naming the
+// refused by Clone (catalog.OpenTip has its own test), naming the
 // branches it has; --create-branch allows it; an empty repo is seeded.
 func TestMissingBranch(t *testing.T) {
 	ctx := context.Background()
@@ -55,13 +55,6 @@ func TestMissingBranch(t *testing.T) {
 			r, err := Clone(ctx, o)
 			if err == nil {
 				r.Close()
-			}
-			return err
-		},
-		"snapshot": func(o Options) error {
-			s, err := OpenSnapshot(ctx, o)
-			if err == nil {
-				s.Close()
 			}
 			return err
 		},
@@ -126,37 +119,5 @@ func TestCheckCatalog(t *testing.T) {
 	err := CheckCatalog(false, project, Options{URL: "/repo"})
 	if msg := err.Error(); !strings.Contains(msg, "a, b, c, cmd/, d and 1 more") {
 		t.Errorf("found list: %s", msg)
-	}
-}
-
-// The snapshot's and the working tree's entries agree.
-func TestEntries(t *testing.T) {
-	bare := bareWith(t, "main", map[string]string{"README.md": "x\n", "cmd/main.go": "package main\n"})
-	s, err := OpenSnapshot(context.Background(), Options{URL: bare})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	r, err := Clone(context.Background(), Options{URL: bare})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	disk, err := DirEntries(r.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range disk {
-		if e.Name != ".git" {
-			names = append(names, e.Name)
-		}
-	}
-	var snap []string
-	for _, e := range s.Entries() {
-		snap = append(snap, e.Name)
-	}
-	if strings.Join(names, ",") != strings.Join(snap, ",") || len(snap) != 2 || !s.Entries()[1].Dir {
-		t.Errorf("disk %v, snapshot %v", names, s.Entries())
 	}
 }
