@@ -133,7 +133,6 @@ func DirEntries(dir string) ([]Entry, error) {
 	return out, nil
 }
 
-
 // CheckCatalog decides whether a catalog root whose top-level entries are
 // entries, and which has publish/state.yaml when hasState, may be published
 // to. A tree with the state file is a catalog. Without it, the tree is
