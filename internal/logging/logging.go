@@ -65,7 +65,10 @@ type Options struct {
 	Level  slog.Level // the lowest level written (Level); zero is Info
 }
 
-// New returns the logger writing to w (stderr, say) in o.Format.
+// New returns the logger writing to w (stderr, say) in o.Format. When w is
+// the Status of a terminal, each text line first erases the live status
+// line and draws it again below itself (see Status); StatusOf finds it
+// back.
 func New(w io.Writer, o Options) *slog.Logger {
 	if o.Format == FormatJSON {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level}))

@@ -90,11 +90,18 @@ type Options struct {
 	// descriptions (zero value: RunFlags).
 	Flags Flags
 	// Logger receives a line per retry and, while a request waits, one
-	// at least every ProgressInterval (nil: discard).
+	// at least every ProgressInterval (nil: discard). When it is the text
+	// logger of a terminal (logging.StatusOf: internal/logging.New on a
+	// logging.Status, not quiet), the waiting requests are drawn on the
+	// terminal's live status line instead of those lines, redrawn every
+	// StatusInterval; retries stay lines.
 	Logger *slog.Logger
 	// ProgressInterval is how long a request may wait silently (default
 	// 10s).
 	ProgressInterval time.Duration
+	// StatusInterval is how often the live status line is redrawn, and
+	// how long a request must move no byte to show there (default 1s).
+	StatusInterval time.Duration
 	// Clock drives the watchdog, the backoffs and the progress lines
 	// (nil: the system clock).
 	Clock Clock
@@ -132,6 +139,9 @@ func New(o Options) (*Client, error) {
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = 10 * time.Second
 	}
+	if o.StatusInterval <= 0 {
+		o.StatusInterval = time.Second
+	}
 	if o.UserAgent == "" {
 		o.UserAgent = "operator-publish (go-containerregistry)"
 	}
@@ -158,7 +168,7 @@ func New(o Options) (*Client, error) {
 		return nil, err
 	}
 	if o.Logger != nil {
-		c.mon = &monitor{log: log, clock: o.Clock, every: o.ProgressInterval, reqs: map[*inflight]struct{}{}}
+		c.mon = newMonitor(log, o.Clock, o.ProgressInterval, o.StatusInterval)
 	}
 	c.transport = &retryTransport{inner: tr, policy: c.policy, timeout: o.Timeout, userAgent: o.UserAgent, sleep: c.sleep, clock: o.Clock, log: log, mon: c.mon}
 	kc := &keychain{src: o.Src, dst: o.Dst}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/operator-publish/publish/internal/logging"
 )
 
 // fakeClock is a Clock moved by hand: Advance runs the due timers, in
@@ -308,5 +311,223 @@ func TestDescribeRequest(t *testing.T) {
 		if got := describeRequest(req); got != want {
 			t.Errorf("%s: %q, want %q", u, got, want)
 		}
+	}
+}
+
+// fakeTerminal is the stderr of a terminal for logging.NewStatus: every
+// Write arrives on a channel, so a test sees the sequence drawn and can
+// wait for the writes of a request's own goroutine.
+type fakeTerminal struct{ writes chan string }
+
+func newFakeTerminal() *fakeTerminal { return &fakeTerminal{writes: make(chan string, 64)} }
+
+func (f *fakeTerminal) Write(p []byte) (int, error) {
+	f.writes <- string(p)
+	return len(p), nil
+}
+
+// now returns the next write, which the caller's own call made.
+func (f *fakeTerminal) now(t *testing.T) string {
+	t.Helper()
+	select {
+	case w := <-f.writes:
+		return w
+	default:
+		t.Fatal("nothing drawn")
+	}
+	return ""
+}
+
+// none checks that nothing more was drawn.
+func (f *fakeTerminal) none(t *testing.T) {
+	t.Helper()
+	select {
+	case w := <-f.writes:
+		t.Errorf("unexpected write %q", w)
+	default:
+	}
+}
+
+// statusClient returns a client whose logger writes to a terminal's
+// status line (tty), on clock.
+func statusClient(t *testing.T, host string, clock Clock, tty *fakeTerminal, timeout time.Duration) *Client {
+	t.Helper()
+	st := logging.NewStatus(tty, func() int { return 200 })
+	c, err := New(Options{
+		PlainHTTPHosts: []string{host}, Logger: logging.New(st, logging.Options{}), Clock: clock,
+		Timeout: timeout, Retry: RetryPolicy{Attempts: 2},
+		Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// hold sends GET path to the silent registry at host through c until ctx
+// ends; the error arrives on the channel.
+func hold(ctx context.Context, c *Client, host, path string) <-chan error {
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+path, nil)
+		resp, err := (&http.Client{Transport: c.Transport()}).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	return errc
+}
+
+// TestWaitingRequestStatus: on a terminal, a request that waits is a live
+// status line, not log lines: drawn after a second, redrawn in place every
+// second with the time it waited (no "waiting for registry" line), erased
+// before the retry's log line, drawn again for the second try with the
+// try count, and erased when the request ends. Time is a fake clock.
+func TestWaitingRequestStatus(t *testing.T) {
+	host := holdListener(t)
+	clock := newFakeClock()
+	tty := newFakeTerminal()
+	c := statusClient(t, host, clock, tty, 3500*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := hold(ctx, c, host, "/v2/library/busybox/manifests/1.36")
+
+	const what = " for " + "%s: GET manifest library/busybox:1.36"
+	status := func(frame, waited string) string {
+		return frame + " waiting " + waited + fmt.Sprintf(what, host)
+	}
+	clock.waitTimers(2) // the status redraw and the watchdog of the request
+	clock.Advance(time.Second)
+	if got, want := tty.now(t), status("⠙", "1s"); got != want {
+		t.Errorf("drawn %q, want %q", got, want)
+	}
+	clock.Advance(time.Second)
+	if got, want := tty.now(t), "\r\x1b[K"+status("⠹", "2s"); got != want {
+		t.Errorf("redrawn %q, want %q", got, want)
+	}
+	clock.Advance(time.Second)
+	if got, want := tty.now(t), "\r\x1b[K"+status("⠸", "3s"); got != want {
+		t.Errorf("redrawn %q, want %q", got, want)
+	}
+	tty.none(t)
+	// 3.5s: the watchdog gives up; the request's goroutine erases the
+	// status and logs the retry.
+	clock.Advance(500 * time.Millisecond)
+	if got := <-tty.writes; got != "\r\x1b[K" {
+		t.Errorf("the ended try left %q, want the status erased", got)
+	}
+	if got := <-tty.writes; !strings.HasPrefix(got, "warning: registry request failed, retrying host="+host) || !strings.Contains(got, "try=2 of=2 wait=") || !strings.HasSuffix(got, "\n") {
+		t.Errorf("retry line %q", got)
+	}
+	clock.waitTimers(2) // the second try is in flight
+	clock.Advance(time.Second)
+	if got, want := tty.now(t), status("⠼", "1s")+" (try 2/2)"; got != want {
+		t.Errorf("drawn %q, want %q", got, want)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("the request to a silent registry succeeded")
+	}
+	if got := <-tty.writes; got != "\r\x1b[K" {
+		t.Errorf("the ended request left %q, want the status erased", got)
+	}
+	tty.none(t)
+}
+
+// TestWaitingRequestsStatusCount: several waiting requests are one status
+// line, the longest wait and how many wait; as each ends the line shows
+// the others, and it is erased with the last.
+func TestWaitingRequestsStatusCount(t *testing.T) {
+	host := holdListener(t)
+	clock := newFakeClock()
+	tty := newFakeTerminal()
+	c := statusClient(t, host, clock, tty, time.Hour)
+	ctxA, cancelA := context.WithCancel(t.Context())
+	ctxB, cancelB := context.WithCancel(t.Context())
+	defer cancelB()
+	errA := hold(ctxA, c, host, "/v2/op/a/manifests/v1")
+	clock.waitTimers(2) // the status redraw, a's watchdog
+	clock.Advance(500 * time.Millisecond)
+	errB := hold(ctxB, c, host, "/v2/op/b/blobs/sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	clock.waitTimers(3) // and b's watchdog
+	clock.Advance(500 * time.Millisecond)
+	if got, want := tty.now(t), "⠙ waiting 1s for "+host+": GET manifest op/a:v1"; got != want {
+		t.Errorf("drawn %q, want %q", got, want)
+	}
+	clock.Advance(time.Second)
+	if got, want := tty.now(t), "\r\x1b[K⠹ waiting 2s for "+host+": GET manifest op/a:v1, 2 requests waiting"; got != want {
+		t.Errorf("drawn %q, want %q", got, want)
+	}
+	cancelA()
+	<-errA
+	if got, want := <-tty.writes, "\r\x1b[K⠹ waiting 2s for "+host+": GET blob op/b@sha256:0123456789ab…"; got != want {
+		t.Errorf("after a ended: %q, want %q", got, want)
+	}
+	cancelB()
+	<-errB
+	if got := <-tty.writes; got != "\r\x1b[K" {
+		t.Errorf("after the last ended: %q, want the status erased", got)
+	}
+	tty.none(t)
+}
+
+// TestWaitingLinesOffTerminal: the text logger on a writer that is not a
+// terminal gets the lines exactly as before the status line existed, and
+// no terminal control sequence.
+func TestWaitingLinesOffTerminal(t *testing.T) {
+	host := holdListener(t)
+	clock := newFakeClock()
+	var mu sync.Mutex
+	var out strings.Builder
+	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Write(p)
+	})
+	c, err := New(Options{PlainHTTPHosts: []string{host}, Logger: logging.New(w, logging.Options{}), Clock: clock, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := hold(ctx, c, host, "/v2/op/a/manifests/v1")
+	clock.waitTimers(2)
+	for range 3 {
+		clock.Advance(time.Second) // no status redraws off a terminal
+	}
+	clock.Advance(7 * time.Second)
+	clock.Advance(10 * time.Second)
+	cancel()
+	<-errc
+	mu.Lock()
+	defer mu.Unlock()
+	want := "waiting for registry host=" + host + ` request="GET manifest op/a:v1" waited=10s since=10s retries=0 of=5 waiting=1` + "\n" +
+		"waiting for registry host=" + host + ` request="GET manifest op/a:v1" waited=20s since=20s retries=0 of=5 waiting=1` + "\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestStatusText(t *testing.T) {
+	for _, tc := range []struct {
+		ws   []*waiting
+		want string
+	}{
+		{nil, ""},
+		{[]*waiting{{host: "a.example.com", what: "HEAD manifest x:v1", waited: 42 * time.Second, of: 5, n: 1}}, "⠙ waiting 42s for a.example.com: HEAD manifest x:v1"},
+		{[]*waiting{
+			{host: "a.example.com", what: "HEAD manifest x:v1", waited: 3 * time.Second, of: 5, n: 2},
+			{host: "b.example.com", what: "PUT blob upload to y", waited: 95 * time.Second, retries: 2, of: 5, n: 1},
+		}, "⠙ waiting 1m35s for b.example.com: PUT blob upload to y (try 3/5), 3 requests waiting"},
+	} {
+		if got := statusText(1, tc.ws); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	if got := shortDigests("GET blob a@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef, sha256:00"); got != "GET blob a@sha256:0123456789ab…, sha256:00" {
+		t.Errorf("shortDigests: %q", got)
 	}
 }
