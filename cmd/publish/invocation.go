@@ -84,14 +84,23 @@ func (inv *invocation) logf(format string, a ...any) { inv.log.Info(fmt.Sprintf(
 func (inv *invocation) warnf(format string, a ...any) { inv.log.Warn(fmt.Sprintf(format, a...)) }
 
 // newProgress returns the progress reporter of a long read or upload: a
-// bar on stderr when it is a terminal and the log is text, one line every
-// 10 s through the logger otherwise; none with --quiet.
+// bar on stderr when it is a terminal and the log is text (a part of the
+// live status line when the logger has one, so that log lines and the
+// waiting registry requests never mix with it), one line every 10 s
+// through the logger otherwise; none with --quiet.
 func (inv *invocation) newProgress(stderr io.Writer, label string) *archive.Progress {
 	if inv.logFlags.quiet {
 		return nil
+	}
+	if st := inv.logFlags.statusOf(stderr); st != nil {
+		return &archive.Progress{Out: st.CarriageWriter(), Label: label, Terminal: true, Interval: defaultBarInterval}
 	}
 	if f, ok := stderr.(*os.File); ok && inv.logFlags.format != logging.FormatJSON && term.IsTerminal(int(f.Fd())) {
 		return &archive.Progress{Out: stderr, Label: label, Terminal: true, Interval: defaultBarInterval}
 	}
 	return &archive.Progress{Out: inv.logWriter(), Label: label, Interval: defaultLineInterval}
 }
+
+// finish erases the terminal's live status line, if any: call it when the
+// command returns, before its error is printed.
+func (inv *invocation) finish() { inv.logFlags.closeStatus() }

@@ -29,6 +29,7 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := newRoot(inv).ExecuteContext(ctx)
+	inv.finish() // erase the live status line before the error
 	if err == nil {
 		return 0
 	}

@@ -54,6 +54,7 @@ from the registries.`,
 				return err
 			}
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
+			o.Mirror.Logger = inv.log             // retries, requests that wait
 			o.Source, o.PackagesDir = source.source, source.packagesDir
 			o.Paths, o.Changed = args, changed
 			o.Log = inv.logf
