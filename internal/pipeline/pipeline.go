@@ -122,14 +122,17 @@ func newClient(o mirror.Options, ms []*manifest.PackageManifest) (*mirror.Client
 // Result is what a run did.
 type Result struct {
 	SourceCommit string
-	Manifests    int
-	BundlesRead  int // bundles read and mirrored: the changed versions
-	Findings     []lint.Finding
-	Diff         *diff.Result
-	Mirror       *mirror.Report
-	Changes      render.Changes
-	Commit       string // catalog commit, "" when nothing changed
-	Files        []string
+	// Manifests counts the package manifests read: every one on the full
+	// way, those of the artifacts the change touches on the incremental
+	// way (docs/design.md, "The engine").
+	Manifests   int
+	BundlesRead int // bundles read and mirrored: the changed versions
+	Findings    []lint.Finding
+	Diff        *diff.Result
+	Mirror      *mirror.Report
+	Changes     render.Changes
+	Commit      string // catalog commit, "" when nothing changed
+	Files       []string
 	// Unpublished names the versions ("artifact version") of the package
 	// repo that push --catalog left out: never published, and their images
 	// are not in the archive.
