@@ -64,8 +64,8 @@ func BenchmarkRun(b *testing.B) {
 					if res.BundlesRead != 1 || res.Commit == "" {
 						b.Fatalf("run: %d bundles read, commit %q, want 1 and a commit\n%s", res.BundlesRead, res.Commit, log.String())
 					}
-					if i == 0 {
-						b.Logf("the first run's log (seconds since its start):\n%s", log.String())
+					if i == 0 || i == b.N-1 {
+						b.Logf("run %d of %d, its log (seconds since its start):\n%s", i+1, b.N, log.String())
 					}
 				}
 				n := time.Duration(b.N)

@@ -606,14 +606,27 @@ func sourcePrefix(source string) (string, error) {
 // dirtyManifests returns the manifest files below root (paths relative to
 // source, slash-separated) that differ from the package repo's index, or
 // that the index lacks: uncommitted edits and new files, which change
-// detection (commits only) does not see. As Git does, a file whose size
-// and modification time match its index entry is taken as unchanged
-// without reading it; the others are hashed. prefix is source's path in
-// the worktree (sourcePrefix). suspect is the first path that the full
+// detection (commits only) does not see. It does what Git's status does
+// with its untracked cache, so that its cost is a stat per file and
+// directory rather than a read of every directory: a tracked manifest
+// whose size and modification time match its index entry is unchanged
+// without reading it (the others are hashed), and a directory is listed
+// only when it changed after the index was written (a new file or
+// directory changes its parent's time), or is new. prefix is source's path
+// in the worktree (sourcePrefix). suspect is the first path that the full
 // scan would report instead of reading (manifest.Suspect: a directory or
 // link named manifest.yaml, a manifest.yml), "" for none.
 func dirtyManifests(source, prefix, root string) (dirty []string, suspect string, err error) {
 	repo, err := git.PlainOpenWithOptions(source, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, "", err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, "", err
+	}
+	top := wt.Filesystem.Root()
+	indexInfo, err := os.Stat(filepath.Join(top, ".git", "index"))
 	if err != nil {
 		return nil, "", err
 	}
@@ -625,64 +638,124 @@ func dirtyManifests(source, prefix, root string) (dirty []string, suspect string
 	if err != nil {
 		return nil, "", err
 	}
-	type entry struct {
-		hash  plumbing.Hash
-		size  uint32
-		mtime int64
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, "", err
 	}
-	byPath := make(map[string]entry, len(idx.Entries))
-	for _, e := range idx.Entries {
-		rel, ok := strings.CutPrefix(e.Name, prefix)
-		if ok && path.Base(rel) == manifest.FileName {
-			byPath[rel] = entry{e.Hash, e.Size, e.ModifiedAt.UnixNano()}
-		}
+	rootRel, err := filepath.Rel(absSource, absRoot)
+	if err != nil {
+		return nil, "", err
 	}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	rootRel = filepath.ToSlash(rootRel)
+	// rel is a path relative to source; below reports whether it is
+	// inside root.
+	below := func(rel string) bool {
+		return rootRel == "." || rel == rootRel || strings.HasPrefix(rel, rootRel+"/")
+	}
+	tracked := map[string]bool{} // every tracked file below root
+	dirs := map[string]bool{}    // their directories, root included
+	check := func(rel string, hash plumbing.Hash, size uint32, mtime int64) error {
+		info, err := os.Lstat(filepath.Join(absSource, filepath.FromSlash(rel)))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed without a commit: the scan of recorded paths sees it
+		}
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if p != root && manifest.Suspect(d.Name(), d.Type()) {
-			suspect = p
-			return filepath.SkipAll
-		}
-		if d.Name() != manifest.FileName || !d.Type().IsRegular() {
+		if !info.Mode().IsRegular() {
+			if suspect == "" {
+				suspect = rel
+			}
 			return nil
 		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(absSource, abs)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		e, ok := byPath[rel]
-		if !ok {
-			dirty = append(dirty, rel)
+		if uint32(info.Size()) == size && info.ModTime().UnixNano() == mtime {
 			return nil
 		}
-		info, err := d.Info()
+		data, err := os.ReadFile(filepath.Join(absSource, filepath.FromSlash(rel)))
 		if err != nil {
 			return err
 		}
-		if uint32(info.Size()) == e.size && info.ModTime().UnixNano() == e.mtime {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if plumbing.ComputeHash(plumbing.BlobObject, data) != e.hash {
+		if plumbing.ComputeHash(plumbing.BlobObject, data) != hash {
 			dirty = append(dirty, rel)
 		}
 		return nil
-	})
+	}
+	for _, e := range idx.Entries {
+		rel, ok := strings.CutPrefix(e.Name, prefix)
+		if !ok || !below(rel) {
+			continue
+		}
+		tracked[rel] = true
+		for d := path.Dir(rel); below(d) && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			if d == rootRel || d == "." {
+				break
+			}
+		}
+		if path.Base(rel) == manifest.FileName {
+			if err := check(rel, e.Hash, e.Size, e.ModifiedAt.UnixNano()); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	dirs[rootRel] = true
+	// newEntry handles an entry of a listed directory that the index
+	// lacks: a new file, or a new directory walked whole.
+	newEntry := func(rel string, d fs.DirEntry) error {
+		return filepath.WalkDir(filepath.Join(absSource, filepath.FromSlash(rel)), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			r, err := filepath.Rel(absSource, p)
+			if err != nil {
+				return err
+			}
+			r = filepath.ToSlash(r)
+			switch {
+			case d.IsDir() && d.Name() == ".git":
+				return filepath.SkipDir
+			case manifest.Suspect(d.Name(), d.Type()):
+				if suspect == "" {
+					suspect = r
+				}
+				return filepath.SkipDir
+			case d.Type().IsRegular() && d.Name() == manifest.FileName:
+				dirty = append(dirty, r)
+			}
+			return nil
+		})
+	}
+	for _, d := range sortedKeys(dirs) {
+		full := filepath.Join(absSource, filepath.FromSlash(d))
+		info, err := os.Lstat(full)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if !info.IsDir() || info.ModTime().Before(indexInfo.ModTime()) {
+			continue // unchanged since the index was written: nothing new in it
+		}
+		des, err := os.ReadDir(full)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, de := range des {
+			rel := path.Join(d, de.Name())
+			if d == "." {
+				rel = de.Name()
+			}
+			if tracked[rel] || dirs[rel] {
+				continue
+			}
+			if err := newEntry(rel, de); err != nil {
+				return nil, "", err
+			}
+		}
+	}
 	sort.Strings(dirty)
-	return dirty, suspect, err
+	return dirty, suspect, nil
 }
 
 // scopedScan reads and parses the manifests of every artifact a change

@@ -760,6 +760,12 @@ func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, st
 		}
 		return true, fmt.Sprintf("the catalog was published from source commit %s, which is not in the history of %s (it is newer, or on another line; if the package repo's history was rewritten, publish once with --base to overwrite it)", short(theirs), short(ours))
 	}
+	// The usual case first, cheaply: the catalog's commit is behind ours
+	// (a walk from ours that stops at theirs, not one over the whole
+	// history).
+	if ok, err := tc.IsAncestor(oc); err == nil && ok {
+		return false, ""
+	}
 	if ok, err := oc.IsAncestor(tc); err == nil && ok {
 		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", short(theirs), short(ours))
 	}
