@@ -74,6 +74,8 @@ func BenchmarkPlanRun(b *testing.B) {
 				var log strings.Builder
 				plan, err := pipeline.PlanRun(ctx, pipeline.PlanOptions{Options: pipeline.Options{
 					Source: src, Catalog: gitops.Options{URL: catalog}, NoFetch: true, Log: slog.New(slog.NewTextHandler(&log, nil)),
+					// The in-process registry's certificate is not checked.
+					Mirror: mirror.Options{Insecure: true},
 				}})
 				if err != nil {
 					b.Fatal(err)

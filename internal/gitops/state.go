@@ -259,3 +259,56 @@ func (x *StateIndex) Artifact(name string) (a model.ArtifactRecord, ok bool, err
 	}
 	return s.Artifacts[0], true, nil
 }
+
+// Marshal returns the bytes of publish/state.yaml made of x with the
+// source and render keys of header and the entries of arts in place of
+// x's entries of the same names (arts not in x are added): what
+// State.Marshal writes for the whole state, byte for byte, without parsing
+// the entries of x that arts leave as they are. It is how `publish run`
+// writes the state when it read only the artifacts a change touches
+// (docs/design.md, "The engine"). Errors: those of State.Marshal.
+func (x *StateIndex) Marshal(header *State, arts []model.ArtifactRecord) ([]byte, error) {
+	head, err := (&State{Source: header.Source, Rendered: header.Rendered}).Marshal()
+	if err != nil {
+		return nil, err
+	}
+	chunks := make(map[string][]byte, len(x.chunks)+len(arts))
+	for n, c := range x.chunks {
+		chunks[n] = c
+	}
+	if len(arts) > 0 {
+		data, err := (&State{Artifacts: arts}).Marshal()
+		if err != nil {
+			return nil, err
+		}
+		sub, err := SplitState(data)
+		if err != nil {
+			return nil, err
+		}
+		for n, c := range sub.chunks {
+			chunks[n] = c
+		}
+	}
+	if len(chunks) == 0 {
+		return head, nil
+	}
+	names := make([]string, 0, len(chunks))
+	for n := range chunks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	empty := []byte("\nartifacts: []\n")
+	i := bytes.Index(head, empty)
+	if i < 0 {
+		return nil, fmt.Errorf("%s: no empty artifacts list in the header", StatePath)
+	}
+	var b bytes.Buffer
+	b.Grow(len(head) + len(names)*512)
+	b.Write(head[:i])
+	b.WriteString("\nartifacts:\n")
+	for _, n := range names {
+		b.Write(chunks[n])
+	}
+	b.Write(head[i+len(empty):])
+	return b.Bytes(), nil
+}

@@ -256,3 +256,21 @@ func isPackageManifest(data []byte) bool {
 	// rather than the version silently disappearing.
 	return peek.Kind == "" || strings.EqualFold(peek.Kind, Kind)
 }
+
+// ReadFile reads one manifest file at p (rel, relative to the package
+// repo, names it in errors) as Scan does: up to MaxFileSize, a regular
+// file only. Errors are *Error.
+func ReadFile(p, rel string) ([]byte, error) { return readCapped(p, rel) }
+
+// Suspect reports whether a directory entry named name, of type mode, is
+// one that Scan reports instead of reading (a path named like a manifest
+// that is not a regular file, a misnamed manifest, a link named like one).
+func Suspect(name string, mode fs.FileMode) bool {
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return strings.EqualFold(name, FileName) || !strings.Contains(name, ".")
+	case !mode.IsRegular():
+		return manifestName(name)
+	}
+	return name != FileName && manifestName(name)
+}

@@ -382,15 +382,12 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	if err != nil {
 		return res, err
 	}
-	ws, state, err := openRunCatalog(ctx, o, tgt)
+	sc, err := openCatalogScope(ctx, o, tgt)
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if ws != nil {
-			ws.Close()
-		}
-	}()
+	defer func() { sc.Close() }()
+	state := sc.state
 	// Changed: the versions publish/state.yaml has no mirrored record of.
 	vs := model.NewVersions(ms)
 	markUnpublished(vs, state.Artifacts, func(a, v string) bool { return false })
@@ -438,7 +435,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, &ws, state, current, res)
+	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, sc, current, res)
 }
 
 // sourceCommit is the source commit and repo recorded in the state.

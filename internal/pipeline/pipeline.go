@@ -5,8 +5,9 @@
 // (internal/model); the run-time state of one run lives in a run value,
 // never in Options.
 //
-// Run is `publish run`, PlanRun `publish plan` (plan.go: the full plan,
-// planincremental.go: the plan from Git objects), Render `publish render`,
+// Run is `publish run`, PlanRun `publish plan` (plan.go), both through one
+// engine (engine.go: the incremental or the full read of the package repo
+// and the catalog branch tip, the render, the commit), Render `publish render`,
 // Mirror `publish mirror`, Lint `publish lint`, Package and Push the
 // air-gapped transfer (archive.go).
 package pipeline
@@ -15,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -84,6 +84,9 @@ type Options struct {
 	// the source of the publish instead of Source's Git HEAD and origin
 	// (push --catalog: the commit the archive was packaged from).
 	SourceCommitOverride, SourceRepoOverride string
+	// fullRead makes the engine read the whole package repo and catalog
+	// even where the incremental way applies: the equivalence tests.
+	fullRead bool
 }
 
 // run is the run-time state of one Run or PlanRun, apart from the Options
@@ -119,14 +122,17 @@ func newClient(o mirror.Options, ms []*manifest.PackageManifest) (*mirror.Client
 // Result is what a run did.
 type Result struct {
 	SourceCommit string
-	Manifests    int
-	BundlesRead  int // bundles read and mirrored: the changed versions
-	Findings     []lint.Finding
-	Diff         *diff.Result
-	Mirror       *mirror.Report
-	Changes      render.Changes
-	Commit       string // catalog commit, "" when nothing changed
-	Files        []string
+	// Manifests counts the package manifests read: every one on the full
+	// way, those of the artifacts the change touches on the incremental
+	// way (docs/design.md, "The engine").
+	Manifests   int
+	BundlesRead int // bundles read and mirrored: the changed versions
+	Findings    []lint.Finding
+	Diff        *diff.Result
+	Mirror      *mirror.Report
+	Changes     render.Changes
+	Commit      string // catalog commit, "" when nothing changed
+	Files       []string
 	// Unpublished names the versions ("artifact version") of the package
 	// repo that push --catalog left out: never published, and their images
 	// are not in the archive.
@@ -157,40 +163,6 @@ func packagesRoot(source, packagesDir string) string {
 		return packagesDir
 	}
 	return filepath.Join(source, packagesDir)
-}
-
-// scanAndLint reads every manifest file and parses the PackageManifests
-// into versions (none marked Changed yet). When a file does not parse or a
-// repo-wide rule fails, it lints the files (no registry access yet) and
-// returns a *LintError: the run stops before touching the catalog or a
-// registry.
-func scanAndLint(ctx context.Context, o Options) ([]manifest.File, []*model.Version, error) {
-	root := packagesRoot(o.Source, o.PackagesDir)
-	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) && o.AllowEmpty {
-		// The last operator was removed, and Git keeps no empty directory:
-		// with --allow-empty that delists every artifact.
-		return nil, nil, nil
-	}
-	files, ms, scanErr := manifest.ScanFiles(o.Source, root)
-	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
-		return nil, nil, inputErr(fmt.Errorf("%w; if every operator was removed and delisting every artifact is what you want, pass --allow-empty", scanErr)) // the directory itself is missing
-	}
-	if scanErr == nil && !hasErrors(lint.Repo(ms)) {
-		return files, model.NewVersions(ms), nil
-	}
-	all := model.NewVersions(ms)
-	for _, v := range all {
-		v.Changed = true // every finding counts
-	}
-	fs := lintStage(ctx, o.Lint, files, all)
-	fs = append(fs, unreadFindings(scanErr, files)...)
-	if hasErrors(fs) {
-		return nil, nil, &InputError{Err: &LintError{Findings: fs}}
-	}
-	if scanErr != nil {
-		return nil, nil, inputErr(scanErr)
-	}
-	return files, model.NewVersions(ms), nil
 }
 
 // Scan reads and checks the package repo: every PackageManifest parses, and
@@ -230,8 +202,10 @@ func redactURL(u string) string {
 	return u
 }
 
-// Run is `publish run`: the whole pipeline. Nothing is committed unless
-// every image was mirrored and the catalog rendered; no bundle is mirrored
+// Run is `publish run`: the whole pipeline, through the engine that
+// `publish plan` uses (openScope: only the artifacts a change touches are
+// read and rendered when that applies). Nothing is committed unless every
+// image was mirrored and the catalog rendered; no bundle is mirrored
 // unless every related image was.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
@@ -243,50 +217,40 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := tgt.Check(); err != nil {
 		return nil, err
 	}
-	files, vs, err := scanAndLint(ctx, o)
-	if err != nil {
+	if probe, err := newClient(o.Mirror, nil); err != nil {
 		return nil, err
+	} else if probe.DstHost() == "" {
+		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
 	}
-	ms := model.Manifests(vs)
-	res.Manifests = len(vs)
-	o.logf("scan: %d package manifests in %s", len(vs), filepath.Join(o.Source, o.PackagesDir))
-	res.SourceCommit, _ = SourceCommit(o.Source)
-
-	r := &run{Options: o, changed: o.Changed, target: tgt}
 	if o.Mirror.Logger == nil {
 		o.Mirror.Logger = o.Log // retries, requests that wait
 	}
-	if r.mc, err = newClient(o.Mirror, ms); err != nil {
-		return nil, err
-	}
-	if r.mc.DstHost() == "" {
-		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
-	}
-
-	ws, state, err := openRunCatalog(ctx, o, tgt)
+	s, err := openScope(ctx, o, scopeOptions{}, tgt)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if ws != nil {
-			ws.Close()
-		}
-	}()
-	if r.changed == nil {
-		dr, err := diff.Compute(ctx, diff.Options{
-			Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
-			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
-		})
-		if err != nil {
-			o.warnf("change detection failed (%v): every version counts as changed", err)
-		} else {
-			res.Diff, r.diff, r.changed = dr, dr, dr.Changed
-			if !dr.All { // else change detection said why every version counts
-				o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
-			}
+	defer func() { s.Close() }()
+	files, vs, state := s.files, s.vs, s.state
+	res.Manifests = len(vs)
+	if s.full {
+		o.logf("scan: %d package manifests in %s", len(vs), filepath.Join(o.Source, o.PackagesDir))
+	} else {
+		o.logf("scan: %d package manifests of the %d artifacts the change touches (the others stay as published)", len(vs), len(s.touched))
+	}
+	res.SourceCommit, _ = SourceCommit(o.Source)
+
+	r := &run{Options: o, changed: o.Changed, target: tgt, mc: s.mc}
+	switch {
+	case s.diffErr != nil:
+		o.warnf("change detection failed (%v): every version counts as changed", s.diffErr)
+	case s.diff != nil:
+		dr := s.diff
+		res.Diff, r.diff, r.changed = dr, dr, dr.Changed
+		if !dr.All { // else change detection said why every version counts
+			o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
 		}
 	}
-	if len(vs) == 0 && !o.AllowEmpty {
+	if len(vs) == 0 && !o.AllowEmpty && s.coversAll() {
 		if n := presentArtifacts(state.Artifacts); n > 0 {
 			return nil, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
@@ -331,7 +295,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, r, &ws, state, current, res)
+	return res, publishWithRetry(ctx, r, s, current, res)
 }
 
 // mirrorVersions mirrors extra and the related images of the changed
@@ -661,47 +625,6 @@ func updatedVersions(dr *diff.Result, dirty [][2]string, prev, next []model.Arti
 	return out
 }
 
-// openCatalog clones the catalog, reads its state, seeds a first publish
-// from the template and checks the cluster overlay, before any time is
-// spent on registries. The caller closes the clone. `publish plan` uses
-// it; `run` and `push --catalog` use openWorkspace.
-func openCatalog(ctx context.Context, o Options, t target.Target) (*gitops.Repo, *gitops.State, error) {
-	repo, err := gitops.Clone(ctx, o.Catalog)
-	if err != nil {
-		return nil, nil, err
-	}
-	if repo.NewBranch {
-		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
-	}
-	state, err := prepareCatalog(repo.Dir, repo.Empty, o, t)
-	if err != nil {
-		repo.Close()
-		return nil, nil, err
-	}
-	return repo, state, nil
-}
-
-// openRunCatalog opens the tip of the catalog branch as a workspace (Git
-// objects, with the files in a temporary directory for the render), reads
-// its state, seeds a first publish from the template and checks the
-// cluster overlay, before any time is spent on registries. The caller
-// closes the workspace.
-func openRunCatalog(ctx context.Context, o Options, t target.Target) (*workspace, *gitops.State, error) {
-	w, err := openWorkspaceFor(ctx, o.Catalog)
-	if err != nil {
-		return nil, nil, err
-	}
-	if w.newBranch {
-		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
-	}
-	state, err := prepareCatalog(w.Dir, w.Empty(), o, t)
-	if err != nil {
-		w.Close()
-		return nil, nil, err
-	}
-	return w, state, nil
-}
-
 // prepareCatalog reads the state of the catalog root dir (a fresh clone, or
 // the files of the branch tip), seeds a first publish from the template
 // (empty: the branch has no commit yet) and checks the cluster overlay when
@@ -768,23 +691,23 @@ func retryDelay(n int) time.Duration {
 // publishWithRetry publishes and, when the push is rejected because the
 // catalog branch moved on (gitops.IsRejected: the compare-and-swap of
 // catalog.Tip.Push, "fetch first", "cannot lock ref", GitLab's "incorrect
-// old value provided"), opens the branch's new tip, renders again on top of
-// the new state and pushes again, with backoff and jitter, at most
-// pushAttempts times. Before every attempt it compares the source commit of
-// the catalog with ours by ancestry in the package repo: when the catalog
-// was published from a newer commit, it stops with nothing to do, so an
-// older run never overwrites a newer catalog (no lost update). *wp is the
-// workspace of the last attempt (the caller closes it).
-func publishWithRetry(ctx context.Context, r *run, wp **workspace, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
+// old value provided"), opens the branch's new tip (scope.reopen),
+// renders again on top of the new state and pushes again, with backoff and
+// jitter, at most pushAttempts times. Before every attempt it compares the
+// source commit of the catalog with ours by ancestry in the package repo:
+// when the catalog was published from a newer commit, it stops with
+// nothing to do, so an older run never overwrites a newer catalog (no lost
+// update).
+func publishWithRetry(ctx context.Context, r *run, s *scope, current []model.ArtifactRecord, res *Result) error {
 	o := r.Options
 	for attempt := 1; ; attempt++ {
-		if newer, why := supersededBy(ctx, o, res.SourceCommit, state.Source.Commit); newer {
+		if newer, why := supersededBy(ctx, o, res.SourceCommit, s.state.Source.Commit); newer {
 			o.logf("catalog: %s; nothing to do", why)
 			res.Changes, res.Commit, res.Files = render.Changes{}, "", nil
-			res.Superseded = state.Source.Commit
+			res.Superseded = s.state.Source.Commit
 			return nil
 		}
-		err := publishCatalog(ctx, r, *wp, state, current, res)
+		err := publishCatalog(ctx, r, s, current, res)
 		if err == nil || !gitops.IsRejected(err) {
 			return err
 		}
@@ -798,14 +721,7 @@ func publishWithRetry(ctx context.Context, r *run, wp **workspace, state *gitops
 			return ctx.Err()
 		case <-time.After(delay):
 		}
-		(*wp).Close()
-		w, err := openWorkspaceFor(ctx, o.Catalog)
-		if err != nil {
-			*wp = nil
-			return err
-		}
-		*wp = w
-		if state, err = prepareCatalog(w.Dir, w.Empty(), o, r.target); err != nil {
+		if err := s.reopen(ctx); err != nil {
 			return err
 		}
 	}
@@ -843,6 +759,12 @@ func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, st
 			return false, ""
 		}
 		return true, fmt.Sprintf("the catalog was published from source commit %s, which is not in the history of %s (it is newer, or on another line; if the package repo's history was rewritten, publish once with --base to overwrite it)", short(theirs), short(ours))
+	}
+	// The usual case first, cheaply: the catalog's commit is behind ours
+	// (a walk from ours that stops at theirs, not one over the whole
+	// history).
+	if ok, err := tc.IsAncestor(oc); err == nil && ok {
+		return false, ""
 	}
 	if ok, err := oc.IsAncestor(tc); err == nil && ok {
 		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", short(theirs), short(ours))
@@ -886,17 +808,18 @@ func short(h string) string {
 	return h
 }
 
-// publishCatalog renders into the workspace's directory, and when a byte
-// changed writes the commit of what changed from Git objects on the tip
-// (catalog.Tip.Commit) and pushes it with compare-and-swap
+// publishCatalog renders the scope's artifacts (scope.render), and when a
+// byte changed writes the commit of what changed from Git objects on the
+// tip (catalog.Tip.Commit) and pushes it with compare-and-swap
 // (catalog.Tip.Push).
-func publishCatalog(ctx context.Context, r *run, w *workspace, state *gitops.State, current []model.ArtifactRecord, res *Result) error {
+func publishCatalog(ctx context.Context, r *run, s *scope, current []model.ArtifactRecord, res *Result) error {
 	o := r.Options
+	state := s.state
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
 	res.Changes.Updated = updatedVersions(res.Diff, r.dirty, state.Artifacts, next)
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
-	key, err := r.target.Render(ctx, w.Dir, next, state.Rendered[o.Cluster])
+	changes, key, _, err := s.render(ctx, next, false)
 	if err != nil {
 		return err
 	}
@@ -905,33 +828,22 @@ func publishCatalog(ctx context.Context, r *run, w *workspace, state *gitops.Sta
 		rendered[c] = k
 	}
 	rendered[o.Cluster] = key
-	changes, err := w.changes()
-	if err != nil {
-		return err
-	}
 	commit, origin := o.sourceCommit()
 	if len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
 		o.logf("catalog: nothing changed, no commit")
 		res.Changes.Updated = nil // nothing that reaches the catalog changed
 		return nil
 	}
-	newState := &gitops.State{Source: gitops.Source{Repo: origin, Commit: commit}, Artifacts: next, Rendered: rendered}
-	data, err := newState.Marshal()
+	data, err := s.stateFile(gitops.Source{Repo: origin, Commit: commit}, next, rendered)
 	if err != nil {
 		return err
 	}
-	// The state file in the directory too (the worktree variant of the
-	// equivalence test commits the directory); the changes are not read
-	// again.
-	if err := render.Write(w.Dir, nil, render.Files{gitops.StatePath: data}); err != nil {
-		return err
-	}
-	changes = withFile(changes, w.base, gitops.StatePath, data)
+	changes = s.withState(changes, data)
 	msg, err := commitMessage(o.CommitTemplate, res.Changes, commit, origin)
 	if err != nil {
 		return inputErr(err)
 	}
-	hash, files, err := w.commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
+	hash, files, err := s.commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
 	if err != nil {
 		return fmt.Errorf("committing catalog: %w", err)
 	}
@@ -941,7 +853,7 @@ func publishCatalog(ctx context.Context, r *run, w *workspace, state *gitops.Sta
 		return nil
 	}
 	o.logf("catalog: pushing %s to %s", hash[:12], o.Catalog.Branch)
-	if err := w.push(ctx); err != nil {
+	if err := s.push(ctx); err != nil {
 		return err
 	}
 	res.Commit = hash

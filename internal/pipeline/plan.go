@@ -2,13 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -93,86 +91,53 @@ type PlanOptions struct {
 }
 
 // PlanRun is `publish plan`: it makes the Plan without any registry or Git
-// write. Bundles are read at the source, the destination only gets HEAD
-// requests, and the catalog is rendered from Git objects of the branch tip
-// (planIncremental) or, when that does not apply, into a throw-away clone
-// that is never pushed (planFull).
+// write, through the engine `publish run` uses (openScope: the
+// incremental read of the Git objects of the branch tip when it applies,
+// else the full read; the render into a temporary directory, never
+// committed). Bundles are read at the source and the destination only gets
+// HEAD requests.
 //
 // It returns the plan and an error only for infrastructure problems; lint
 // errors are findings in the plan (Summary.Errors), which the CLI turns into
 // exit code 1.
 func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	o.defaults()
-	t, err := o.newTarget()
-	if err != nil {
-		return nil, err
-	}
-	if !t.Kustomize() {
-		return planFull(ctx, o)
-	}
-	p, err := planIncremental(ctx, o)
-	var full *catalog.FullReadRequiredError
-	if !errors.As(err, &full) {
-		return p, err
-	}
-	o.logf("plan: reading the whole package repo and catalog: %s", full.Reason)
-	return planFull(ctx, o)
-}
-
-// planFull makes the plan from every manifest of the package repo and a
-// checkout of the catalog: what PlanRun does when the incremental plan does
-// not apply.
-func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
-	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
-	root := packagesRoot(o.Options.Source, o.PackagesDir)
-	files, ms, scanErr := manifest.ScanFiles(o.Options.Source, root)
-	if ms == nil && scanErr != nil && !errors.As(scanErr, new(*manifest.Error)) {
-		return nil, inputErr(scanErr)
-	}
 	tgt, err := o.newTarget()
 	if err != nil {
 		return nil, err
 	}
-	r := &run{Options: o.Options, changed: o.Changed, target: tgt}
-	if r.mc, err = newClient(o.Mirror, ms); err != nil {
-		return nil, err
-	}
-	repo, state, err := openCatalog(ctx, o.Options, tgt)
+	s, err := openScope(ctx, o.Options, scopeOptions{pr: o.PR, targetBranch: o.TargetBranch, plan: true}, tgt)
 	if err != nil {
 		return nil, err
 	}
-	defer repo.Close()
-
-	if r.changed == nil {
-		dr, err := diff.Compute(ctx, diff.Options{
-			Repo: o.Options.Source, PackagesDir: o.PackagesDir, Base: o.Base,
-			PR: o.PR, TargetBranch: o.TargetBranch,
-			StateCommit: state.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
-		})
-		if err != nil {
-			p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", err)}}
-		} else {
-			r.changed, r.diff = dr.Changed, dr
-			p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
-		}
+	defer s.Close()
+	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
+	r := &run{Options: o.Options, changed: o.Changed, target: tgt, mc: s.mc}
+	switch {
+	case s.diffErr != nil:
+		p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", s.diffErr)}}
+	case s.diff != nil:
+		dr := s.diff
+		r.changed, r.diff = dr.Changed, dr
+		p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 	}
-	next, err := planContent(ctx, r, p, files, model.NewVersions(ms), scanErr, state)
+	next, err := planContent(ctx, r, p, s.files, s.vs, s.scanErr, s.state)
 	if err != nil {
 		return nil, err
 	}
-	warning, err := tgt.Preview(repo.Dir, next, state.Rendered[o.Cluster])
+	changes, _, warning, err := s.render(ctx, next, true)
 	if err != nil {
 		return nil, err
 	}
 	if warning != "" {
 		p.Source.Warnings = append(p.Source.Warnings, warning)
 	}
-	changedFiles, patch, err := repo.Preview(render.RenderedDir + "/" + o.Cluster + "/")
+	files, patch, err := s.preview(changes)
 	if err != nil {
 		return nil, err
 	}
-	if changedFiles != nil {
-		p.Files = changedFiles
+	if files != nil {
+		p.Files = files
 	}
 	p.Diff = patch
 	p.summarise()

@@ -2,49 +2,18 @@ package pipeline
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
-	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 )
-
-// openWorktreeWorkspace is the catalog of `run` before it wrote commits
-// from Git objects: a clone with a working tree (gitops.Clone), every
-// change staged and committed with the worktree (gitops.Repo.Commit) and
-// pushed with go-git's push. The equivalence test runs it beside
-// openWorkspace.
-func openWorktreeWorkspace(ctx context.Context, o gitops.Options) (*workspace, error) {
-	repo, err := gitops.Clone(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	w := &workspace{Dir: repo.Dir, empty: repo.Empty, newBranch: repo.NewBranch, close: func() error { return nil }}
-	if w.base, err = dirFiles(repo.Dir); err != nil {
-		repo.Close()
-		return nil, err
-	}
-	w.commit = func(_ []catalog.Change, co catalog.CommitOptions) (string, []string, error) {
-		files, err := repo.ChangedFiles()
-		if err != nil {
-			return "", nil, err
-		}
-		sort.Strings(files)
-		h, err := repo.Commit(co.Message, co.Author.When)
-		return h, files, err
-	}
-	w.push = repo.Push
-	w.close = repo.Close
-	return w, nil
-}
 
 // treeOf is the root tree hash of the main branch's tip of the bare repo at
 // dir.
@@ -65,49 +34,57 @@ func treeOf(t *testing.T, dir string) plumbing.Hash {
 	return c.TreeHash
 }
 
-// TestRunEqualsWorktreeRun: for each change the plan equivalence test
+// TestRunIncrementalEqualsFull: for each change the plan equivalence test
 // covers (nothing, a file that is not a manifest, added / edited / removed
-// version, added / renamed / removed artifact) and with --catalog-path,
-// `run` (commit from Git objects on the branch tip) leaves the same catalog
-// tree, by tree hash, as the worktree run that it replaced, each on its own
-// catalog repo fed the same package repo.
-func TestRunEqualsWorktreeRun(t *testing.T) {
+// version, added / renamed / removed artifact, an uncommitted edit) and
+// with --catalog-path, the incremental `run` (only the touched artifacts
+// read and rendered, from Git objects of the branch tip) leaves the same
+// catalog tree, by tree hash, and commits the same files as the full run
+// (every manifest read, the whole tip rendered), each on its own catalog
+// repo fed the same package repo; and after the first publish it really
+// goes the incremental way.
+func TestRunIncrementalEqualsFull(t *testing.T) {
 	for _, path := range []string{"", "deploy/catalog"} {
 		t.Run("catalog-path="+path, func(t *testing.T) {
 			f := newFixture(t)
-			old := filepath.Join(t.TempDir(), "old.git")
+			old := filepath.Join(t.TempDir(), "full.git")
 			if _, err := git.PlainInit(old, true); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { openWorkspaceFor = openWorkspace })
-			runOn := func(name, dir string) *Result {
+			runOn := func(name, dir string, full bool) (*Result, string) {
 				t.Helper()
 				cat := catalogOpts(dir)
 				cat.Path = path
+				var log syncBuffer
 				res, err := Run(context.Background(), Options{
 					Source: f.source, Catalog: cat, AllowEmpty: true,
 					// Artifacts other and tiny2 reuse tiny's bundles.
-					Lint:   lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
-					Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+					Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
+					Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+					Log:      slog.New(slog.NewTextHandler(&log, nil)),
+					fullRead: full,
 				})
 				if err != nil {
-					t.Fatalf("%s: run: %v", name, err)
+					t.Fatalf("%s: run: %v\n%s", name, err, log.String())
 				}
-				return res
+				return res, tookFullRead(log.String())
 			}
+			first := true
 			// wantCommit: whether the run commits; nil: whatever the
-			// worktree run does.
+			// full run does.
 			check := func(name string, wantCommit *bool) {
 				t.Helper()
-				openWorkspaceFor = openWorktreeWorkspace
-				want := runOn(name+" (worktree)", old)
-				openWorkspaceFor = openWorkspace
-				got := runOn(name, f.catalog)
+				want, _ := runOn(name+" (full)", old, true)
+				got, why := runOn(name, f.catalog, false)
+				if !first && why != "" {
+					t.Errorf("%s: the run read everything: %s", name, why)
+				}
+				first = false
 				if a, b := treeOf(t, f.catalog), treeOf(t, old); a != b {
-					t.Errorf("%s: run left tree %s, the worktree run %s", name, a, b)
+					t.Errorf("%s: the incremental run left tree %s, the full run %s", name, a, b)
 				}
 				if strings.Join(got.Files, ",") != strings.Join(want.Files, ",") || (got.Commit == "") != (want.Commit == "") {
-					t.Errorf("%s: run committed %q files %v, the worktree run %q files %v", name, got.Commit, got.Files, want.Commit, want.Files)
+					t.Errorf("%s: the incremental run committed %q files %v, the full run %q files %v", name, got.Commit, got.Files, want.Commit, want.Files)
 				}
 				if wantCommit != nil && (got.Commit != "") != *wantCommit {
 					t.Errorf("%s: commit %q, want a commit: %v", name, got.Commit, *wantCommit)
@@ -128,7 +105,14 @@ func TestRunEqualsWorktreeRun(t *testing.T) {
 			data, _ := os.ReadFile(p)
 			os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny", "displayName: Tiny Operator", 1)), 0o644)
 			f.commit(t, "edit 1.0.0 in place")
-			check("edit in place", nil) // the render keeps the published record: what reaches the catalog is as the worktree run says
+			check("edit in place", nil) // the render keeps the published record: what reaches the catalog is as the full run says
+
+			p = filepath.Join(f.source, "packages/tiny/1.2.0/manifest.yaml")
+			data, _ = os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny", "displayName: Tiny (uncommitted)", 1)), 0o644)
+			check("uncommitted edit", yes)
+			f.commit(t, "commit the edit")
+			check("the edit committed", nil)
 
 			os.RemoveAll(filepath.Join(f.source, "packages/tiny/1.1.0"))
 			f.commit(t, "remove 1.1.0")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -51,20 +52,135 @@ func Generated(cfg Config, arts []model.ArtifactRecord) (Files, error) {
 		files[path.Join(GeneratedDir, rel)] = data
 		resources = append(resources, rel)
 	}
+	data, err := generatedKustomization(resources)
+	if err != nil {
+		return nil, err
+	}
+	files[GeneratedKustomization] = data
+	return files, nil
+}
+
+// GeneratedKustomization is the kustomization of the generated base, which
+// lists every object file of publish/generated.
+const GeneratedKustomization = GeneratedDir + "/kustomization.yaml"
+
+// generatedKustomization is the file GeneratedKustomization holding
+// resources, in order.
+func generatedKustomization(resources []string) ([]byte, error) {
+	if resources == nil {
+		resources = []string{}
+	}
 	k := Object{
 		"apiVersion": "kustomize.config.k8s.io/v1beta1",
 		"kind":       "Kustomization",
 		"resources":  resources,
 	}
-	if len(resources) == 0 {
-		k["resources"] = []string{}
-	}
 	data, err := yaml.Marshal(k)
 	if err != nil {
 		return nil, err
 	}
-	files[path.Join(GeneratedDir, "kustomization.yaml")] = append([]byte("# Written by publish: do not edit. Customise in kustomize/clusters/<cluster>/.\n"), data...)
-	return files, nil
+	return append([]byte("# Written by publish: do not edit. Customise in kustomize/clusters/<cluster>/.\n"), data...), nil
+}
+
+// SpliceGenerated returns the GeneratedKustomization of the whole catalog
+// when only some artifacts were generated again: old is the file the last
+// publish wrote, gen what Generated returned for the artifacts that
+// changed (their records merged). The resources of those artifacts are
+// replaced by gen's, the others kept; the result is byte for byte what
+// Generated writes for every artifact, since it lists artifacts in name
+// order and each artifact's files together. Errors: old does not parse or
+// is not in that order (a hand edit: the caller renders everything).
+func SpliceGenerated(old []byte, gen Files) ([]byte, error) {
+	oldHead, oldRes, err := kustomizationResources(old)
+	if err != nil {
+		return nil, err
+	}
+	_, newRes, err := kustomizationResources(gen[GeneratedKustomization])
+	if err != nil {
+		return nil, err
+	}
+	oldOrder, oldBy, err := groupResources(oldRes)
+	if err != nil {
+		return nil, err
+	}
+	newOrder, newBy, err := groupResources(newRes)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range newOrder {
+		if oldBy[a] == nil {
+			oldOrder = append(oldOrder, a)
+		}
+		oldBy[a] = newBy[a]
+	}
+	sort.Strings(oldOrder)
+	var b bytes.Buffer
+	b.Grow(len(old) + 4096)
+	b.Write(oldHead)
+	n := 0
+	for _, a := range oldOrder {
+		for _, r := range oldBy[a] {
+			if n == 0 {
+				b.WriteString("resources:\n")
+			}
+			n++
+			b.WriteString("- ")
+			b.WriteString(r)
+			b.WriteByte('\n')
+		}
+	}
+	if n == 0 {
+		return generatedKustomization(nil)
+	}
+	return b.Bytes(), nil
+}
+
+// plainResource is a resource path YAML writes without quotes.
+var plainResource = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-]*\.yaml$`)
+
+// kustomizationResources splits a GeneratedKustomization as
+// generatedKustomization writes it: the lines before its resources, and
+// the resources, which end the file.
+func kustomizationResources(data []byte) (head []byte, resources []string, err error) {
+	bad := fmt.Errorf("%s is not in the form publish writes", GeneratedKustomization)
+	if i := bytes.Index(data, []byte("\nresources: []\n")); i >= 0 && i+len("\nresources: []\n") == len(data) {
+		return data[:i+1], nil, nil
+	}
+	i := bytes.Index(data, []byte("\nresources:\n"))
+	if i < 0 {
+		return nil, nil, bad
+	}
+	head = data[:i+1]
+	for _, l := range bytes.SplitAfter(data[i+len("\nresources:\n"):], []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		r, ok := bytes.CutPrefix(l, []byte("- "))
+		r, nl := bytes.CutSuffix(r, []byte("\n"))
+		if !ok || !nl || !plainResource.Match(r) {
+			return nil, nil, bad
+		}
+		resources = append(resources, string(r))
+	}
+	return head, resources, nil
+}
+
+// groupResources groups resources by artifact directory, checking that
+// the directories come in name order, each once.
+func groupResources(rs []string) ([]string, map[string][]string, error) {
+	var order []string
+	by := map[string][]string{}
+	for _, r := range rs {
+		art, _, _ := strings.Cut(r, "/")
+		if by[art] == nil {
+			if n := len(order); n > 0 && order[n-1] >= art {
+				return nil, nil, fmt.Errorf("%s: resources not in the order publish writes", GeneratedKustomization)
+			}
+			order = append(order, art)
+		}
+		by[art] = append(by[art], r)
+	}
+	return order, by, nil
 }
 
 // artifactOf returns the artifact an object belongs to: the

@@ -1,11 +1,15 @@
 package target
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
@@ -84,4 +88,140 @@ func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRe
 		sort.Strings(dirs)
 	}
 	return key, render.Write(root, dirs, out)
+}
+
+// Key implements Incremental: render.Key of the overlays in root.
+func (t *alauda) Key(root string) (string, error) {
+	return render.Key(root, t.s.Cluster, t.s.Render)
+}
+
+// RenderArtifacts implements Incremental: it generates the objects of arts,
+// and renders through the overlay only the artifacts whose generated
+// objects differ from the tip's; their directories of publish/generated
+// and rendered/<cluster> are replaced, and the generated kustomization is
+// spliced (render.SpliceGenerated). The result equals what RenderInto
+// leaves in a checkout of the whole tip, for the same records.
+func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.ArtifactRecord) ([]catalog.Change, error) {
+	gen, err := render.Generated(t.s.Render, arts)
+	if err != nil {
+		return nil, model.Input(err)
+	}
+	var changes []catalog.Change
+	changed := map[string]bool{}
+	regen := render.Files{}
+	for _, a := range arts {
+		dir := render.GeneratedDir + "/" + a.Name
+		old, err := view.Files(dir, nil)
+		if err != nil {
+			return nil, err
+		}
+		now := render.Files{}
+		for p, data := range gen {
+			if strings.HasPrefix(p, dir+"/") {
+				now[p] = data
+			}
+		}
+		if !sameFiles(old, now) {
+			changed[a.Name] = true
+			changes = append(changes, replaceDir(dir, old, now)...)
+			for p, data := range now {
+				regen[p] = data
+			}
+		}
+	}
+	oldK, ok, err := view.ReadFile(render.GeneratedKustomization)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("the catalog has no %s: render it whole", render.GeneratedKustomization)
+	}
+	k, err := render.SpliceGenerated(oldK, gen)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(k, oldK) {
+		changes = append(changes, catalog.Change{Path: render.GeneratedKustomization, Data: k})
+	}
+	if len(changed) == 0 {
+		return sortChanges(changes), nil
+	}
+	// The overlay builds the changed artifacts from their generated files
+	// alone (render.BuildOnly), next to the overlays already in root.
+	if err := render.Write(root, []string{render.GeneratedDir}, regen); err != nil {
+		return nil, err
+	}
+	out, err := render.BuildOnly(root, t.s.Cluster, changed)
+	if err != nil {
+		return nil, model.Input(err)
+	}
+	if err := render.Validate(t.s.Cluster, out); err != nil {
+		return nil, model.Input(err)
+	}
+	clusterDir := render.RenderedDir + "/" + t.s.Cluster
+	for art := range changed {
+		dir := clusterDir + "/" + art
+		old, err := view.Files(dir, nil)
+		if err != nil {
+			return nil, err
+		}
+		now := render.Files{}
+		for p, data := range out {
+			if strings.HasPrefix(p, dir+"/") {
+				now[p] = data
+			}
+		}
+		changes = append(changes, replaceDir(dir, old, now)...)
+	}
+	// What the overlay adds by itself comes out again; it changes only
+	// with the overlay, whose key is unchanged, but is compared anyway.
+	for p, data := range out {
+		art, _, _ := strings.Cut(strings.TrimPrefix(p, clusterDir+"/"), "/")
+		if changed[art] {
+			continue
+		}
+		old, ok, err := view.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !bytes.Equal(old, data) {
+			changes = append(changes, catalog.Change{Path: p, Data: data})
+		}
+	}
+	return sortChanges(changes), nil
+}
+
+func sameFiles(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p, x := range a {
+		if y, ok := b[p]; !ok || !bytes.Equal(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceDir returns the changes that turn the files old below a directory
+// into now: removals of the files gone, writes of the files new or
+// changed.
+func replaceDir(dir string, old, now map[string][]byte) []catalog.Change {
+	var out []catalog.Change
+	for p := range old {
+		if _, ok := now[p]; !ok {
+			out = append(out, catalog.Change{Path: p, Delete: true})
+		}
+	}
+	for p, data := range now {
+		if o, ok := old[p]; !ok || !bytes.Equal(o, data) {
+			out = append(out, catalog.Change{Path: p, Data: data})
+		}
+	}
+	return out
+}
+
+func sortChanges(cs []catalog.Change) []catalog.Change {
+	sort.Slice(cs, func(i, j int) bool { return cs[i].Path < cs[j].Path })
+	return cs
 }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -141,4 +142,26 @@ type Target interface {
 	// RenderFromState is `publish render`: rendered/<cluster> from arts and
 	// publish/state.yaml, without registry access.
 	RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error
+}
+
+// Incremental is implemented by a target whose objects of one artifact
+// depend only on that artifact's record and on the overlays, which
+// Key identifies: `publish plan` and `publish run` then read and render
+// only the artifacts a change touches, from the Git objects of the
+// catalog tip (docs/design.md, "The engine"). A target without it is
+// always rendered whole.
+type Incremental interface {
+	Target
+	// Key returns the render key of the overlays in root (a directory that
+	// holds at least the catalog's files outside rendered/ and publish/):
+	// while it equals the key the last publish recorded, only changed
+	// artifacts need rendering.
+	Key(root string) (string, error)
+	// RenderArtifacts returns the changes (paths relative to the catalog
+	// root, sorted) that make the catalog of view hold the render of arts,
+	// the merged records of the artifacts a change touches; every other
+	// artifact is left as it is. root is a directory holding the catalog's
+	// overlays, where the target may write what it builds from. Errors
+	// from the overlay and objects the CRDs reject are *model.InputError.
+	RenderArtifacts(view catalog.View, root string, arts []model.ArtifactRecord) ([]catalog.Change, error)
 }
