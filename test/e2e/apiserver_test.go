@@ -108,7 +108,16 @@ func (p *process) addressInUse() bool {
 // at cleanup; its output is logged when the test fails.
 func startProcess(t *testing.T, name string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, name, args...)
+}
+
+// startProcessEnv is startProcess with env added to the test's environment.
+func startProcessEnv(t *testing.T, env []string, name string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 10 * time.Second
