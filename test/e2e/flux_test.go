@@ -405,6 +405,8 @@ func TestFluxGit(t *testing.T) {
 		t.Fatalf("source-controller started %d times, want 2 (the taken artifact port, then a fresh one)", n)
 	}
 
+	t.Run("dry-run", func(t *testing.T) { dryRunSyncObjects(t, ctx, k) })
+
 	e := tinyEnv(t)
 	const ns, ksName, secretName = "flux-system", "operator-catalog-global", "operator-catalog-auth"
 	secret := &unstructured.Unstructured{Object: map[string]any{
@@ -496,6 +498,53 @@ func TestFluxGit(t *testing.T) {
 	live = step("relist")
 	if len(live) != 3 || !present(live, "Artifact/tiny") || !present(live, "ArtifactVersion/tiny.v1.1.0") || present(live, "ArtifactVersion/tiny.v1.0.0") {
 		t.Fatalf("after the relist the cluster has %v", keys(live))
+	}
+}
+
+// dryRunSyncObjects: the API server, with the Flux CRDs and Argo CD's
+// Application CRD, accepts in a server-side dry run every object of
+// docs/syncing.md and the template's Flux and Argo CD objects (the OCI
+// ones included), with its placeholders.
+func dryRunSyncObjects(t *testing.T, ctx context.Context, k *kube) {
+	k.namespace(t, ctx, "argocd")
+	doc, err := os.ReadFile("../../docs/syncing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	check := func(where string, u *unstructured.Unstructured) {
+		if strings.HasPrefix(u.GetAPIVersion(), "kustomize.config.k8s.io/") {
+			return // kustomize's input, not an object
+		}
+		if err := k.apply(ctx, u, true); err != nil {
+			t.Errorf("%s: the API server rejects %s %s: %v", where, u.GetKind(), u.GetName(), err)
+		}
+		kinds[u.GetKind()]++
+	}
+	blocks := strings.Split(string(doc), "```yaml\n")
+	for i, b := range blocks[1:] {
+		end := strings.Index(b, "```")
+		if end < 0 {
+			t.Fatalf("docs/syncing.md: YAML block %d does not end", i+1)
+		}
+		for _, u := range objects(t, "docs/syncing.md", []byte(b[:end])) {
+			check(fmt.Sprintf("docs/syncing.md block %d", i+1), u)
+		}
+	}
+	for _, f := range []string{"flux/gitrepository.yaml", "flux/kustomization.yaml", "flux/adopt.yaml", "flux/oci/ocirepository.yaml", "flux/oci/kustomization.yaml", "argocd/application.yaml", "argocd/application-adopt.yaml", "argocd/application-oci.yaml"} {
+		data, err := os.ReadFile("../../catalog-repo-template/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range objects(t, f, data) {
+			check("catalog-repo-template/"+f, u)
+		}
+	}
+	t.Logf("server-side dry run accepted: %v", kinds)
+	for _, kind := range []string{"GitRepository", "OCIRepository", "Kustomization", "Application", "Secret"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no %s was checked", kind)
+		}
 	}
 }
 
