@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -39,6 +41,7 @@ const FluxVersion = "v1.9.6"
 
 var (
 	gitRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+	ociRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}
 	kustomizationGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 )
 
@@ -139,14 +142,14 @@ func startFlux(t *testing.T, ctx context.Context, srv *apiServer, k *kube, taken
 }
 
 // fluxTemplate renders the catalog template's own Flux objects
-// (catalog-repo-template/flux/*.yaml, as the catalog repo carries them)
-// through a kustomization a user would write beside them: it points the
-// GitRepository at url with the basic-auth Secret secretName, and changes
-// nothing else.
-func fluxTemplate(t *testing.T, url, secretName string) []*unstructured.Unstructured {
+// (catalog-repo-template/<dir>/*.yaml, as the catalog repo carries them)
+// through a kustomization a user would write beside them, with patches
+// (the YAML list of its patches field): the test's patches point the
+// source at the test server with its credentials and change nothing else.
+func fluxTemplate(t *testing.T, dir, patches string) []*unstructured.Unstructured {
 	t.Helper()
 	fs := filesys.MakeFsInMemory()
-	entries, err := os.ReadDir("../../catalog-repo-template/flux")
+	entries, err := os.ReadDir("../../catalog-repo-template/" + dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,26 +158,14 @@ func fluxTemplate(t *testing.T, url, secretName string) []*unstructured.Unstruct
 		if !strings.HasSuffix(e.Name(), ".yaml") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join("../../catalog-repo-template/flux", e.Name()))
+		data, err := os.ReadFile(filepath.Join("../../catalog-repo-template", dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		fs.WriteFile("/flux/"+e.Name(), data)
 		resources = append(resources, "flux/"+e.Name())
 	}
-	patch := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources: [%s]
-patches:
-- target: {kind: GitRepository, name: operator-catalog}
-  patch: |
-    - op: replace
-      path: /spec/url
-      value: %s
-    - op: add
-      path: /spec/secretRef
-      value: {name: %s}
-`, strings.Join(resources, ", "), url, secretName)
+	patch := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\npatches:%s", strings.Join(resources, ", "), patches)
 	fs.WriteFile("/kustomization.yaml", []byte(patch))
 	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/")
 	if err != nil {
@@ -373,53 +364,27 @@ func (k *kube) checkCluster(t *testing.T, ctx context.Context, tree *object.Tree
 	return live
 }
 
-// TestFluxGit is the Git path of issue 16: real Flux controllers (source-
-// and kustomize-controller, hack/flux/build.sh) apply the catalog that
-// `publish run` pushed to the Git smart-HTTP server (basic auth) through
-// the catalog template's own GitRepository and Kustomization, and the
-// Artifact and ArtifactVersion objects in the API server equal
-// rendered/global after the first run, an upgrade, a version delist, an
-// artifact delist (present: false, nothing deleted: the template does not
-// prune) and a relist. Each step asks Flux to reconcile
-// (reconcile.fluxcd.io/requestedAt) and watches the Kustomization until it
-// is Ready on the catalog commit. The time from `publish run` exit to that
-// is logged, not asserted.
-func TestFluxGit(t *testing.T) {
-	shared := testenv.RequireShared(t)
-	fluxDir(t)
-	srv := startAPIServer(t)
-	ctx := context.Background()
-	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
-	k.namespace(t, ctx, "cpaas-system")
-	// The artifact server's first port is taken (as by another process
-	// between freePort and the start): source-controller exits saying so
-	// and is started again on fresh ports. Its health probe answers before
-	// that: only the artifact server serving the marker counts as ready.
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	if n := startFlux(t, ctx, srv, k, taken.Addr().(*net.TCPAddr).Port); n != 2 {
-		t.Fatalf("source-controller started %d times, want 2 (the taken artifact port, then a fresh one)", n)
-	}
+// fluxSource is how a Flux story gets the catalog to the cluster.
+type fluxSource struct {
+	gvr schema.GroupVersionResource // of the template's source, named operator-catalog
+	// apply applies the template's Flux objects (once, after the first run).
+	apply func(t *testing.T)
+	// deliver makes the catalog commit's rendered/global reachable by the
+	// source (nothing for Git; a push for OCI) and returns the revision
+	// Flux reports for it.
+	deliver func(t *testing.T, commit *object.Commit, tree *object.Tree) string
+}
 
-	t.Run("dry-run", func(t *testing.T) { dryRunSyncObjects(t, ctx, k) })
-
-	e := tinyEnv(t)
-	const ns, ksName, secretName = "flux-system", "operator-catalog-global", "operator-catalog-auth"
-	secret := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret",
-		"metadata":   map[string]any{"name": secretName, "namespace": ns},
-		"type":       "Opaque",
-		"stringData": map[string]any{"username": e.git.Username, "password": e.git.Password},
-	}}
-	if err := k.apply(ctx, secret, false); err != nil {
-		t.Fatal(err)
-	}
-
-	// step runs publish, makes Flux reconcile and checks the cluster.
+// fluxStory is issue 16's list of steps, for either source: a first run,
+// an upgrade (a new ArtifactVersion), a version delist, an artifact delist
+// (present: false, no object deleted: the template does not prune) and a
+// relist. Each step runs publish, delivers, asks Flux to reconcile the
+// source and the Kustomization (reconcile.fluxcd.io/requestedAt), watches
+// the Kustomization until it is Ready on the step's revision, and compares
+// the cluster with rendered/global. The time from `publish run` exit to
+// Ready is logged, not asserted.
+func fluxStory(t *testing.T, ctx context.Context, k *kube, e *env, src fluxSource, what string) {
+	const ns, ksName = "flux-system", "operator-catalog-global"
 	var applied bool
 	step := func(name string, extra ...string) map[string]*unstructured.Unstructured {
 		t.Helper()
@@ -428,31 +393,18 @@ func TestFluxGit(t *testing.T) {
 		}
 		exited := time.Now()
 		commits, tree := e.catalog()
+		revision := src.deliver(t, commits[0], tree)
 		if !applied {
-			// The template's Flux objects, pointed at the test Git server.
-			for _, u := range fluxTemplate(t, e.catalogURL, secretName) {
-				if err := k.apply(ctx, u, false); err != nil {
-					t.Fatalf("applying the template's %s %s: %v", u.GetKind(), u.GetName(), err)
-				}
-			}
+			src.apply(t)
 			applied = true
 		} else {
-			k.requestReconcile(t, ctx, gitRepositoryGVR, ns, "operator-catalog")
+			k.requestReconcile(t, ctx, src.gvr, ns, "operator-catalog")
 			k.requestReconcile(t, ctx, kustomizationGVR, ns, ksName)
 		}
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
-		revision := "main@sha1:" + commits[0].Hash.String()
 		k.waitApplied(t, wctx, ns, ksName, revision)
-		t.Logf("%s: Flux Ready on %s %s after publish run exited", name, revision, time.Since(exited).Round(time.Millisecond))
-		if name == "first run" {
-			// flux/adopt.yaml applies adopt/flux (its Job and RBAC) once
-			// the catalog is Ready (dependsOn): asked now rather than at
-			// Flux's dependency requeue. No kube-controller-manager runs
-			// here: the Job is created, not run.
-			k.requestReconcile(t, wctx, kustomizationGVR, ns, "operator-catalog-adopt")
-			k.waitApplied(t, wctx, ns, "operator-catalog-adopt", revision)
-		}
+		t.Logf("%s (%s): Flux Ready on %s %s after publish run exited", name, what, revision, time.Since(exited).Round(time.Millisecond))
 		return k.checkCluster(t, ctx, tree)
 	}
 	present := func(live map[string]*unstructured.Unstructured, key string) bool {
@@ -498,6 +450,181 @@ func TestFluxGit(t *testing.T) {
 	live = step("relist")
 	if len(live) != 3 || !present(live, "Artifact/tiny") || !present(live, "ArtifactVersion/tiny.v1.1.0") || present(live, "ArtifactVersion/tiny.v1.0.0") {
 		t.Fatalf("after the relist the cluster has %v", keys(live))
+	}
+}
+
+// startFluxCluster is the API server with the CRDs of ../shared/crds and
+// Flux running against it; taken as for startFlux.
+func startFluxCluster(t *testing.T, ctx context.Context, taken int) (*apiServer, *kube, int) {
+	t.Helper()
+	testenv.Short(t, "integration test: starts etcd, kube-apiserver and Flux")
+	shared := testenv.RequireShared(t)
+	fluxDir(t)
+	srv := startAPIServer(t)
+	k := srv.client(t)
+	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.namespace(t, ctx, "cpaas-system")
+	n := startFlux(t, ctx, srv, k, taken)
+	return srv, k, n
+}
+
+func (k *kube) applyAll(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, u := range objs {
+		if err := k.apply(ctx, u, false); err != nil {
+			t.Fatalf("applying %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// TestFluxGit is the Git path of issue 16: real Flux controllers (source-
+// and kustomize-controller, hack/flux/build.sh) apply the catalog that
+// `publish run` pushed to the Git smart-HTTP server (basic auth) through
+// the catalog template's own flux/ objects (fluxStory). The Kustomization's
+// revision is the catalog commit. It also runs dryRunSyncObjects, and takes
+// the path of a port taken before source-controller's artifact server
+// binds it.
+func TestFluxGit(t *testing.T) {
+	ctx := context.Background()
+	// The artifact server's first port is taken (as by another process
+	// between freePort and the start): source-controller exits saying so
+	// and is started again on fresh ports. Its health probe answers before
+	// that: only the artifact server serving the marker counts as ready.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, k, n := startFluxCluster(t, ctx, taken.Addr().(*net.TCPAddr).Port)
+	if n != 2 {
+		t.Fatalf("source-controller started %d times, want 2 (the taken artifact port, then a fresh one)", n)
+	}
+
+	t.Run("dry-run", func(t *testing.T) { dryRunSyncObjects(t, ctx, k) })
+
+	e := tinyEnv(t)
+	const secretName = "operator-catalog-auth"
+	k.applyAll(t, ctx, []*unstructured.Unstructured{{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": secretName, "namespace": "flux-system"},
+		"type":       "Opaque",
+		"stringData": map[string]any{"username": e.git.Username, "password": e.git.Password},
+	}}})
+	fluxStory(t, ctx, k, e, fluxSource{
+		gvr: gitRepositoryGVR,
+		apply: func(t *testing.T) {
+			// The template's Flux objects, pointed at the test Git server.
+			k.applyAll(t, ctx, fluxTemplate(t, "flux", fmt.Sprintf(`
+- target: {kind: GitRepository, name: operator-catalog}
+  patch: |
+    - op: replace
+      path: /spec/url
+      value: %s
+    - op: add
+      path: /spec/secretRef
+      value: {name: %s}
+`, e.catalogURL, secretName)))
+		},
+		deliver: func(t *testing.T, commit *object.Commit, _ *object.Tree) string {
+			return "main@sha1:" + commit.Hash.String()
+		},
+	}, "Git")
+
+	// flux/adopt.yaml applies adopt/flux (its Job and RBAC) once the
+	// catalog is Ready (dependsOn); asked now rather than at Flux's
+	// dependency requeue (30 s). No kube-controller-manager runs here: the
+	// Job is created, not run.
+	commits, _ := e.catalog()
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	k.requestReconcile(t, wctx, kustomizationGVR, "flux-system", "operator-catalog-adopt")
+	k.waitApplied(t, wctx, "flux-system", "operator-catalog-adopt", "main@sha1:"+commits[0].Hash.String())
+}
+
+// TestFluxOCI is the OCI path of issue 16: the rendered/global of each
+// catalog commit goes to the Debian docker-registry (TLS, htpasswd) as the
+// OCI catalog (internal/ocicatalog, tag global); the template's flux/oci/
+// objects, pointed at it with the registry's credentials (secretRef, a
+// dockerconfigjson Secret) and CA (certSecretRef), pull and apply it
+// (fluxStory). The Kustomization's revision is global@<digest>, and the
+// OCIRepository's artifact carries the package-repo commit.
+func TestFluxOCI(t *testing.T) {
+	ctx := context.Background()
+	_, k, _ := startFluxCluster(t, ctx, 0)
+	e := tinyEnv(t)
+	ref := e.dst.Ref("platform/operator-catalog:global")
+	ca, err := os.ReadFile(e.dst.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte(e.dst.Username + ":" + e.dst.Password))
+	dockerConfig := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q,"auth":%q}}}`, e.dst.Host, e.dst.Username, e.dst.Password, auth)
+	k.applyAll(t, ctx, []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+			"metadata":   map[string]any{"name": "operator-catalog-registry", "namespace": "flux-system"},
+			"stringData": map[string]any{".dockerconfigjson": dockerConfig},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata":   map[string]any{"name": "operator-catalog-registry-ca", "namespace": "flux-system"},
+			"stringData": map[string]any{"ca.crt": string(ca)},
+		}},
+	})
+	var sourceCommit string
+	fluxStory(t, ctx, k, e, fluxSource{
+		gvr: ociRepositoryGVR,
+		apply: func(t *testing.T) {
+			k.applyAll(t, ctx, fluxTemplate(t, "flux/oci", fmt.Sprintf(`
+- target: {kind: OCIRepository, name: operator-catalog}
+  patch: |
+    - op: replace
+      path: /spec/url
+      value: oci://%s
+    - op: add
+      path: /spec/secretRef
+      value: {name: operator-catalog-registry}
+    - op: add
+      path: /spec/certSecretRef
+      value: {name: operator-catalog-registry-ca}
+`, strings.TrimSuffix(ref, ":global"))))
+		},
+		deliver: func(t *testing.T, _ *object.Commit, tree *object.Tree) string {
+			dir := t.TempDir()
+			tree.Files().ForEach(func(f *object.File) error {
+				rel, ok := strings.CutPrefix(f.Name, "rendered/global/")
+				if !ok {
+					return nil
+				}
+				data, err := f.Contents()
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(dir, filepath.FromSlash(rel))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				return os.WriteFile(p, []byte(data), 0o644)
+			})
+			head, err := e.repo.Head()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sourceCommit = head.Hash().String()
+			start := time.Now()
+			res, err := ocicatalog.Push(ctx, dir, ref, ocicatalog.Meta{Source: "file://" + e.source, Revision: sourceCommit}, e.dst.Options()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("OCI catalog %s@%s pushed in %s", ref, res.Digest, time.Since(start).Round(time.Millisecond))
+			return "global@" + res.Digest
+		},
+	}, "OCI")
+	src, err := k.dyn.Resource(ociRepositoryGVR).Namespace("flux-system").Get(ctx, "operator-catalog", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _, _ := unstructured.NestedStringMap(src.Object, "status", "artifact", "metadata")
+	if meta[ocicatalog.RevisionAnnotation] != sourceCommit {
+		t.Errorf("OCIRepository artifact metadata %v, want %s %s", meta, ocicatalog.RevisionAnnotation, sourceCommit)
 	}
 }
 
