@@ -87,13 +87,19 @@ type Meta struct {
 // a directory nor a regular file, and when dir holds no file, more than
 // MaxFiles files or more than MaxBytes bytes. Nothing is written anywhere.
 func Build(dir string, meta Meta) (v1.Image, error) {
-	layer, err := buildLayer(dir)
+	return BuildFS(os.DirFS(dir), dir, meta)
+}
+
+// BuildFS is Build of the tree of fsys (an in-memory render, a Git tree
+// through io/fs); where names it in errors.
+func BuildFS(fsys fs.FS, where string, meta Meta) (v1.Image, error) {
+	layer, err := buildLayer(fsys, where)
 	if err != nil {
 		return nil, err
 	}
 	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: layer, MediaType: LayerMediaType})
 	if err != nil {
-		return nil, fmt.Errorf("ocicatalog: %s: %w", dir, err)
+		return nil, fmt.Errorf("ocicatalog: %s: %w", where, err)
 	}
 	img = mutate.MediaType(img, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, ConfigMediaType)
@@ -110,46 +116,36 @@ func Build(dir string, meta Meta) (v1.Image, error) {
 	return img, nil
 }
 
-// buildLayer packs the files of dir into the layer (see the package doc).
-func buildLayer(dir string) (v1.Layer, error) {
-	var files []string
+// buildLayer packs the files of fsys into the layer (see the package doc).
+func buildLayer(fsys fs.FS, where string) (v1.Layer, error) {
+	var names []string
 	var total int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return fmt.Errorf("ocicatalog: %w", err)
 		}
 		if d.IsDir() {
 			return nil
 		}
 		if !d.Type().IsRegular() {
-			return fmt.Errorf("ocicatalog: %s is not a regular file (%s): the OCI catalog holds only the rendered YAML files; remove it", p, d.Type())
+			return fmt.Errorf("ocicatalog: %s is not a regular file (%s): the OCI catalog holds only the rendered YAML files; remove it", path.Join(filepath.ToSlash(where), p), d.Type())
 		}
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
 		total += info.Size()
-		files = append(files, p)
-		if len(files) > MaxFiles || total > MaxBytes {
-			return fmt.Errorf("ocicatalog: %s holds more than %d files or %d bytes: is it the rendered directory of one cluster?", dir, MaxFiles, MaxBytes)
+		names = append(names, p)
+		if len(names) > MaxFiles || total > MaxBytes {
+			return fmt.Errorf("ocicatalog: %s holds more than %d files or %d bytes: is it the rendered directory of one cluster?", where, MaxFiles, MaxBytes)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("ocicatalog: %s holds no file: render the cluster first (publish render --cluster)", dir)
-	}
-	names := make([]string, len(files))
-	byName := map[string]string{}
-	for i, p := range files {
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return nil, err
-		}
-		names[i] = filepath.ToSlash(rel)
-		byName[names[i]] = p
+	if len(names) == 0 {
+		return nil, fmt.Errorf("ocicatalog: %s holds no file: render the cluster first (publish render --cluster)", where)
 	}
 	sort.Strings(names)
 
@@ -162,9 +158,9 @@ func buildLayer(dir string) (v1.Layer, error) {
 	// same bytes.
 	tw := tar.NewWriter(zw)
 	for _, n := range names {
-		data, err := os.ReadFile(byName[n])
+		data, err := fs.ReadFile(fsys, n)
 		if err != nil {
-			return nil, fmt.Errorf("ocicatalog: %w", err)
+			return nil, fmt.Errorf("ocicatalog: %s: %w", where, err)
 		}
 		hdr := &tar.Header{
 			Typeflag: tar.TypeReg,
@@ -175,7 +171,7 @@ func buildLayer(dir string) (v1.Layer, error) {
 			Format:   tar.FormatPAX,
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return nil, fmt.Errorf("ocicatalog: %s: %w", byName[n], err)
+			return nil, fmt.Errorf("ocicatalog: %s: %w", path.Join(filepath.ToSlash(where), n), err)
 		}
 		if _, err := tw.Write(data); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -240,5 +241,25 @@ func TestPushBadRef(t *testing.T) {
 		if _, err := Push(context.Background(), writeTree(t, catalog), ref, meta); err == nil || !strings.Contains(err.Error(), "not a tag reference") {
 			t.Errorf("%s: %v", ref, err)
 		}
+	}
+}
+
+// TestBuildFS: the same files from an in-memory tree give the same
+// artifact as from disk.
+func TestBuildFS(t *testing.T) {
+	mem := fstest.MapFS{}
+	for p, s := range catalog {
+		mem[p] = &fstest.MapFile{Data: []byte(s), Mode: 0o600, ModTime: time.Now()}
+	}
+	a, err := BuildFS(mem, "memory", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(writeTree(t, catalog), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest(t, a) != digest(t, b) {
+		t.Errorf("in memory %s, on disk %s", digest(t, a), digest(t, b))
 	}
 }
