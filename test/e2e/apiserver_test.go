@@ -108,7 +108,16 @@ func (p *process) addressInUse() bool {
 // at cleanup; its output is logged when the test fails.
 func startProcess(t *testing.T, name string, args ...string) *process {
 	t.Helper()
+	return startProcessEnv(t, nil, name, args...)
+}
+
+// startProcessEnv is startProcess with env added to the test's environment.
+func startProcessEnv(t *testing.T, env []string, name string, args ...string) *process {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 10 * time.Second
@@ -465,9 +474,10 @@ func (k *kube) namespace(t *testing.T, ctx context.Context, names ...string) {
 
 // templateObjects reads the catalog-repo-template files that are
 // Kubernetes objects the cluster applies: the Argo CD Applications, the
-// Flux Kustomizations, the adopt Jobs and RBAC. Not flux/gitrepository.yaml
-// (no GitRepository CRD in ../shared/crds) nor kustomization.yaml files
-// (kustomize's input, not objects).
+// Flux Kustomizations, the adopt Jobs and RBAC. Not the Flux sources
+// flux/gitrepository.yaml and flux/oci/ocirepository.yaml (no GitRepository
+// or OCIRepository CRD in ../shared/crds; TestFluxGit checks them) nor
+// kustomization.yaml files (kustomize's input, not objects).
 func templateObjects(t *testing.T) map[string][]*unstructured.Unstructured {
 	t.Helper()
 	root := "../../catalog-repo-template"
@@ -478,7 +488,7 @@ func templateObjects(t *testing.T) map[string][]*unstructured.Unstructured {
 		}
 		rel, _ := filepath.Rel(root, p)
 		rel = filepath.ToSlash(rel)
-		if d.Name() == "kustomization.yaml" && !strings.HasPrefix(rel, "flux/") || rel == "flux/gitrepository.yaml" {
+		if d.Name() == "kustomization.yaml" && !strings.HasPrefix(rel, "flux/") || rel == "flux/gitrepository.yaml" || rel == "flux/oci/ocirepository.yaml" {
 			return nil
 		}
 		data, err := os.ReadFile(p)

@@ -1,0 +1,705 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/operator-publish/publish/internal/ocicatalog"
+	"github.com/operator-publish/publish/internal/testenv"
+)
+
+// FluxVersion is the version of Flux's source-controller and
+// kustomize-controller that hack/flux/build.sh builds and these tests run.
+const FluxVersion = "v1.9.6"
+
+var (
+	gitRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
+	ociRepositoryGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}
+	kustomizationGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
+)
+
+// fluxDir is $PUBLISH_FLUX, else the directory hack/flux/build.sh caches
+// (~/.cache/operator-publish/flux/<FluxVersion>): source-controller,
+// kustomize-controller and crds/. Missing: skip, or fail when integration
+// tests are required.
+func fluxDir(t *testing.T) string {
+	t.Helper()
+	testenv.Short(t, "integration test")
+	d := os.Getenv("PUBLISH_FLUX")
+	if d == "" {
+		if c, err := os.UserCacheDir(); err == nil {
+			d = filepath.Join(c, "operator-publish", "flux", FluxVersion)
+		}
+	}
+	for _, p := range []string{"source-controller", "kustomize-controller", "crds"} {
+		if _, err := os.Stat(filepath.Join(d, p)); err != nil || d == "" {
+			testenv.Skipf(t, "this test needs Flux's source-controller and kustomize-controller %s: run hack/flux/build.sh (it caches them in ~/.cache/operator-publish/flux), or set PUBLISH_FLUX to the directory it prints", FluxVersion)
+		}
+	}
+	return d
+}
+
+// startFlux installs the Flux CRDs of dir/crds into the API server and runs
+// source-controller and kustomize-controller against it, as the admin,
+// with leader election off and every listener (metrics, health probes,
+// source-controller's artifact server) on a loopback port that was free a
+// moment ago; a controller that reports the address in use is started again
+// on fresh ports. Both are stopped at cleanup. It returns once both
+// controllers answer their readiness probe (and source-controller's
+// artifact server serves), with the number of times source-controller was
+// started. taken, when not 0, is the artifact server's port at the first
+// start (a port another process holds, to take the restart path).
+func startFlux(t *testing.T, ctx context.Context, srv *apiServer, k *kube, taken int) (sourceStarts int) {
+	t.Helper()
+	dir := fluxDir(t)
+	k.installCRDs(t, ctx, filepath.Join(dir, "crds"))
+	k.namespace(t, ctx, "flux-system")
+	env := []string{"KUBECONFIG=" + srv.kubeconfig(t, ""), "RUNTIME_NAMESPACE=flux-system"}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+
+	// The artifact server is a plain file server of the storage path: a
+	// marker file there, served back, says the server on that port is ours.
+	storage := t.TempDir()
+	marker := make([]byte, 16)
+	rand.Read(marker)
+	markerName := "ready-" + hex.EncodeToString(marker)
+	if err := os.WriteFile(filepath.Join(storage, markerName), marker, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	get := func(ctx context.Context, url string) ([]byte, bool) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b, resp.StatusCode == http.StatusOK
+	}
+	var health, artifacts string
+	startOnFreePorts(ctx, t, "source-controller", 3, func(attempt int, ports []int) *process {
+		sourceStarts = attempt
+		if attempt == 1 && taken != 0 {
+			ports[2] = taken
+		}
+		health = fmt.Sprintf("127.0.0.1:%d", ports[1])
+		artifacts = fmt.Sprintf("127.0.0.1:%d", ports[2])
+		return startProcessEnv(t, env, filepath.Join(dir, "source-controller"),
+			"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			"--health-addr", health,
+			"--storage-addr", artifacts, "--storage-adv-addr", artifacts,
+			"--storage-path", storage,
+			"--enable-leader-election=false",
+			"--log-level", "debug")
+	}, func(ctx context.Context) (bool, error) {
+		if _, ok := get(ctx, "http://"+health+"/readyz"); !ok {
+			return false, nil
+		}
+		b, ok := get(ctx, "http://"+artifacts+"/"+markerName)
+		return ok && string(b) == string(marker), nil
+	})
+	startOnFreePorts(ctx, t, "kustomize-controller", 2, func(_ int, ports []int) *process {
+		health = fmt.Sprintf("127.0.0.1:%d", ports[1])
+		return startProcessEnv(t, env, filepath.Join(dir, "kustomize-controller"),
+			"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			"--health-addr", health,
+			"--enable-leader-election=false",
+			"--log-level", "debug")
+	}, func(ctx context.Context) (bool, error) {
+		_, ok := get(ctx, "http://"+health+"/readyz")
+		return ok, nil
+	})
+	t.Logf("Flux %s: source-controller (artifacts on %s) and kustomize-controller running", FluxVersion, artifacts)
+	return sourceStarts
+}
+
+// fluxTemplate renders the catalog template's own Flux objects
+// (catalog-repo-template/<dir>/*.yaml, as the catalog repo carries them)
+// through a kustomization a user would write beside them, with patches
+// (the YAML list of its patches field): the test's patches point the
+// source at the test server with its credentials and change nothing else.
+func fluxTemplate(t *testing.T, dir, patches string) []*unstructured.Unstructured {
+	t.Helper()
+	fs := filesys.MakeFsInMemory()
+	entries, err := os.ReadDir("../../catalog-repo-template/" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resources []string
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("../../catalog-repo-template", dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.WriteFile("/flux/"+e.Name(), data)
+		resources = append(resources, "flux/"+e.Name())
+	}
+	patch := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [%s]\npatches:%s", strings.Join(resources, ", "), patches)
+	fs.WriteFile("/kustomization.yaml", []byte(patch))
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/")
+	if err != nil {
+		t.Fatalf("kustomize build of the template's Flux objects: %v", err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objects(t, "flux/", out)
+}
+
+// requestReconcile sets reconcile.fluxcd.io/requestedAt on the object, as
+// `flux reconcile` does: the controller reconciles it now, whatever its
+// interval.
+func (k *kube) requestReconcile(t *testing.T, ctx context.Context, gvr schema.GroupVersionResource, ns, name string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, time.Now().Format(time.RFC3339Nano))
+	if _, err := k.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("annotating %s %s/%s: %v", gvr.Resource, ns, name, err)
+	}
+}
+
+// readyCondition returns the status and message of the Ready condition of
+// a Flux object.
+func readyCondition(u *unstructured.Unstructured) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", ""
+}
+
+// waitApplied watches the Kustomization ns/name until it is Ready with
+// status.lastAppliedRevision equal to revision (Flux's "main@sha1:<commit>"),
+// and fails t with the last status seen when ctx ends first.
+func (k *kube) waitApplied(t *testing.T, ctx context.Context, ns, name, revision string) {
+	t.Helper()
+	ri := k.dyn.Resource(kustomizationGVR).Namespace(ns)
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return ri.List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return ri.Watch(ctx, o)
+		},
+	}
+	var last string
+	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
+		u, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok {
+			return false, nil
+		}
+		applied, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		status, msg := readyCondition(u)
+		last = fmt.Sprintf("Ready=%s (%s), lastAppliedRevision %q", status, msg, applied)
+		return status == "True" && applied == revision, nil
+	})
+	if err != nil {
+		src, _ := k.dyn.Resource(gitRepositoryGVR).Namespace(ns).Get(context.Background(), "operator-catalog", metav1.GetOptions{})
+		var srcState string
+		if src != nil {
+			s, m := readyCondition(src)
+			rev, _, _ := unstructured.NestedString(src.Object, "status", "artifact", "revision")
+			srcState = fmt.Sprintf("Ready=%s (%s), artifact %q", s, m, rev)
+		}
+		t.Fatalf("Kustomization %s/%s did not apply %s: %v; last seen %s; GitRepository %s", ns, name, revision, err, last, srcState)
+	}
+}
+
+// fluxAdded reports whether a label or annotation key is one Flux adds to
+// the objects it applies.
+func fluxAdded(key string) bool {
+	return strings.HasPrefix(key, "kustomize.toolkit.fluxcd.io/") || strings.HasPrefix(key, "kustomization.toolkit.fluxcd.io/")
+}
+
+// jsonValue is v as encoding/json decodes it (numbers float64), so values
+// decoded from YAML and from the API server compare equal.
+func jsonValue(t *testing.T, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// rendered keeps of got only what want has: the keys of want's maps, at
+// every depth (lists element by element), so that fields the API server
+// adds (defaults, managed fields, status, uid) drop out.
+func rendered(want, got any) any {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return got
+		}
+		out := map[string]any{}
+		for key, wv := range w {
+			if gv, ok := g[key]; ok {
+				out[key] = rendered(wv, gv)
+			}
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return got
+		}
+		out := make([]any, len(g))
+		for i := range g {
+			out[i] = rendered(w[i], g[i])
+		}
+		return out
+	}
+	return got
+}
+
+// checkCluster compares the Artifact and ArtifactVersion objects in the
+// API server with the files under rendered/global of the catalog tree:
+// the same set of objects, each with the rendered fields' values, and its
+// labels and annotations exactly the rendered ones plus Flux's. It returns
+// the live objects by "Kind/name".
+func (k *kube) checkCluster(t *testing.T, ctx context.Context, tree *object.Tree) map[string]*unstructured.Unstructured {
+	t.Helper()
+	want := map[string]*unstructured.Unstructured{}
+	tree.Files().ForEach(func(f *object.File) error {
+		if !strings.HasPrefix(f.Name, "rendered/global/") || !strings.HasSuffix(f.Name, ".yaml") {
+			return nil
+		}
+		data, _ := f.Contents()
+		for _, u := range objects(t, f.Name, []byte(data)) {
+			want[u.GetKind()+"/"+u.GetName()] = u
+		}
+		return nil
+	})
+	live := map[string]*unstructured.Unstructured{}
+	for kind, gvr := range map[string]schema.GroupVersionResource{"Artifact": artifactGVR, "ArtifactVersion": artifactVersionGVR} {
+		list, err := k.dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range list.Items {
+			live[kind+"/"+list.Items[i].GetName()] = &list.Items[i]
+		}
+	}
+	var wantKeys, liveKeys []string
+	for key := range want {
+		wantKeys = append(wantKeys, key)
+	}
+	for key := range live {
+		liveKeys = append(liveKeys, key)
+	}
+	sort.Strings(wantKeys)
+	sort.Strings(liveKeys)
+	if !reflect.DeepEqual(wantKeys, liveKeys) {
+		t.Fatalf("objects in the cluster %v, rendered/global has %v", liveKeys, wantKeys)
+	}
+	for key, w := range want {
+		l := live[key]
+		if w.GetNamespace() != l.GetNamespace() {
+			t.Errorf("%s: namespace %q in the cluster, %q rendered", key, l.GetNamespace(), w.GetNamespace())
+		}
+		wv, lv := jsonValue(t, w.Object), jsonValue(t, l.Object)
+		if got := rendered(wv, lv); !reflect.DeepEqual(got, wv) {
+			wb, _ := json.Marshal(wv)
+			gb, _ := json.Marshal(got)
+			t.Errorf("%s in the cluster differs from rendered/global:\ncluster:  %s\nrendered: %s", key, gb, wb)
+		}
+		for what, pair := range map[string][2]map[string]string{
+			"labels":      {w.GetLabels(), l.GetLabels()},
+			"annotations": {w.GetAnnotations(), l.GetAnnotations()},
+		} {
+			extra := map[string]string{}
+			for key, v := range pair[1] {
+				if _, ok := pair[0][key]; !ok && !fluxAdded(key) {
+					extra[key] = v
+				}
+			}
+			if len(extra) > 0 {
+				t.Errorf("%s: %s in the cluster beyond the rendered ones and Flux's: %v", key, what, extra)
+			}
+		}
+	}
+	return live
+}
+
+// fluxSource is how a Flux story gets the catalog to the cluster.
+type fluxSource struct {
+	gvr schema.GroupVersionResource // of the template's source, named operator-catalog
+	// apply applies the template's Flux objects (once, after the first run).
+	apply func(t *testing.T)
+	// deliver makes the catalog commit's rendered/global reachable by the
+	// source (nothing for Git; a push for OCI) and returns the revision
+	// Flux reports for it.
+	deliver func(t *testing.T, commit *object.Commit, tree *object.Tree) string
+}
+
+// fluxStory is issue 16's list of steps, for either source: a first run,
+// an upgrade (a new ArtifactVersion), a version delist, an artifact delist
+// (present: false, no object deleted: the template does not prune) and a
+// relist. Each step runs publish, delivers, asks Flux to reconcile the
+// source and the Kustomization (reconcile.fluxcd.io/requestedAt), watches
+// the Kustomization until it is Ready on the step's revision, and compares
+// the cluster with rendered/global. The time from `publish run` exit to
+// Ready is logged, not asserted.
+func fluxStory(t *testing.T, ctx context.Context, k *kube, e *env, src fluxSource, what string) {
+	const ns, ksName = "flux-system", "operator-catalog-global"
+	var applied bool
+	step := func(name string, extra ...string) map[string]*unstructured.Unstructured {
+		t.Helper()
+		if out, errOut, code := e.publish(extra...); code != 0 {
+			t.Fatalf("%s: publish run: exit %d\n%s\n%s", name, code, out, errOut)
+		}
+		exited := time.Now()
+		commits, tree := e.catalog()
+		revision := src.deliver(t, commits[0], tree)
+		if !applied {
+			src.apply(t)
+			applied = true
+		} else {
+			k.requestReconcile(t, ctx, src.gvr, ns, "operator-catalog")
+			k.requestReconcile(t, ctx, kustomizationGVR, ns, ksName)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		k.waitApplied(t, wctx, ns, ksName, revision)
+		t.Logf("%s (%s): Flux Ready on %s %s after publish run exited", name, what, revision, time.Since(exited).Round(time.Millisecond))
+		return k.checkCluster(t, ctx, tree)
+	}
+	present := func(live map[string]*unstructured.Unstructured, key string) bool {
+		t.Helper()
+		u, ok := live[key]
+		if !ok {
+			t.Fatalf("no %s in the cluster", key)
+		}
+		p, found, _ := unstructured.NestedBool(u.Object, "spec", "present")
+		return found && p
+	}
+
+	live := step("first run")
+	if len(live) != 2 || !present(live, "Artifact/tiny") || !present(live, "ArtifactVersion/tiny.v1.0.0") {
+		t.Fatalf("after the first run the cluster has %v", keys(live))
+	}
+
+	e.pushTiny("1.1.0")
+	e.writeManifest("tiny", "1.1.0", e.src.Ref("tiny/bundle:v1.1.0"))
+	e.commit("tiny 1.1.0")
+	live = step("upgrade")
+	if len(live) != 3 || !present(live, "ArtifactVersion/tiny.v1.1.0") || !present(live, "ArtifactVersion/tiny.v1.0.0") {
+		t.Fatalf("after the upgrade the cluster has %v", keys(live))
+	}
+
+	os.RemoveAll(filepath.Join(e.source, "packages", "tiny", "1.0.0"))
+	e.commit("remove tiny 1.0.0")
+	live = step("version delist")
+	if len(live) != 3 || present(live, "ArtifactVersion/tiny.v1.0.0") || !present(live, "ArtifactVersion/tiny.v1.1.0") || !present(live, "Artifact/tiny") {
+		t.Fatalf("after the version delist the cluster has %v", keys(live))
+	}
+
+	os.RemoveAll(filepath.Join(e.source, "packages", "tiny"))
+	e.commit("remove tiny")
+	// tiny is the only operator: delisting it is delisting everything.
+	live = step("artifact delist", "--allow-empty")
+	if len(live) != 3 || present(live, "Artifact/tiny") || present(live, "ArtifactVersion/tiny.v1.1.0") {
+		t.Fatalf("after the artifact delist the cluster has %v", keys(live))
+	}
+
+	e.writeManifest("tiny", "1.1.0", e.src.Ref("tiny/bundle:v1.1.0"))
+	e.commit("tiny 1.1.0 again")
+	live = step("relist")
+	if len(live) != 3 || !present(live, "Artifact/tiny") || !present(live, "ArtifactVersion/tiny.v1.1.0") || present(live, "ArtifactVersion/tiny.v1.0.0") {
+		t.Fatalf("after the relist the cluster has %v", keys(live))
+	}
+}
+
+// startFluxCluster is the API server with the CRDs of ../shared/crds and
+// Flux running against it; taken as for startFlux.
+func startFluxCluster(t *testing.T, ctx context.Context, taken int) (*apiServer, *kube, int) {
+	t.Helper()
+	testenv.Short(t, "integration test: starts etcd, kube-apiserver and Flux")
+	shared := testenv.RequireShared(t)
+	fluxDir(t)
+	srv := startAPIServer(t)
+	k := srv.client(t)
+	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.namespace(t, ctx, "cpaas-system")
+	n := startFlux(t, ctx, srv, k, taken)
+	return srv, k, n
+}
+
+func (k *kube) applyAll(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, u := range objs {
+		if err := k.apply(ctx, u, false); err != nil {
+			t.Fatalf("applying %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+}
+
+// TestFluxGit is the Git path of issue 16: real Flux controllers (source-
+// and kustomize-controller, hack/flux/build.sh) apply the catalog that
+// `publish run` pushed to the Git smart-HTTP server (basic auth) through
+// the catalog template's own flux/ objects (fluxStory). The Kustomization's
+// revision is the catalog commit. It also runs dryRunSyncObjects, and takes
+// the path of a port taken before source-controller's artifact server
+// binds it.
+func TestFluxGit(t *testing.T) {
+	ctx := context.Background()
+	// The artifact server's first port is taken (as by another process
+	// between freePort and the start): source-controller exits saying so
+	// and is started again on fresh ports. Its health probe answers before
+	// that: only the artifact server serving the marker counts as ready.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, k, n := startFluxCluster(t, ctx, taken.Addr().(*net.TCPAddr).Port)
+	if n != 2 {
+		t.Fatalf("source-controller started %d times, want 2 (the taken artifact port, then a fresh one)", n)
+	}
+
+	t.Run("dry-run", func(t *testing.T) { dryRunSyncObjects(t, ctx, k) })
+
+	e := tinyEnv(t)
+	const secretName = "operator-catalog-auth"
+	k.applyAll(t, ctx, []*unstructured.Unstructured{{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": secretName, "namespace": "flux-system"},
+		"type":       "Opaque",
+		"stringData": map[string]any{"username": e.git.Username, "password": e.git.Password},
+	}}})
+	fluxStory(t, ctx, k, e, fluxSource{
+		gvr: gitRepositoryGVR,
+		apply: func(t *testing.T) {
+			// The template's Flux objects, pointed at the test Git server.
+			k.applyAll(t, ctx, fluxTemplate(t, "flux", fmt.Sprintf(`
+- target: {kind: GitRepository, name: operator-catalog}
+  patch: |
+    - op: replace
+      path: /spec/url
+      value: %s
+    - op: add
+      path: /spec/secretRef
+      value: {name: %s}
+`, e.catalogURL, secretName)))
+		},
+		deliver: func(t *testing.T, commit *object.Commit, _ *object.Tree) string {
+			return "main@sha1:" + commit.Hash.String()
+		},
+	}, "Git")
+
+	// flux/adopt.yaml applies adopt/flux (its Job and RBAC) once the
+	// catalog is Ready (dependsOn); asked now rather than at Flux's
+	// dependency requeue (30 s). No kube-controller-manager runs here: the
+	// Job is created, not run.
+	commits, _ := e.catalog()
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	k.requestReconcile(t, wctx, kustomizationGVR, "flux-system", "operator-catalog-adopt")
+	k.waitApplied(t, wctx, "flux-system", "operator-catalog-adopt", "main@sha1:"+commits[0].Hash.String())
+}
+
+// TestFluxOCI is the OCI path of issue 16: the rendered/global of each
+// catalog commit goes to the Debian docker-registry (TLS, htpasswd) as the
+// OCI catalog (internal/ocicatalog, tag global); the template's flux/oci/
+// objects, pointed at it with the registry's credentials (secretRef, a
+// dockerconfigjson Secret) and CA (certSecretRef), pull and apply it
+// (fluxStory). The Kustomization's revision is global@<digest>, and the
+// OCIRepository's artifact carries the package-repo commit.
+func TestFluxOCI(t *testing.T) {
+	ctx := context.Background()
+	_, k, _ := startFluxCluster(t, ctx, 0)
+	e := tinyEnv(t)
+	ref := e.dst.Ref("platform/operator-catalog:global")
+	ca, err := os.ReadFile(e.dst.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte(e.dst.Username + ":" + e.dst.Password))
+	dockerConfig := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q,"auth":%q}}}`, e.dst.Host, e.dst.Username, e.dst.Password, auth)
+	k.applyAll(t, ctx, []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
+			"metadata":   map[string]any{"name": "operator-catalog-registry", "namespace": "flux-system"},
+			"stringData": map[string]any{".dockerconfigjson": dockerConfig},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata":   map[string]any{"name": "operator-catalog-registry-ca", "namespace": "flux-system"},
+			"stringData": map[string]any{"ca.crt": string(ca)},
+		}},
+	})
+	var sourceCommit string
+	fluxStory(t, ctx, k, e, fluxSource{
+		gvr: ociRepositoryGVR,
+		apply: func(t *testing.T) {
+			k.applyAll(t, ctx, fluxTemplate(t, "flux/oci", fmt.Sprintf(`
+- target: {kind: OCIRepository, name: operator-catalog}
+  patch: |
+    - op: replace
+      path: /spec/url
+      value: oci://%s
+    - op: add
+      path: /spec/secretRef
+      value: {name: operator-catalog-registry}
+    - op: add
+      path: /spec/certSecretRef
+      value: {name: operator-catalog-registry-ca}
+`, strings.TrimSuffix(ref, ":global"))))
+		},
+		deliver: func(t *testing.T, _ *object.Commit, tree *object.Tree) string {
+			dir := t.TempDir()
+			tree.Files().ForEach(func(f *object.File) error {
+				rel, ok := strings.CutPrefix(f.Name, "rendered/global/")
+				if !ok {
+					return nil
+				}
+				data, err := f.Contents()
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(dir, filepath.FromSlash(rel))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				return os.WriteFile(p, []byte(data), 0o644)
+			})
+			head, err := e.repo.Head()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sourceCommit = head.Hash().String()
+			start := time.Now()
+			res, err := ocicatalog.Push(ctx, dir, ref, ocicatalog.Meta{Source: "file://" + e.source, Revision: sourceCommit}, e.dst.Options()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("OCI catalog %s@%s pushed in %s", ref, res.Digest, time.Since(start).Round(time.Millisecond))
+			return "global@" + res.Digest
+		},
+	}, "OCI")
+	src, err := k.dyn.Resource(ociRepositoryGVR).Namespace("flux-system").Get(ctx, "operator-catalog", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _, _ := unstructured.NestedStringMap(src.Object, "status", "artifact", "metadata")
+	if meta[ocicatalog.RevisionAnnotation] != sourceCommit {
+		t.Errorf("OCIRepository artifact metadata %v, want %s %s", meta, ocicatalog.RevisionAnnotation, sourceCommit)
+	}
+}
+
+// dryRunSyncObjects: the API server, with the Flux CRDs and Argo CD's
+// Application CRD, accepts in a server-side dry run every object of
+// docs/syncing.md and the template's Flux and Argo CD objects (the OCI
+// ones included), with its placeholders.
+func dryRunSyncObjects(t *testing.T, ctx context.Context, k *kube) {
+	k.namespace(t, ctx, "argocd")
+	doc, err := os.ReadFile("../../docs/syncing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	check := func(where string, u *unstructured.Unstructured) {
+		if strings.HasPrefix(u.GetAPIVersion(), "kustomize.config.k8s.io/") {
+			return // kustomize's input, not an object
+		}
+		if err := k.apply(ctx, u, true); err != nil {
+			t.Errorf("%s: the API server rejects %s %s: %v", where, u.GetKind(), u.GetName(), err)
+		}
+		kinds[u.GetKind()]++
+	}
+	blocks := strings.Split(string(doc), "```yaml\n")
+	for i, b := range blocks[1:] {
+		end := strings.Index(b, "```")
+		if end < 0 {
+			t.Fatalf("docs/syncing.md: YAML block %d does not end", i+1)
+		}
+		for _, u := range objects(t, "docs/syncing.md", []byte(b[:end])) {
+			check(fmt.Sprintf("docs/syncing.md block %d", i+1), u)
+		}
+	}
+	for _, f := range []string{"flux/gitrepository.yaml", "flux/kustomization.yaml", "flux/adopt.yaml", "flux/oci/ocirepository.yaml", "flux/oci/kustomization.yaml", "argocd/application.yaml", "argocd/application-adopt.yaml", "argocd/application-oci.yaml"} {
+		data, err := os.ReadFile("../../catalog-repo-template/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range objects(t, f, data) {
+			check("catalog-repo-template/"+f, u)
+		}
+	}
+	t.Logf("server-side dry run accepted: %v", kinds)
+	for _, kind := range []string{"GitRepository", "OCIRepository", "Kustomization", "Application", "Secret"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no %s was checked", kind)
+		}
+	}
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	var out []string
+	for key := range m {
+		out = append(out, key)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestRenderedFields: the comparison of TestFluxGit drops what the API
+// server adds and nothing else.
+func TestRenderedFields(t *testing.T) {
+	want := jsonValue(t, map[string]any{"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"present": true, "tags": []any{map[string]any{"n": 1}}}})
+	got := jsonValue(t, map[string]any{"metadata": map[string]any{"name": "a", "uid": "x"}, "spec": map[string]any{"present": true, "default": 2, "tags": []any{map[string]any{"n": 1, "d": 3}}}, "status": map[string]any{}})
+	if r := rendered(want, got); !reflect.DeepEqual(r, want) {
+		t.Errorf("added fields kept: %v", r)
+	}
+	for _, changed := range []map[string]any{
+		{"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"present": false, "tags": []any{map[string]any{"n": 1}}}},
+		{"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"tags": []any{map[string]any{"n": 1}}}},
+		{"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"present": true, "tags": []any{map[string]any{"n": 1}, map[string]any{"n": 2}}}},
+		{"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"present": true, "tags": []any{map[string]any{"n": 2}}}},
+	} {
+		if r := rendered(want, jsonValue(t, changed)); reflect.DeepEqual(r, want) {
+			t.Errorf("%v compares equal to %v", changed, want)
+		}
+	}
+}
