@@ -921,27 +921,3 @@ func dirFiles(root string) (map[string][]byte, error) {
 	}
 	return d.Files("", nil)
 }
-
-// seedDir writes every file of tmpl (rooted at root inside tmpl) that dir
-// lacks; files already there are never overwritten (gitops.Repo.Seed for a
-// directory that is not a clone).
-func seedDir(dir string, tmpl fs.FS, root string) error {
-	return fs.WalkDir(tmpl, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
-		target := filepath.Join(dir, filepath.FromSlash(rel))
-		if _, err := os.Stat(target); err == nil {
-			return nil
-		}
-		data, err := fs.ReadFile(tmpl, p)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-}

@@ -646,7 +646,7 @@ func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops
 	}
 	if err == nil && (empty || len(state.Artifacts) == 0) {
 		// First publish: add the template's files that the repo lacks.
-		err = seedDir(dir, publish.CatalogTemplate, "catalog-repo-template")
+		err = (&gitops.Repo{Dir: dir}).Seed(publish.CatalogTemplate, "catalog-repo-template")
 	} else if err != nil {
 		err = inputErr(err)
 	}
