@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -50,6 +51,42 @@ clusters:
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Line != 4 {
 		t.Fatalf("bad target: %v, want an error at line 4", err)
+	}
+	t.Log(err)
+}
+
+// TestClusterOLMBundleFormat: bundleFormat reaches the olm target, and a
+// wrong value is an error at its line naming the valid ones.
+func TestClusterOLMBundleFormat(t *testing.T) {
+	p := filepath.Join(t.TempDir(), FileName)
+	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  edge:
+    target: olm
+    olm:
+      bundleFormat: olm.bundle.object
+`), 0o644)
+	c, err := Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ClusterOLM("edge").TargetOptions().BundleFormat; got != "olm.bundle.object" {
+		t.Errorf("bundle format %q", got)
+	}
+	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  edge:
+    target: olm
+    olm:
+      catalogImage: registry.local/olm/catalog
+      bundleFormat: csv
+`), 0o644)
+	_, err = Load(p, true)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Line != 8 || !strings.Contains(err.Error(), "olm.csv.metadata") || !strings.Contains(err.Error(), "clusters.edge.olm.bundleFormat") {
+		t.Fatalf("bad bundleFormat: %v, want an error at line 8", err)
 	}
 	t.Log(err)
 }

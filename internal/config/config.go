@@ -93,6 +93,12 @@ type OLM struct {
 	Images []string `yaml:"images,omitempty"`
 	// CatalogSource sets the rendered CatalogSource.
 	CatalogSource CatalogSource `yaml:"catalogSource,omitempty"`
+	// BundleFormat is how the catalog's olm.bundle entries carry the
+	// bundles' manifests: olm.csv.metadata (the default; what `opm render
+	// --migrate-level bundle-object-to-csv-metadata` writes, required by
+	// OpenShift 4.17 and later) or olm.bundle.object (one property per
+	// manifest, for older OLM releases).
+	BundleFormat string `yaml:"bundleFormat,omitempty"`
 }
 
 // CatalogSource configures the rendered CatalogSource
@@ -162,6 +168,9 @@ func Load(path string, required bool) (*Config, error) {
 	for name, cl := range c.Clusters {
 		if _, err := target.Lookup(cl.Target); err != nil {
 			return nil, &Error{Path: path, Line: clusterLine(data, name), Msg: fmt.Sprintf("clusters.%s.%v", name, err)}
+		}
+		if err := checkOLM(path, data, name, cl.OLM); err != nil {
+			return nil, err
 		}
 	}
 	c.Lint.File = path

@@ -41,6 +41,10 @@ type OLMOptions struct {
 	Images []string
 	// Source sets the CatalogSource; Image is filled in by the run.
 	Source olm.SourceOptions
+	// BundleFormat is how the catalog's olm.bundle entries carry the
+	// manifests (publish.yaml clusters.<cluster>.olm.bundleFormat):
+	// olm.csv.metadata (the default, "") or olm.bundle.object.
+	BundleFormat olm.Format
 }
 
 // olmTarget publishes to upstream OLM: a file-based catalog image holding
@@ -80,6 +84,9 @@ func (t *olmTarget) Check() error {
 	if _, err := olm.CatalogSource(so); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
+		errs = append(errs, fmt.Errorf("bundleFormat: %w", err))
+	}
 	if _, err := name.ParseReference(t.base()); err != nil {
 		errs = append(errs, fmt.Errorf("baseImage %q: %w", t.base(), err))
 	}
@@ -108,7 +115,9 @@ func (t *olmTarget) Images() []string {
 // read (unchanged since the last publish): the catalog holds every present
 // version. Their olm.bundle entries are taken from the catalog image
 // recorded in publish/state.yaml when it has them (same bundle image by
-// digest); the other bundles are read from the source. Bundle errors are
+// digest) in a form the catalog's format can use (an olm.csv.metadata
+// entry cannot serve an olm.bundle.object catalog); the other bundles are
+// read from the source. Bundle errors are
 // input errors naming the manifest.
 func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, state *gitops.State) error {
 	mc := env.Client
@@ -132,7 +141,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		m := v.Manifest
 		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
 			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
-				if e, ok := prev.Entry(mc.DstHost() + "/" + mc.DestinationRepository(ref) + "@" + d); ok {
+				if e, ok := prev.Entry(mc.DstHost()+"/"+mc.DestinationRepository(ref)+"@"+d, t.s.OLM.BundleFormat); ok {
 					t.reused[v.Key()] = e
 					continue
 				}
@@ -242,12 +251,15 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		}
 		pkgs = append(pkgs, p)
 	}
-	cfg, err := olm.Build(pkgs)
+	cfg, err := olm.Build(pkgs, t.s.OLM.BundleFormat)
 	if err != nil {
 		return "", model.Input(err)
 	}
 	files, err := olm.Files(cfg)
 	if err != nil {
+		return "", err
+	}
+	if files[olm.NotesFile], err = olm.Notes(pkgs); err != nil {
 		return "", err
 	}
 	dst, err := t.catalogRef()
