@@ -3,6 +3,7 @@ module github.com/operator-publish/publish
 go 1.26.3
 
 require (
+	github.com/Masterminds/semver/v3 v3.4.0
 	github.com/ProtonMail/go-crypto v1.1.6
 	github.com/blang/semver/v4 v4.0.0
 	github.com/go-git/go-billy/v5 v5.9.2

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/target"
@@ -18,7 +19,63 @@ func checkOLM(path string, data []byte, name string, o OLM) error {
 	if _, err := olm.ParseFormat(o.BundleFormat); err != nil {
 		return at(fmt.Sprintf("clusters.%s.olm.bundleFormat: %v", name, err), "bundleFormat")
 	}
+	v1 := false
+	for i, k := range o.CatalogKinds {
+		switch k {
+		case target.KindCatalogSource:
+		case target.KindClusterCatalog:
+			v1 = true
+		default:
+			return at(fmt.Sprintf("clusters.%s.olm.catalogKinds: %q: want %s, %s or both", name, k, target.KindCatalogSource, target.KindClusterCatalog), "catalogKinds", fmt.Sprint(i))
+		}
+	}
+	if o.ClusterCatalog != (ClusterCatalog{}) {
+		co := o.TargetOptions().ClusterCatalog
+		co.Image = "example.invalid/catalog@sha256:" + zeros
+		if co.PollIntervalMinutes > 0 {
+			co.Image = "example.invalid/catalog:" + name
+		}
+		if _, err := olm.ClusterCatalog(co); err != nil {
+			return at(fmt.Sprintf("clusters.%s.olm.clusterCatalog: %v", name, err), "clusterCatalog")
+		}
+		if !v1 {
+			return at(fmt.Sprintf("clusters.%s.olm.clusterCatalog is set, but catalogKinds does not include %s: add it, or remove clusterCatalog", name, target.KindClusterCatalog), "clusterCatalog")
+		}
+	}
+	names := map[string]bool{}
+	for i, e := range o.TargetOptions().Extensions {
+		if !v1 {
+			return at(fmt.Sprintf("clusters.%s.olm.clusterExtensions need catalogKinds to include %s (OLM v1 installs from a ClusterCatalog)", name, target.KindClusterCatalog), "clusterExtensions")
+		}
+		if _, err := olm.ClusterExtension(e); err != nil {
+			return at(fmt.Sprintf("clusters.%s.olm.clusterExtensions[%d]: %v", name, i, err), "clusterExtensions", fmt.Sprint(i))
+		}
+		n := e.Name
+		if n == "" {
+			n = e.Package
+		}
+		if names[n] {
+			return at(fmt.Sprintf("clusters.%s.olm.clusterExtensions[%d]: a second ClusterExtension named %s: give one a name", name, i, n), "clusterExtensions", fmt.Sprint(i))
+		}
+		names[n] = true
+	}
 	return nil
+}
+
+const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// olmv1Clusters lists the clusters whose olm settings render a
+// ClusterCatalog (OLM v1), sorted: lint's olmv1/ rules check the bundles
+// for them.
+func (c *Config) olmv1Clusters() []string {
+	var out []string
+	for name, cl := range c.Clusters {
+		if cl.Target == TargetOLM && cl.OLM.TargetOptions().UsesOLMv1() {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // TargetOptions returns the olm target's settings from o (what the flags do
@@ -29,7 +86,23 @@ func (o OLM) TargetOptions() target.OLMOptions {
 		CatalogImage: o.CatalogImage, BaseImage: o.BaseImage, Images: o.Images,
 		Source:       olm.SourceOptions{Name: cs.Name, Namespace: cs.Namespace, DisplayName: cs.DisplayName, Publisher: cs.Publisher, PollInterval: cs.PollInterval},
 		BundleFormat: olm.Format(o.BundleFormat),
+		CatalogKinds: o.CatalogKinds,
+		ClusterCatalog: olm.CatalogOptions{
+			Name: o.ClusterCatalog.Name, PollIntervalMinutes: o.ClusterCatalog.PollIntervalMinutes, Priority: o.ClusterCatalog.Priority,
+		},
+		Extensions: extensions(o.ClusterExtensions),
 	}
+}
+
+func extensions(es []ClusterExtension) []olm.ExtensionOptions {
+	var out []olm.ExtensionOptions
+	for _, e := range es {
+		out = append(out, olm.ExtensionOptions{
+			Name: e.Name, Package: e.Package, Namespace: e.Namespace,
+			Channels: e.Channels, Version: e.Version, ServiceAccount: e.ServiceAccount,
+		})
+	}
+	return out
 }
 
 // line returns the line of the mapping key at keys (a path of mapping keys

@@ -23,6 +23,23 @@ const DefaultOPMImage = "quay.io/operator-framework/opm:v1.60.0"
 // CatalogSourceFile is the CatalogSource's file below rendered/<cluster>/.
 const CatalogSourceFile = "catalogsource.yaml"
 
+// ClusterCatalogFile is the ClusterCatalog's file below rendered/<cluster>/
+// (OLM v1).
+const ClusterCatalogFile = "clustercatalog.yaml"
+
+// ClusterExtensionFile returns the file of the ClusterExtension name
+// below rendered/<cluster>/ (OLM v1).
+func ClusterExtensionFile(name string) string { return "clusterextension-" + name + ".yaml" }
+
+// Catalog kinds (publish.yaml clusters.<cluster>.olm.catalogKinds): what
+// points the cluster at the catalog image.
+const (
+	// KindCatalogSource is OLM v0's CatalogSource (the default).
+	KindCatalogSource = "CatalogSource"
+	// KindClusterCatalog is OLM v1's ClusterCatalog (operator-controller).
+	KindClusterCatalog = "ClusterCatalog"
+)
+
 // olmKeyPrefix starts the render key of an olm cluster in
 // publish/state.yaml: "olm <catalog image>@sha256:...".
 const olmKeyPrefix = "olm "
@@ -45,6 +62,41 @@ type OLMOptions struct {
 	// manifests (publish.yaml clusters.<cluster>.olm.bundleFormat):
 	// olm.csv.metadata (the default, "") or olm.bundle.object.
 	BundleFormat olm.Format
+	// CatalogKinds are the objects rendered for the catalog image:
+	// KindCatalogSource, KindClusterCatalog or both (none: CatalogSource).
+	CatalogKinds []string
+	// ClusterCatalog sets the ClusterCatalog; Image is filled in by the
+	// run (by digest, or by tag with PollIntervalMinutes).
+	ClusterCatalog olm.CatalogOptions
+	// Extensions are the ClusterExtensions rendered beside the
+	// ClusterCatalog, one per package to install; Catalog is filled in
+	// with the ClusterCatalog's name.
+	Extensions []olm.ExtensionOptions
+}
+
+// kinds returns the catalog kinds (default CatalogSource) and an error
+// naming a wrong one.
+func (o OLMOptions) kinds() (v0, v1 bool, err error) {
+	if len(o.CatalogKinds) == 0 {
+		return true, false, nil
+	}
+	for _, k := range o.CatalogKinds {
+		switch k {
+		case KindCatalogSource:
+			v0 = true
+		case KindClusterCatalog:
+			v1 = true
+		default:
+			return false, false, fmt.Errorf("catalogKinds: %q: want %s, %s or both", k, KindCatalogSource, KindClusterCatalog)
+		}
+	}
+	return v0, v1, nil
+}
+
+// UsesOLMv1 reports whether the cluster gets a ClusterCatalog (OLM v1).
+func (o OLMOptions) UsesOLMv1() bool {
+	_, v1, _ := o.kinds()
+	return v1
 }
 
 // olmTarget publishes to upstream OLM: a file-based catalog image holding
@@ -81,8 +133,32 @@ func (t *olmTarget) Check() error {
 	o := t.s.OLM
 	so := o.Source
 	so.Image = "example.invalid/catalog@sha256:" + strings.Repeat("0", 64)
-	if _, err := olm.CatalogSource(so); err != nil {
+	v0, v1, err := o.kinds()
+	if err != nil {
 		errs = append(errs, err)
+	}
+	if v0 {
+		if _, err := olm.CatalogSource(so); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if v1 {
+		co := o.ClusterCatalog
+		co.Image = so.Image
+		if co.PollIntervalMinutes > 0 {
+			co.Image = "example.invalid/catalog:" + t.s.Cluster
+		}
+		if _, err := olm.ClusterCatalog(co); err != nil {
+			errs = append(errs, fmt.Errorf("clusterCatalog: %w", err))
+		}
+	}
+	if len(o.Extensions) > 0 && !v1 {
+		errs = append(errs, fmt.Errorf("clusterExtensions need catalogKinds to include %s", KindClusterCatalog))
+	}
+	for i, e := range o.Extensions {
+		if _, err := olm.ClusterExtension(e); err != nil {
+			errs = append(errs, fmt.Errorf("clusterExtensions[%d]: %w", i, err))
+		}
 	}
 	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
 		errs = append(errs, fmt.Errorf("bundleFormat: %w", err))
@@ -279,16 +355,16 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		return "", err
 	}
 	t.s.logf("olm: catalog image %s (%d packages, %d bundles)", digest, len(cfg.Packages), len(cfg.Bundles))
-	if err := t.writeCatalogSource(root, digest.String()); err != nil {
+	if err := t.writeObjects(root, digest.String()); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
 }
 
 // Preview renders nothing: the catalog image is built and pushed by run,
-// and the CatalogSource changes with its digest only.
+// and the CatalogSource and ClusterCatalog change with its digest only.
 func (t *olmTarget) Preview(string, []model.ArtifactRecord, string) (string, error) {
-	return "target olm: the catalog image and rendered/" + t.s.Cluster + "/" + CatalogSourceFile + " are built by publish run; the listing changes above are what the catalog will hold", nil
+	return "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold", nil
 }
 
 // RenderFromState renders the CatalogSource from the catalog image
@@ -299,21 +375,77 @@ func (t *olmTarget) RenderFromState(root string, _ []model.ArtifactRecord, state
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeCatalogSource(root, strings.TrimPrefix(key, olmKeyPrefix))
+	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix))
 }
 
-// writeCatalogSource replaces rendered/<cluster> by the CatalogSource of
-// image.
-func (t *olmTarget) writeCatalogSource(root, image string) error {
-	so := t.s.OLM.Source
-	so.Image = image
-	if len(so.Secrets) == 0 {
-		so.Secrets = t.s.Render.ImagePullSecrets
-	}
-	data, err := olm.CatalogSource(so)
+// writeObjects replaces rendered/<cluster> by the objects that point the
+// cluster at the catalog image (host/repo@sha256:...): the CatalogSource,
+// the ClusterCatalog and the ClusterExtensions, as catalogKinds asks.
+func (t *olmTarget) writeObjects(root, image string) error {
+	o := t.s.OLM
+	v0, v1, err := o.kinds()
 	if err != nil {
-		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.catalogSource: %w", t.s.Cluster, err))
+		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.%w", t.s.Cluster, err))
 	}
 	dir := render.RenderedDir + "/" + t.s.Cluster
-	return render.Write(root, []string{dir}, render.Files{dir + "/" + CatalogSourceFile: data})
+	files := render.Files{}
+	if v0 {
+		so := o.Source
+		so.Image = image
+		if len(so.Secrets) == 0 {
+			so.Secrets = t.s.Render.ImagePullSecrets
+		}
+		data, err := olm.CatalogSource(so)
+		if err != nil {
+			return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.catalogSource: %w", t.s.Cluster, err))
+		}
+		files[dir+"/"+CatalogSourceFile] = data
+	}
+	if v1 {
+		co := o.ClusterCatalog
+		co.Image = image
+		if co.PollIntervalMinutes > 0 {
+			co.Image = t.pushedTag(image)
+		}
+		data, err := olm.ClusterCatalog(co)
+		if err != nil {
+			return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterCatalog: %w", t.s.Cluster, err))
+		}
+		files[dir+"/"+ClusterCatalogFile] = data
+		name := co.Name
+		if name == "" {
+			name = olm.DefaultSourceName
+		}
+		for i, e := range o.Extensions {
+			e.Catalog = name
+			data, err := olm.ClusterExtension(e)
+			if err != nil {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions[%d]: %w", t.s.Cluster, i, err))
+			}
+			n := e.Name
+			if n == "" {
+				n = e.Package
+			}
+			p := dir + "/" + ClusterExtensionFile(n)
+			if _, dup := files[p]; dup {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions: two ClusterExtensions are named %s", t.s.Cluster, n))
+			}
+			files[p] = data
+		}
+	}
+	return render.Write(root, []string{dir}, files)
+}
+
+// pushedTag returns the tag the catalog image (host/repo@sha256:...) was
+// pushed with: its repository and the tag of catalogImage, default the
+// cluster name (catalogRef).
+func (t *olmTarget) pushedTag(image string) string {
+	repo, _, _ := strings.Cut(image, "@")
+	tag := t.s.Cluster
+	if ci := t.s.OLM.CatalogImage; ci != "" {
+		if last := ci[strings.LastIndex(ci, "/")+1:]; strings.Contains(last, ":") {
+			tag = last[strings.Index(last, ":")+1:]
+		}
+	}
+	return repo + ":" + tag
 }
