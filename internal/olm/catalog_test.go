@@ -94,28 +94,38 @@ func TestBuildCorpusCatalog(t *testing.T) {
 				t.Fatal(err)
 			}
 			built[f] = files
-			// Deterministic: the same input in another order gives the same bytes.
-			ps := packagesOf(entries)
-			for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
-				ps[i], ps[j] = ps[j], ps[i]
-			}
-			cfg2, err := Build(ps, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files2, _ := Files(cfg2)
-			for p, data := range files {
-				if !bytes.Equal(data, files2[p]) {
-					t.Errorf("%s differs between two builds", p)
+			// Deterministic: the same input in another order gives the same
+			// bytes (the order does not depend on the format: checked once).
+			if f == FormatCSVMetadata {
+				ps := packagesOf(entries)
+				for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
+					ps[i], ps[j] = ps[j], ps[i]
 				}
-				// What we write loads back with operator-registry and validates.
-				back, err := declcfg.LoadReader(bytes.NewReader(data))
+				cfg2, err := Build(ps, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files2, _ := Files(cfg2)
+				for p, data := range files {
+					if !bytes.Equal(data, files2[p]) {
+						t.Errorf("%s differs between two builds", p)
+					}
+				}
+			}
+			// What we write loads back with operator-registry and validates:
+			// the catalog as LoadPrevious reads it.
+			var back declcfg.DeclarativeConfig
+			for p, data := range files {
+				c, err := declcfg.LoadReader(bytes.NewReader(data))
 				if err != nil {
 					t.Fatalf("%s: %v", p, err)
 				}
-				if err := Validate(back); err != nil {
-					t.Errorf("%s: %v", p, err)
-				}
+				back.Packages = append(back.Packages, c.Packages...)
+				back.Channels = append(back.Channels, c.Channels...)
+				back.Bundles = append(back.Bundles, c.Bundles...)
+			}
+			if err := Validate(&back); err != nil {
+				t.Error(err)
 			}
 			notesData, err := Notes(packagesOf(entries))
 			if err != nil {
@@ -124,17 +134,6 @@ func TestBuildCorpusCatalog(t *testing.T) {
 			nt, err := parseNotes(notesData)
 			if err != nil {
 				t.Fatal(err)
-			}
-			// The catalog as LoadPrevious reads it: the files loaded back.
-			var back declcfg.DeclarativeConfig
-			for _, data := range files {
-				c, err := declcfg.LoadReader(bytes.NewReader(data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				back.Packages = append(back.Packages, c.Packages...)
-				back.Channels = append(back.Channels, c.Channels...)
-				back.Bundles = append(back.Bundles, c.Bundles...)
 			}
 			prev, err := previousOf(&back, nt)
 			if err != nil {
