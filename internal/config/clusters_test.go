@@ -138,6 +138,7 @@ clusters:
 		{"      catalogKinds: [ClusterCatalog]\n      clusterExtensions:\n      - package: etcd\n        namespace: etcd\n        version: \"> = 1\"\n", 11, "version"},
 		{"      catalogKinds: [ClusterCatalog]\n      clusterCatalog:\n        pollIntervalMinutes: -5\n", 10, "pollIntervalMinutes"},
 		{"      clusterCatalog:\n        name: ours\n", 9, "catalogKinds does not include ClusterCatalog"},
+		{"      imageRedirection:\n      - ImageDigestMirrorSet\n      - docker\n", 11, "imageRedirection"},
 	} {
 		os.WriteFile(p, []byte(head+tc.body), 0o644)
 		_, err := Load(p, true)

@@ -108,6 +108,11 @@ type OLM struct {
 	// ClusterExtensions are rendered beside the ClusterCatalog, one per
 	// package to install.
 	ClusterExtensions []ClusterExtension `yaml:"clusterExtensions,omitempty"`
+	// ImageRedirection are the files rendered to make the nodes pull the
+	// mirrored images from the destination registry: ImageDigestMirrorSet,
+	// ImageTagMirrorSet (OpenShift; in rendered/<cluster>/), containerd,
+	// CRI-O (node files, in node-config/<cluster>/). None by default.
+	ImageRedirection []string `yaml:"imageRedirection,omitempty"`
 }
 
 // ClusterCatalog configures the rendered ClusterCatalog

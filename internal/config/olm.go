@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/target"
@@ -40,6 +42,11 @@ func checkOLM(path string, data []byte, name string, o OLM) error {
 		}
 		if !v1 {
 			return at(fmt.Sprintf("clusters.%s.olm.clusterCatalog is set, but catalogKinds does not include %s: add it, or remove clusterCatalog", name, target.KindClusterCatalog), "clusterCatalog")
+		}
+	}
+	for i, k := range o.ImageRedirection {
+		if !slices.Contains(olm.RedirectKinds, k) {
+			return at(fmt.Sprintf("clusters.%s.olm.imageRedirection: %q: want some of %s", name, k, strings.Join(olm.RedirectKinds, ", ")), "imageRedirection", fmt.Sprint(i))
 		}
 	}
 	names := map[string]bool{}
@@ -91,6 +98,7 @@ func (o OLM) TargetOptions() target.OLMOptions {
 			Name: o.ClusterCatalog.Name, PollIntervalMinutes: o.ClusterCatalog.PollIntervalMinutes, Priority: o.ClusterCatalog.Priority,
 		},
 		Extensions: extensions(o.ClusterExtensions),
+		Redirect:   o.ImageRedirection,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -26,6 +27,12 @@ const CatalogSourceFile = "catalogsource.yaml"
 // ClusterCatalogFile is the ClusterCatalog's file below rendered/<cluster>/
 // (OLM v1).
 const ClusterCatalogFile = "clustercatalog.yaml"
+
+// NodeConfigDir holds, per cluster, the node files of the image
+// redirection (containerd, CRI-O): node-config/<cluster>/, beside
+// rendered/ and outside what Argo CD or Flux sync (they are not Kubernetes
+// objects).
+const NodeConfigDir = "node-config"
 
 // ClusterExtensionFile returns the file of the ClusterExtension name
 // below rendered/<cluster>/ (OLM v1).
@@ -72,6 +79,10 @@ type OLMOptions struct {
 	// ClusterCatalog, one per package to install; Catalog is filled in
 	// with the ClusterCatalog's name.
 	Extensions []olm.ExtensionOptions
+	// Redirect are the image redirection kinds rendered from the mirrored
+	// images recorded in publish/state.yaml (olm.RedirectKinds; none by
+	// default: the IDMS and ITMS CRDs exist on OpenShift only).
+	Redirect []string
 }
 
 // kinds returns the catalog kinds (default CatalogSource) and an error
@@ -158,6 +169,11 @@ func (t *olmTarget) Check() error {
 	for i, e := range o.Extensions {
 		if _, err := olm.ClusterExtension(e); err != nil {
 			errs = append(errs, fmt.Errorf("clusterExtensions[%d]: %w", i, err))
+		}
+	}
+	for _, k := range o.Redirect {
+		if !slices.Contains(olm.RedirectKinds, k) {
+			errs = append(errs, fmt.Errorf("imageRedirection: %q: want some of %s", k, strings.Join(olm.RedirectKinds, ", ")))
 		}
 	}
 	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
@@ -355,7 +371,7 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		return "", err
 	}
 	t.s.logf("olm: catalog image %s (%d packages, %d bundles)", digest, len(cfg.Packages), len(cfg.Bundles))
-	if err := t.writeObjects(root, digest.String()); err != nil {
+	if err := t.writeObjects(root, digest.String(), arts); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
@@ -370,18 +386,21 @@ func (t *olmTarget) Preview(string, []model.ArtifactRecord, string) (string, err
 // RenderFromState renders the CatalogSource from the catalog image
 // recorded in publish/state.yaml (no registry access, so the catalog image
 // is not rebuilt).
-func (t *olmTarget) RenderFromState(root string, _ []model.ArtifactRecord, state *gitops.State) error {
+func (t *olmTarget) RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error {
 	key := state.Rendered[t.s.Cluster]
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix))
+	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix), arts)
 }
 
 // writeObjects replaces rendered/<cluster> by the objects that point the
 // cluster at the catalog image (host/repo@sha256:...): the CatalogSource,
-// the ClusterCatalog and the ClusterExtensions, as catalogKinds asks.
-func (t *olmTarget) writeObjects(root, image string) error {
+// the ClusterCatalog and the ClusterExtensions, as catalogKinds asks, and
+// the ImageDigestMirrorSet and ImageTagMirrorSet, and node-config/<cluster>
+// by the containerd and CRI-O files, as imageRedirection asks, for the
+// images the present versions of arts need.
+func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord) error {
 	o := t.s.OLM
 	v0, v1, err := o.kinds()
 	if err != nil {
@@ -433,7 +452,58 @@ func (t *olmTarget) writeObjects(root, image string) error {
 			files[p] = data
 		}
 	}
-	return render.Write(root, []string{dir}, files)
+	node := NodeConfigDir + "/" + t.s.Cluster
+	if err := t.redirection(files, dir, node, arts); err != nil {
+		return err
+	}
+	return render.Write(root, []string{dir, node}, files)
+}
+
+// Files of the image redirection.
+const (
+	IDMSFile           = "imagedigestmirrorset.yaml"
+	ITMSFile           = "imagetagmirrorset.yaml"
+	containerdDir      = "containerd/certs.d"
+	RegistriesConfFile = "crio/registries.conf.d/50-operator-publish.conf"
+)
+
+// redirection adds the files of the image redirection kinds asked for to
+// files: the mirror sets below dir, the node files below node.
+func (t *olmTarget) redirection(files render.Files, dir, node string, arts []model.ArtifactRecord) error {
+	if len(t.s.OLM.Redirect) == 0 {
+		return nil
+	}
+	ms, err := olm.Mirrors(arts)
+	if err != nil {
+		return model.Input(err)
+	}
+	for _, k := range t.s.OLM.Redirect {
+		switch k {
+		case olm.RedirectIDMS, olm.RedirectITMS:
+			data, err := olm.MirrorSet(k, olm.DefaultSourceName, ms)
+			if err != nil {
+				return err
+			}
+			if data != nil {
+				files[dir+"/"+map[string]string{olm.RedirectIDMS: IDMSFile, olm.RedirectITMS: ITMSFile}[k]] = data
+			}
+		case olm.RedirectContainerd:
+			hosts, err := olm.ContainerdHosts(ms, t.s.PlainHTTP)
+			if err != nil {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.imageRedirection: %w", t.s.Cluster, err))
+			}
+			for h, data := range hosts {
+				files[node+"/"+containerdDir+"/"+h+"/hosts.toml"] = data
+			}
+		case olm.RedirectCRIO:
+			if len(ms) > 0 {
+				files[node+"/"+RegistriesConfFile] = olm.RegistriesConf(ms, t.s.PlainHTTP)
+			}
+		default:
+			return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.imageRedirection: %q: want some of %s", t.s.Cluster, k, strings.Join(olm.RedirectKinds, ", ")))
+		}
+	}
+	return nil
 }
 
 // pushedTag returns the tag the catalog image (host/repo@sha256:...) was
