@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	cdconfig "github.com/containerd/containerd/remotes/docker/config"
 	"github.com/containerd/containerd/remotes/docker"
+	cdconfig "github.com/containerd/containerd/remotes/docker/config"
 	"github.com/operator-publish/publish/internal/model"
 	"go.podman.io/image/v5/docker/reference"
 	"go.podman.io/image/v5/pkg/sysregistriesv2"
