@@ -11,6 +11,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/target"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -38,15 +39,48 @@ func operatorControllerCRDs(t *testing.T) []string {
 	return []string{filepath.Join(base, "catalogd", "crd", "standard"), filepath.Join(base, "operator-controller", "crd", "standard")}
 }
 
+// OpenShiftAPIVersion is the openshift/api module version whose
+// ImageDigestMirrorSet and ImageTagMirrorSet CRDs the mirror sets are
+// checked against.
+const OpenShiftAPIVersion = "v0.0.0-20251015095338-264e80a2b6e7"
+
+// mirrorSetCRDs copies the ImageDigestMirrorSet and ImageTagMirrorSet CRDs
+// of openshift/api OpenShiftAPIVersion (payload-manifests/crds, from its
+// module) into a directory of their own and returns it.
+func mirrorSetCRDs(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/openshift/api@"+OpenShiftAPIVersion).Output()
+	var mod struct{ Dir string }
+	if err == nil {
+		err = json.Unmarshal(out, &mod)
+	}
+	if err != nil || mod.Dir == "" {
+		testenv.Skipf(t, "this test needs the openshift/api %s module (go mod download): %v", OpenShiftAPIVersion, err)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"0000_10_config-operator_01_imagedigestmirrorsets.crd.yaml", "0000_10_config-operator_01_imagetagmirrorsets.crd.yaml"} {
+		data, err := os.ReadFile(filepath.Join(mod.Dir, "payload-manifests", "crds", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // TestOLMv1DryRun: the ClusterCatalog (by digest, and by tag with
-// polling) and the ClusterExtensions (with and without the service account
-// and its RBAC for operator-controller before v1.11) that the olm target
-// renders from a publish.yaml pass a server-side dry run on kube-apiserver
-// with operator-controller v1.11.0's CRDs, their CEL rules included; the
-// CatalogSource-free rendering holds only OLM v1 objects. A ClusterCatalog
-// polling a digest, which the target never renders, is refused.
+// polling), the ClusterExtensions (with and without the service account
+// and its RBAC for operator-controller before v1.11), and the
+// ImageDigestMirrorSet and ImageTagMirrorSet that the olm target renders
+// from a publish.yaml pass a server-side dry run on kube-apiserver with
+// operator-controller v1.11.0's and openshift/api's CRDs, their CEL rules
+// included; the CatalogSource-free rendering holds only OLM v1 objects. A
+// ClusterCatalog polling a digest, which the target never renders, is
+// refused.
 func TestOLMv1DryRun(t *testing.T) {
-	dirs := operatorControllerCRDs(t)
+	dirs := append(operatorControllerCRDs(t), mirrorSetCRDs(t))
 	srv := startAPIServer(t)
 	ctx := context.Background()
 	k := srv.client(t)
@@ -71,6 +105,7 @@ clusters:
       - package: flux
         namespace: flux
         serviceAccount: flux-installer
+      imageRedirection: [ImageDigestMirrorSet, ImageTagMirrorSet, containerd, CRI-O]
   polled:
     target: olm
     olm:
@@ -87,6 +122,11 @@ clusters:
 	}
 	state := &gitops.State{Rendered: map[string]string{}}
 	digest := "registry.local/olm/catalog@sha256:" + strings.Repeat("ab", 32)
+	d := "@sha256:" + strings.Repeat("cd", 32)
+	arts := []model.ArtifactRecord{{Name: "etcd", Present: true, Versions: []model.VersionRecord{{Version: "0.9.4", Present: true, Images: []model.Image{
+		{Source: "quay.io/coreos/etcd-operator" + d, Destination: "registry.local/mirror/coreos/etcd-operator" + d},
+		{Source: "docker.io/library/busybox:1.36", Destination: "registry.local/mirror/library/busybox:1.36"},
+	}}}}}
 	kinds := map[string]int{}
 	for _, cluster := range []string{"edge", "polled"} {
 		state.Rendered[cluster] = "olm " + digest
@@ -98,7 +138,7 @@ clusters:
 			t.Fatal(err)
 		}
 		root := t.TempDir()
-		if err := tg.RenderFromState(root, nil, state); err != nil {
+		if err := tg.RenderFromState(root, arts, state); err != nil {
 			t.Fatal(err)
 		}
 		dir := filepath.Join(root, "rendered", cluster)
@@ -116,7 +156,7 @@ clusters:
 			}
 		}
 	}
-	want := map[string]int{"ClusterCatalog": 2, "ClusterExtension": 2, "ServiceAccount": 1, "ClusterRoleBinding": 1}
+	want := map[string]int{"ClusterCatalog": 2, "ClusterExtension": 2, "ServiceAccount": 1, "ClusterRoleBinding": 1, "ImageDigestMirrorSet": 1, "ImageTagMirrorSet": 1}
 	for kind, n := range want {
 		if kinds[kind] != n {
 			t.Errorf("%d %s objects rendered, want %d (all: %v)", kinds[kind], kind, n, kinds)
