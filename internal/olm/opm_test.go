@@ -154,9 +154,10 @@ func corpusInRegistry(t *testing.T, ctx context.Context, reg *testenv.Registry) 
 // image gives our catalog byte for byte, `opm render --migrate-level
 // bundle-object-to-csv-metadata` of every bundle image gives our olm.bundle
 // entries, `opm render` of every bundle image gives those of our
-// olm.bundle.object catalog, and `opm serve --cache-only
+// olm.bundle.object catalog, `opm serve --cache-only
 // --cache-enforce-integrity` accepts the serve cache we built into the
-// image.
+// image, and `opm serve` answers operator-registry's gRPC client with
+// every package, channel head and bundle (checkServeGRPC).
 func TestCatalogImageOpm(t *testing.T) {
 	opm := requireOPM(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
@@ -253,6 +254,10 @@ func TestCatalogImageOpm(t *testing.T) {
 	t.Run("opm serve accepts the cache", func(t *testing.T) {
 		root := extractCatalogLayer(t, reg, digest)
 		runOPM(t, opm, env, "serve", filepath.Join(root, ConfigsDir), "--cache-dir="+filepath.Join(root, "tmp", "cache"), "--cache-only", "--cache-enforce-integrity")
+	})
+
+	t.Run("opm serve answers gRPC", func(t *testing.T) {
+		checkServeGRPC(t, opm, env, extractCatalogLayer(t, reg, digest), cfg)
 	})
 }
 
