@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/config"
-	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/spf13/pflag"
@@ -51,15 +50,10 @@ func (r *renderFlags) resolve(cfg *config.Config) (renderSettings, error) {
 	if err != nil {
 		return renderSettings{}, &usageError{err}
 	}
-	o := cfg.ClusterOLM(r.cluster)
-	cs := o.CatalogSource
 	return renderSettings{
 		Cluster: r.cluster,
 		Target:  k.Name,
 		Render:  render.Config{Namespace: r.namespace, Library: r.library, ImagePullSecrets: r.pullSecrets},
-		OLM: pipeline.OLMOptions{
-			CatalogImage: o.CatalogImage, BaseImage: o.BaseImage, Images: o.Images,
-			Source: olm.SourceOptions{Name: cs.Name, Namespace: cs.Namespace, DisplayName: cs.DisplayName, Publisher: cs.Publisher, PollInterval: cs.PollInterval},
-		},
+		OLM:     cfg.ClusterOLM(r.cluster).TargetOptions(),
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +53,98 @@ clusters:
 		t.Fatalf("bad target: %v, want an error at line 4", err)
 	}
 	t.Log(err)
+}
+
+// TestClusterOLMBundleFormat: bundleFormat reaches the olm target, and a
+// wrong value is an error at its line naming the valid ones.
+func TestClusterOLMBundleFormat(t *testing.T) {
+	p := filepath.Join(t.TempDir(), FileName)
+	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  edge:
+    target: olm
+    olm:
+      bundleFormat: olm.bundle.object
+`), 0o644)
+	c, err := Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ClusterOLM("edge").TargetOptions().BundleFormat; got != "olm.bundle.object" {
+		t.Errorf("bundle format %q", got)
+	}
+	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  edge:
+    target: olm
+    olm:
+      catalogImage: registry.local/olm/catalog
+      bundleFormat: csv
+`), 0o644)
+	_, err = Load(p, true)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Line != 8 || !strings.Contains(err.Error(), "olm.csv.metadata") || !strings.Contains(err.Error(), "clusters.edge.olm.bundleFormat") {
+		t.Fatalf("bad bundleFormat: %v, want an error at line 8", err)
+	}
+	t.Log(err)
+}
+
+// TestClusterOLMv1: catalogKinds, clusterCatalog and clusterExtensions
+// reach the olm target and lint learns the cluster uses OLM v1; wrong
+// values are errors at their line.
+func TestClusterOLMv1(t *testing.T) {
+	p := filepath.Join(t.TempDir(), FileName)
+	head := `apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  global:
+    target: olm
+  edge:
+    target: olm
+    olm:
+`
+	os.WriteFile(p, []byte(head+`      catalogKinds: [CatalogSource, ClusterCatalog]
+      clusterCatalog:
+        pollIntervalMinutes: 30
+      clusterExtensions:
+      - package: etcd
+        namespace: etcd
+        channels: [stable]
+        version: ">=0.9.0 <1"
+        serviceAccount: etcd-installer
+`), 0o644)
+	c, err := Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.ClusterOLM("edge").TargetOptions()
+	if !o.UsesOLMv1() || o.ClusterCatalog.PollIntervalMinutes != 30 || len(o.Extensions) != 1 || o.Extensions[0].ServiceAccount != "etcd-installer" || o.Extensions[0].Version != ">=0.9.0 <1" {
+		t.Errorf("olm v1 settings: %+v", o)
+	}
+	if got := c.Lint.OLMv1Clusters; len(got) != 1 || got[0] != "edge" {
+		t.Errorf("lint OLM v1 clusters: %v", got)
+	}
+	for _, tc := range []struct {
+		body string
+		line int
+		want string
+	}{
+		{"      catalogKinds: [CatalogSource, Subscription]\n", 9, "catalogKinds"},
+		{"      catalogKinds:\n      - ClusterCatalog\n      - OperatorGroup\n", 11, "OperatorGroup"},
+		{"      clusterExtensions:\n      - package: etcd\n        namespace: etcd\n", 9, "need catalogKinds"},
+		{"      catalogKinds: [ClusterCatalog]\n      clusterExtensions:\n      - package: etcd\n        namespace: etcd\n      - package: flux\n", 13, "namespace is required"},
+		{"      catalogKinds: [ClusterCatalog]\n      clusterExtensions:\n      - package: etcd\n        namespace: etcd\n        version: \"> = 1\"\n", 11, "version"},
+		{"      catalogKinds: [ClusterCatalog]\n      clusterCatalog:\n        pollIntervalMinutes: -5\n", 10, "pollIntervalMinutes"},
+		{"      clusterCatalog:\n        name: ours\n", 9, "catalogKinds does not include ClusterCatalog"},
+		{"      imageRedirection:\n      - ImageDigestMirrorSet\n      - docker\n", 11, "imageRedirection"},
+	} {
+		os.WriteFile(p, []byte(head+tc.body), 0o644)
+		_, err := Load(p, true)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error at line %d naming %q", tc.body, err, tc.line, tc.want)
+		}
+	}
 }

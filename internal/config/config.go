@@ -93,6 +93,51 @@ type OLM struct {
 	Images []string `yaml:"images,omitempty"`
 	// CatalogSource sets the rendered CatalogSource.
 	CatalogSource CatalogSource `yaml:"catalogSource,omitempty"`
+	// BundleFormat is how the catalog's olm.bundle entries carry the
+	// bundles' manifests: olm.csv.metadata (the default; what `opm render
+	// --migrate-level bundle-object-to-csv-metadata` writes, required by
+	// OpenShift 4.17 and later) or olm.bundle.object (one property per
+	// manifest, for older OLM releases).
+	BundleFormat string `yaml:"bundleFormat,omitempty"`
+	// CatalogKinds are the objects that point the cluster at the catalog
+	// image: CatalogSource (OLM v0, the default), ClusterCatalog (OLM v1)
+	// or both.
+	CatalogKinds []string `yaml:"catalogKinds,omitempty"`
+	// ClusterCatalog sets the rendered ClusterCatalog.
+	ClusterCatalog ClusterCatalog `yaml:"clusterCatalog,omitempty"`
+	// ClusterExtensions are rendered beside the ClusterCatalog, one per
+	// package to install.
+	ClusterExtensions []ClusterExtension `yaml:"clusterExtensions,omitempty"`
+	// ImageRedirection are the files rendered to make the nodes pull the
+	// mirrored images from the destination registry: ImageDigestMirrorSet,
+	// ImageTagMirrorSet (OpenShift; in rendered/<cluster>/), containerd,
+	// CRI-O (node files, in node-config/<cluster>/). None by default.
+	ImageRedirection []string `yaml:"imageRedirection,omitempty"`
+}
+
+// ClusterCatalog configures the rendered ClusterCatalog
+// (olm.operatorframework.io/v1).
+type ClusterCatalog struct {
+	Name string `yaml:"name,omitempty"` // default operator-publish
+	// PollIntervalMinutes, when set, names the catalog image by its tag
+	// and has catalogd poll it every so many minutes; default: by digest,
+	// no polling (the CRD forbids polling a digest).
+	PollIntervalMinutes int   `yaml:"pollIntervalMinutes,omitempty"`
+	Priority            int32 `yaml:"priority,omitempty"` // spec.priority
+}
+
+// ClusterExtension configures one rendered ClusterExtension
+// (olm.operatorframework.io/v1), installing a package of the catalog.
+type ClusterExtension struct {
+	Package   string   `yaml:"package"`            // the artifact name
+	Name      string   `yaml:"name,omitempty"`     // default the package
+	Namespace string   `yaml:"namespace"`          // where it is installed; must exist
+	Channels  []string `yaml:"channels,omitempty"` // default any
+	Version   string   `yaml:"version,omitempty"`  // a version or range, e.g. ">=1.2.0 <2.0.0"
+	// ServiceAccount, for operator-controller before v1.11, which installs
+	// with it: a ServiceAccount of that name bound to cluster-admin is
+	// rendered too. v1.11 and later ignore it.
+	ServiceAccount string `yaml:"serviceAccount,omitempty"`
 }
 
 // CatalogSource configures the rendered CatalogSource
@@ -163,9 +208,13 @@ func Load(path string, required bool) (*Config, error) {
 		if _, err := target.Lookup(cl.Target); err != nil {
 			return nil, &Error{Path: path, Line: clusterLine(data, name), Msg: fmt.Sprintf("clusters.%s.%v", name, err)}
 		}
+		if err := checkOLM(path, data, name, cl.OLM); err != nil {
+			return nil, err
+		}
 	}
 	c.Lint.File = path
 	c.Lint.Lines = lintLines(data)
+	c.Lint.OLMv1Clusters = c.olmv1Clusters()
 	return c, nil
 }
 

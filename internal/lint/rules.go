@@ -83,6 +83,9 @@ const (
 	RulePlatformProviderType      = "platform/provider-type"
 	RulePlatformProvider          = "platform/provider"
 	RulePlatformProviderURL       = "platform/provider-url"
+	RuleOLMv1InstallMode          = "olmv1/install-mode"
+	RuleOLMv1Dependency           = "olmv1/dependency"
+	RuleOLMv1OperatorConditions   = "olmv1/operator-conditions"
 	RuleImagesMissingRelated      = "images/missing-related"
 	RuleImagesUnusedRelated       = "images/unused-related"
 	RuleImagesNotFound            = "images/not-found"
@@ -167,6 +170,12 @@ var catalog = []RuleInfo{
 	{ID: RulePlatformProviderType, Severity: Warning, Summary: "CSV annotation provider-type is custom, community, certified or platform.", Hint: "Set the annotation `provider-type: community` (or custom, certified, platform); quote values such as \"yes\"."},
 	{ID: RulePlatformProvider, Severity: Warning, Summary: "CSV annotation provider is set: plain text, or a JSON object of non-empty strings such as {\"en\":\"Acme\",\"zh\":\"...\"}.", Hint: "Write `provider: Acme Inc` or `provider: '{\"en\":\"Acme Inc\",\"zh\":\"...\"}'`."},
 	{ID: RulePlatformProviderURL, Severity: Warning, Summary: "CSV annotation provider-url, when set, is an absolute http(s) URL.", Hint: "Write `provider-url: https://example.com`."},
+
+	// olmv1: what OLM v1 (operator-controller v1.11.0) cannot install, for
+	// clusters with catalogKinds ClusterCatalog.
+	{ID: RuleOLMv1InstallMode, Severity: Warning, Summary: "For clusters that use OLM v1 (publish.yaml clusters.<cluster>.olm.catalogKinds with ClusterCatalog): the CSV supports the AllNamespaces install mode, which OLM v1 requires.", Hint: "Support AllNamespaces in the CSV's spec.installModes, or install the operator on that cluster with OLM v0 (catalogKinds CatalogSource)."},
+	{ID: RuleOLMv1Dependency, Severity: Warning, Summary: "For clusters that use OLM v1: the bundle declares no dependency (olm.gvk.required from the CSV's required CRDs or API services, olm.package.required or olm.constraint from metadata/dependencies.yaml), which OLM v1 does not resolve.", Hint: "Drop the dependency and install what it names separately (its own ClusterExtension), or use OLM v0 for the operator on that cluster."},
+	{ID: RuleOLMv1OperatorConditions, Severity: Warning, Summary: "For clusters that use OLM v1: the operator does not use the OperatorConditions API (RBAC on operators.coreos.com operatorconditions, or OPERATOR_CONDITION_NAME in a container), which OLM v1 does not provide.", Hint: "Make the operator work without OperatorConditions, or use OLM v0 for it on that cluster."},
 
 	// images: the images the operator deploys.
 	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is declared in the manifest's spec.relatedImages: the manifest is the reviewed list of what a version ships (publish mirrors the CSV's images either way; only the registries the manifest names get the source credentials).", Hint: "Add the image to spec.relatedImages."},

@@ -31,6 +31,7 @@ import (
 //	-- copy --                              "from to" directory copies, one a line
 //	-- delete --                            paths to remove, one a line
 //	-- lint.yaml --                         the lint Config (yaml)
+//	-- olmv1-clusters --                    Config.OLMv1Clusters, one a line
 //	-- want --                              the text report (golden, -update)
 //
 // In the package repo, packages/<a>/<v>/bundle/ is the bundle of that
@@ -163,6 +164,10 @@ func loadCase(t *testing.T, files []txtFile) (Input, Config) {
 		p := filepath.Join(root, filepath.FromSlash(f.name))
 		switch {
 		case f.name == "want":
+		case f.name == "olmv1-clusters":
+			// The clusters using OLM v1 (internal/config sets them from
+			// publish.yaml clusters), one a line.
+			cfg.OLMv1Clusters = strings.Fields(string(f.data))
 		case f.name == "lint.yaml":
 			if err := yaml.Unmarshal(f.data, &cfg); err != nil {
 				t.Fatalf("lint.yaml: %v", err)
@@ -403,7 +408,7 @@ func TestRuleIDs(t *testing.T) {
 		seen[r.ID] = true
 		fam, _, _ := strings.Cut(r.ID, "/")
 		switch fam {
-		case "manifest", "bundle", "platform", "images", "repo":
+		case "manifest", "bundle", "platform", "olmv1", "images", "repo":
 		default:
 			t.Errorf("rule %s: family %q", r.ID, fam)
 		}

@@ -41,6 +41,11 @@ type Config struct {
 	// "severity.<rule>", "waivers.<index>", "kubernetesVersion" (set by
 	// internal/config); findings about an entry carry its line.
 	Lines map[string]int `json:"-" yaml:"-"`
+	// OLMv1Clusters are the clusters that install with OLM v1 (a
+	// ClusterCatalog; set by internal/config from publish.yaml clusters):
+	// when there is one, the olmv1/ rules check every bundle for what
+	// operator-controller cannot install.
+	OLMv1Clusters []string `json:"-" yaml:"-"`
 }
 
 // Waiver accepts the findings of one rule for one artifact (and version).
@@ -165,7 +170,7 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 		if ann == nil {
 			ann = b.Annotations
 		}
-		per[i] = f.bundleRules(b, ann, k8s)
+		per[i] = append(f.bundleRules(b, ann, k8s), f.olmv1Rules(b, cfg.OLMv1Clusters)...)
 	})
 	for _, p := range per {
 		fs = append(fs, p...)

@@ -9,8 +9,11 @@
 // (operator-registry v1.60.0, alpha/action/render.go and
 // pkg/registry/registry_to_model.go): the same properties (olm.package,
 // olm.gvk, olm.gvk.required, olm.package.required, metadata/properties.yaml,
-// one olm.bundle.object per manifest) in the same order, and the same
-// relatedImages.
+// then the manifests) in the same order, and the same relatedImages. The
+// manifests are one olm.csv.metadata property by default, what `opm render
+// --migrate-level bundle-object-to-csv-metadata` writes (the form OpenShift
+// 4.17 and later catalogs require), or one olm.bundle.object per manifest
+// (FormatBundleObject, for OLM releases that need them).
 package olm
 
 import (
@@ -23,6 +26,7 @@ import (
 	"strings"
 
 	semver "github.com/blang/semver/v4"
+	"github.com/operator-framework/operator-registry/alpha/action/migrations"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-publish/publish/internal/bundle"
@@ -45,6 +49,40 @@ type Entry struct {
 	prebuilt *declcfg.Bundle
 }
 
+// Format is how a catalog's olm.bundle entries carry the bundle's
+// manifests; the values are the property types (publish.yaml
+// clusters.<cluster>.olm.bundleFormat).
+type Format string
+
+const (
+	// FormatCSVMetadata (the default) is one olm.csv.metadata property
+	// with the CSV's metadata, as `opm render --migrate-level
+	// bundle-object-to-csv-metadata` writes it: what catalogs for
+	// OpenShift 4.17 and later must use, and smaller for OLM to serve.
+	FormatCSVMetadata Format = property.TypeCSVMetadata
+	// FormatBundleObject is one olm.bundle.object property per manifest
+	// (the whole CSV and CRDs), for older OLM releases whose catalog
+	// server does not read olm.csv.metadata.
+	FormatBundleObject Format = property.TypeBundleObject
+)
+
+// ParseFormat returns the Format s names ("" is FormatCSVMetadata); the
+// error lists the valid values.
+func ParseFormat(s string) (Format, error) {
+	switch Format(s) {
+	case "", FormatCSVMetadata:
+		return FormatCSVMetadata, nil
+	case FormatBundleObject:
+		return FormatBundleObject, nil
+	}
+	return "", fmt.Errorf("bundle format %q: want %s (the default) or %s", s, FormatCSVMetadata, FormatBundleObject)
+}
+
+// csvMetadataMigration is operator-registry's own migration from
+// olm.bundle.object to olm.csv.metadata, the level `opm render
+// --migrate-level` names.
+const csvMetadataMigration = "bundle-object-to-csv-metadata"
+
 // Package is one OLM package (= Artifact name) and its published versions;
 // delisted versions are simply not in Entries.
 type Package struct {
@@ -56,9 +94,16 @@ type Package struct {
 // least one entry, an olm.package, one olm.channel per channel its bundles
 // name (metadata/annotations.yaml), and an olm.bundle per entry. Packages
 // without entries are left out (a package whose last version was delisted
-// disappears from the catalog). The result is sorted and validated
+// disappears from the catalog). The bundles' manifests are written in
+// format f ("" is FormatCSVMetadata): for FormatCSVMetadata the entries are
+// migrated with operator-registry's bundle-object-to-csv-metadata migration,
+// as `opm render --migrate-level` does. The result is sorted and validated
 // (Validate); errors name the package and bundle.
-func Build(pkgs []Package) (*declcfg.DeclarativeConfig, error) {
+func Build(pkgs []Package, f Format) (*declcfg.DeclarativeConfig, error) {
+	f, err := ParseFormat(string(f))
+	if err != nil {
+		return nil, err
+	}
 	cfg := &declcfg.DeclarativeConfig{}
 	var errs []error
 	sorted := append([]Package(nil), pkgs...)
@@ -74,10 +119,62 @@ func Build(pkgs []Package) (*declcfg.DeclarativeConfig, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	switch f {
+	case FormatCSVMetadata:
+		m, err := migrations.NewMigrations(csvMetadataMigration)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.Migrate(cfg); err != nil {
+			return nil, fmt.Errorf("file-based catalog: olm.csv.metadata: %w", err)
+		}
+		for i := range cfg.Bundles {
+			if err := loaded(&cfg.Bundles[i]); err != nil {
+				return nil, fmt.Errorf("package %s: bundle %s: %w", cfg.Bundles[i].Package, cfg.Bundles[i].Name, err)
+			}
+		}
+	case FormatBundleObject:
+		for _, b := range cfg.Bundles {
+			if !hasProperty(b, property.TypeBundleObject) {
+				return nil, fmt.Errorf("package %s: bundle %s has no olm.bundle.object properties (taken from a catalog in the olm.csv.metadata format): read the bundle again", b.Package, b.Name)
+			}
+		}
+	}
 	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// loaded replaces b's property values by what operator-registry's loader
+// (declcfg.LoadReader) makes of them: it re-encodes every blob through a
+// map, so the keys of an olm.csv.metadata value come out sorted. The
+// catalog is then what `opm render` of the catalog image prints, and a
+// catalog loaded back (LoadPrevious) rebuilds the same bytes.
+func loaded(b *declcfg.Bundle) error {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	c, err := declcfg.LoadReader(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if len(c.Bundles) != 1 {
+		return fmt.Errorf("loads back as %d bundles", len(c.Bundles))
+	}
+	b.Properties = c.Bundles[0].Properties
+	return nil
+}
+
+// hasProperty reports whether b has a property of type typ.
+func hasProperty(b declcfg.Bundle, typ string) bool {
+	for _, p := range b.Properties {
+		if p.Type == typ {
+			return true
+		}
+	}
+	return false
 }
 
 type versioned struct {
@@ -257,11 +354,17 @@ func validChannel(es []declcfg.ChannelEntry) bool {
 }
 
 // BundleEntry returns the olm.bundle of e in package pkg, as `opm render`
-// of the bundle image would (see the package documentation), with
-// e.Image as its image.
+// of the bundle image would without a migration (one olm.bundle.object
+// per manifest; see the package documentation), with e.Image as its image
+// and CsvJSON set to the CSV, as the csv.metadata migration needs it. An
+// entry of a previous catalog (Previous.Entry) is returned as it was, in
+// the format it was published in.
 func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 	if e.prebuilt != nil {
 		out := *e.prebuilt
+		// The migration rewrites Properties in place: not the previous
+		// catalog's.
+		out.Properties = append([]property.Property(nil), out.Properties...)
 		out.Package, out.Image = pkg, e.Image
 		return out, nil
 	}
@@ -374,10 +477,14 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 	}
 	props = append(props, pkgRequired...)
 	props = append(props, others...)
+	var csvJSON string
 	for i, obj := range b.Loaded.Objects {
 		data, err := json.Marshal(obj)
 		if err != nil {
 			return fail(fmt.Errorf("manifest object %d: %v", i, err))
+		}
+		if obj.GetKind() == "ClusterServiceVersion" {
+			csvJSON = string(data)
 		}
 		props = append(props, property.MustBuildBundleObject(data))
 	}
@@ -403,6 +510,7 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 		Image:         e.Image,
 		Properties:    append(head, objs...),
 		RelatedImages: relatedImages(b, e.Image),
+		CsvJSON:       csvJSON,
 	}, nil
 }
 

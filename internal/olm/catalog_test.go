@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -57,83 +58,146 @@ func packagesOf(m map[string][]Entry) []Package {
 }
 
 // TestBuildCorpusCatalog builds the catalog of every corpus bundle (read
-// from disk: no registry), checks it loads back and validates with
-// operator-registry, does not depend on the order of its input, and is
-// rebuilt byte for byte from its own entries.
+// from disk: no registry) in each format, checks it loads back and
+// validates with operator-registry, does not depend on the order of its
+// input, and is rebuilt byte for byte from its own entries and notes
+// (what a run does for unchanged versions), also across formats.
 func TestBuildCorpusCatalog(t *testing.T) {
 	testenv.Short(t, "corpus test")
 	entries := corpusEntries(t)
-	cfg, err := Build(packagesOf(entries))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Packages) != len(entries) {
-		t.Errorf("%d packages in the catalog, want %d", len(cfg.Packages), len(entries))
-	}
 	n := 0
 	for _, es := range entries {
 		n += len(es)
 	}
-	if len(cfg.Bundles) != n {
-		t.Errorf("%d bundles in the catalog, want %d", len(cfg.Bundles), n)
-	}
-	files, err := Files(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Deterministic: the same input in another order gives the same bytes.
-	ps := packagesOf(entries)
-	for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
-		ps[i], ps[j] = ps[j], ps[i]
-	}
-	cfg2, err := Build(ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files2, _ := Files(cfg2)
-	for p, data := range files {
-		if !bytes.Equal(data, files2[p]) {
-			t.Errorf("%s differs between two builds", p)
-		}
-		// What we write loads back with operator-registry and validates.
-		back, err := declcfg.LoadReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		if err := Validate(back); err != nil {
-			t.Errorf("%s: %v", p, err)
-		}
-	}
-
-	// The entries of a published catalog rebuild it byte for byte without
-	// the bundles (what a run does for unchanged versions).
-	prev, err := previousOf(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if prev.Len() != n {
-		t.Fatalf("%d reusable bundles, want %d", prev.Len(), n)
-	}
-	var again []Package
-	for name, es := range entries {
-		p := Package{Name: name}
-		for _, e := range es {
-			r, ok := prev.Entry(e.Image)
-			if !ok {
-				t.Fatalf("%s not reusable", e.Image)
+	built := map[Format]map[string][]byte{}
+	prevs := map[Format]*Previous{}
+	for _, f := range []Format{FormatCSVMetadata, FormatBundleObject} {
+		t.Run(string(f), func(t *testing.T) {
+			cfg, err := Build(packagesOf(entries), f)
+			if err != nil {
+				t.Fatal(err)
 			}
-			p.Entries = append(p.Entries, r)
-		}
-		again = append(again, p)
+			if len(cfg.Packages) != len(entries) {
+				t.Errorf("%d packages in the catalog, want %d", len(cfg.Packages), len(entries))
+			}
+			if len(cfg.Bundles) != n {
+				t.Errorf("%d bundles in the catalog, want %d", len(cfg.Bundles), n)
+			}
+			other := map[Format]string{FormatCSVMetadata: property.TypeBundleObject, FormatBundleObject: property.TypeCSVMetadata}[f]
+			for _, b := range cfg.Bundles {
+				if !hasProperty(b, string(f)) || hasProperty(b, other) {
+					t.Fatalf("bundle %s: want %s properties and no %s", b.Name, f, other)
+				}
+			}
+			files, err := Files(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			built[f] = files
+			// Deterministic: the same input in another order gives the same
+			// bytes (the order does not depend on the format: checked once).
+			if f == FormatCSVMetadata {
+				ps := packagesOf(entries)
+				for i, j := 0, len(ps)-1; i < j; i, j = i+1, j-1 {
+					ps[i], ps[j] = ps[j], ps[i]
+				}
+				cfg2, err := Build(ps, f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files2, _ := Files(cfg2)
+				for p, data := range files {
+					if !bytes.Equal(data, files2[p]) {
+						t.Errorf("%s differs between two builds", p)
+					}
+				}
+			}
+			// What we write loads back with operator-registry and validates:
+			// the catalog as LoadPrevious reads it.
+			var back declcfg.DeclarativeConfig
+			for p, data := range files {
+				c, err := declcfg.LoadReader(bytes.NewReader(data))
+				if err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				back.Packages = append(back.Packages, c.Packages...)
+				back.Channels = append(back.Channels, c.Channels...)
+				back.Bundles = append(back.Bundles, c.Bundles...)
+			}
+			if err := Validate(&back); err != nil {
+				t.Error(err)
+			}
+			notesData, err := Notes(packagesOf(entries))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nt, err := parseNotes(notesData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev, err := previousOf(&back, nt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prev.Len() != n {
+				t.Fatalf("%d reusable bundles, want %d", prev.Len(), n)
+			}
+			prevs[f] = prev
+			// Without the notes an olm.csv.metadata catalog is not reusable.
+			if f == FormatCSVMetadata {
+				if bare, _ := previousOf(&back, nil); bare.Len() != 0 {
+					t.Errorf("%d bundles reusable without %s", bare.Len(), NotesFile)
+				}
+			}
+		})
 	}
-	cfg3, err := Build(again)
-	if err != nil {
-		t.Fatal(err)
+	// The entries of a published catalog rebuild it byte for byte without
+	// the bundles, and an olm.bundle.object catalog serves an
+	// olm.csv.metadata one; the reverse needs the bundles.
+	for _, tc := range []struct{ from, to Format }{
+		{FormatCSVMetadata, FormatCSVMetadata}, {FormatBundleObject, FormatBundleObject}, {FormatBundleObject, FormatCSVMetadata},
+	} {
+		t.Run(string(tc.from)+" reused as "+string(tc.to), func(t *testing.T) {
+			prev := prevs[tc.from]
+			if prev == nil {
+				t.Skip("the build failed")
+			}
+			var again []Package
+			for name, es := range entries {
+				p := Package{Name: name}
+				for _, e := range es {
+					r, ok := prev.Entry(e.Image, tc.to)
+					if !ok {
+						t.Fatalf("%s not reusable", e.Image)
+					}
+					p.Entries = append(p.Entries, r)
+				}
+				again = append(again, p)
+			}
+			cfg3, err := Build(again, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files3, _ := Files(cfg3)
+			for p, data := range built[tc.to] {
+				if !bytes.Equal(data, files3[p]) {
+					t.Errorf("%s differs when rebuilt from the published catalog", p)
+					firstDiff(t, data, files3[p])
+				}
+			}
+			// The notes of the reused entries are the notes again.
+			n1, _ := Notes(packagesOf(entries))
+			n2, _ := Notes(again)
+			if !bytes.Equal(n1, n2) {
+				t.Errorf("%s differs when rebuilt from the published catalog", NotesFile)
+			}
+		})
 	}
-	files3, _ := Files(cfg3)
-	for p, data := range files {
-		if !bytes.Equal(data, files3[p]) {
-			t.Errorf("%s differs when rebuilt from the published catalog", p)
+	if prev := prevs[FormatCSVMetadata]; prev != nil {
+		for _, es := range entries {
+			if _, ok := prev.Entry(es[0].Image, FormatBundleObject); ok {
+				t.Errorf("%s: an olm.csv.metadata entry is offered for an olm.bundle.object catalog", es[0].Image)
+			}
 		}
 	}
 }
@@ -146,7 +210,7 @@ func BenchmarkCatalogCorpus(b *testing.B) {
 	ps := packagesOf(entries)
 	b.ResetTimer()
 	for b.Loop() {
-		cfg, err := Build(ps)
+		cfg, err := Build(ps, "")
 		if err != nil {
 			b.Fatal(err)
 		}

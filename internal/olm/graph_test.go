@@ -110,7 +110,7 @@ func TestChannelGraph(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			cfg, err := Build([]Package{{Name: "op", Entries: entries(tc.bundles...)}})
+			cfg, err := Build([]Package{{Name: "op", Entries: entries(tc.bundles...)}}, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestBuildPackagesAndChannels(t *testing.T) {
 			csvBundle(t, "op", "1.1.0", "op.v1.0.0", nil, "", "fast"),
 		)},
 		{Name: "gone"}, // every version delisted: no package
-	})
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestBuildPackagesAndChannels(t *testing.T) {
 	}
 	b := cfg.Bundles[0]
 	if b.Schema != "olm.bundle" || b.Package != "op" || b.Properties[0].Type != "olm.package" ||
-		b.Properties[len(b.Properties)-1].Type != "olm.bundle.object" || b.RelatedImages[0].Image != b.Image {
+		b.Properties[len(b.Properties)-1].Type != "olm.csv.metadata" || b.RelatedImages[0].Image != b.Image {
 		t.Errorf("bundle %+v", b)
 	}
 
@@ -148,7 +148,7 @@ func TestBuildPackagesAndChannels(t *testing.T) {
 	_, err = Build([]Package{{Name: "op", Entries: entries(
 		csvBundle(t, "op", "1.0.0", "", nil, "", "stable"),
 		csvBundle(t, "op", "1.0.0", "", nil, "", "stable"),
-	)}})
+	)}}, "")
 	if err == nil || !strings.Contains(err.Error(), "both bundles have the CSV name op.v1.0.0") {
 		t.Errorf("duplicate CSV name: %v", err)
 	}
@@ -166,7 +166,7 @@ func TestPushDeterministic(t *testing.T) {
 	if err := remote.Write(baseRef, base); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Build([]Package{{Name: "op", Entries: entries(csvBundle(t, "op", "1.0.0", "", nil, "", "stable"))}})
+	cfg, err := Build([]Package{{Name: "op", Entries: entries(csvBundle(t, "op", "1.0.0", "", nil, "", "stable"))}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

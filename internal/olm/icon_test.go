@@ -28,7 +28,7 @@ func TestCatalogIcon(t *testing.T) {
 	// Wrapped as a folded YAML scalar leaves it: a line break inside.
 	text := base64.StdEncoding.EncodeToString(png)
 	b.CSV.Spec.Icon = []v1alpha1.Icon{{Data: text[:20] + "\n" + text[20:], MediaType: "image/png"}}
-	cfg, err := Build([]Package{{Name: "iconic", Entries: entries(b)}})
+	cfg, err := Build([]Package{{Name: "iconic", Entries: entries(b)}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestCatalogIcon(t *testing.T) {
 	}
 
 	b.CSV.Spec.Icon[0].Data = "not base64!"
-	if _, err := Build([]Package{{Name: "iconic", Entries: entries(b)}}); err == nil {
+	if _, err := Build([]Package{{Name: "iconic", Entries: entries(b)}}, ""); err == nil {
 		t.Error("an icon that is not base64 was accepted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ var (
 var epoch = time.Unix(0, 0).UTC()
 
 // Layer returns the catalog layer for a base image running as uid: files
-// (Files' output) under /configs, and the serve cache of that catalog under
+// (Files' output) under /configs, NotesFile when files has it, and the serve cache of that catalog under
 // /tmp/cache, built in process with operator-registry's pkg/cache (JSON
 // format) exactly as `opm serve --cache-only` would build it in a
 // Dockerfile, owned by uid so that opm can read it. Times are fixed and
@@ -65,8 +66,8 @@ func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, err
 		return nil, err
 	}
 	for _, p := range sortedKeys(files) {
-		if !strings.HasPrefix(p, ConfigsDir+"/") || strings.Contains(p, "..") {
-			return nil, fmt.Errorf("catalog file %q is not below %s/", p, ConfigsDir)
+		if (!strings.HasPrefix(p, ConfigsDir+"/") && p != NotesFile) || strings.Contains(p, "..") {
+			return nil, fmt.Errorf("catalog file %q is not below %s/ nor %s", p, ConfigsDir, NotesFile)
 		}
 		full := filepath.Join(root, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -88,6 +89,15 @@ func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, err
 	}); err != nil {
 		return nil, err
 	}
+	if _, ok := files[NotesFile]; ok {
+		notes := filepath.Join(root, filepath.FromSlash(NotesFile))
+		if err := os.Chmod(filepath.Dir(notes), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(notes, 0o644); err != nil {
+			return nil, err
+		}
+	}
 	if err := buildCache(ctx, filepath.Join(root, ConfigsDir), filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(CacheDir, "/")))); err != nil {
 		return nil, err
 	}
@@ -97,7 +107,11 @@ func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, err
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 		return nil, err
 	}
-	for _, top := range []string{ConfigsDir, strings.TrimPrefix(CacheDir, "/")} {
+	tops := []string{ConfigsDir, strings.TrimPrefix(CacheDir, "/")}
+	if _, ok := files[NotesFile]; ok {
+		tops = append(tops, path.Dir(NotesFile))
+	}
+	for _, top := range tops {
 		owner := 0
 		if strings.HasPrefix(top, "tmp/") {
 			owner = uid

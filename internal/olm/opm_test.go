@@ -149,23 +149,34 @@ func corpusInRegistry(t *testing.T, ctx context.Context, reg *testenv.Registry) 
 }
 
 // TestCatalogImageOpm publishes the corpus to the Debian registry (TLS and
-// basic auth), builds the catalog and its image there, and checks it with
-// opm itself: `opm render` of the catalog image gives our catalog,
-// `opm render` of every bundle image gives our olm.bundle entries, and
-// `opm serve --cache-only --cache-enforce-integrity` accepts the serve
-// cache we built into the image.
+// basic auth), builds the catalog (olm.csv.metadata, the default) and its
+// image there, and checks it with opm itself: `opm render` of the catalog
+// image gives our catalog byte for byte, `opm render --migrate-level
+// bundle-object-to-csv-metadata` of every bundle image gives our olm.bundle
+// entries, `opm render` of every bundle image gives those of our
+// olm.bundle.object catalog, `opm serve --cache-only
+// --cache-enforce-integrity` accepts the serve cache we built into the
+// image, and `opm serve` answers operator-registry's gRPC client with
+// every package, channel head and bundle (checkServeGRPC).
 func TestCatalogImageOpm(t *testing.T) {
 	opm := requireOPM(t)
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
 	ctx := context.Background()
 	entries, refs := corpusInRegistry(t, ctx, reg)
 
-	cfg, err := Build(packagesOf(entries))
+	cfg, err := Build(packagesOf(entries), FormatCSVMetadata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objCfg, err := Build(packagesOf(entries), FormatBundleObject)
 	if err != nil {
 		t.Fatal(err)
 	}
 	files, err := Files(cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if files[NotesFile], err = Notes(packagesOf(entries)); err != nil {
 		t.Fatal(err)
 	}
 	base := pushBase(t, reg, reg.Host+"/operator-framework/opm:v1.60.0")
@@ -198,32 +209,55 @@ func TestCatalogImageOpm(t *testing.T) {
 		}
 	})
 
-	t.Run("opm render of every bundle image", func(t *testing.T) {
-		out := runOPM(t, opm, env, append([]string{"render", "-o", "json"}, refs...)...)
-		rendered, err := declcfg.LoadReader(bytes.NewReader(out))
+	for _, tc := range []struct {
+		format Format
+		cfg    *declcfg.DeclarativeConfig
+		args   []string
+	}{
+		{FormatCSVMetadata, cfg, []string{"--migrate-level", "bundle-object-to-csv-metadata"}},
+		{FormatBundleObject, objCfg, nil},
+	} {
+		t.Run("opm render "+strings.Join(tc.args, " ")+" of every bundle image ("+string(tc.format)+")", func(t *testing.T) {
+			args := append(append([]string{"render", "-o", "json"}, tc.args...), refs...)
+			rendered, err := declcfg.LoadReader(bytes.NewReader(runOPM(t, opm, env, args...)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ours := map[string]declcfg.Bundle{}
+			for _, b := range tc.cfg.Bundles {
+				ours[b.Image] = b
+			}
+			if len(rendered.Bundles) != len(refs) {
+				t.Errorf("opm rendered %d bundles, want %d", len(rendered.Bundles), len(refs))
+			}
+			for _, theirs := range rendered.Bundles {
+				mine, ok := ours[theirs.Image]
+				if !ok {
+					t.Errorf("opm rendered bundle %s (%s), not in our catalog", theirs.Name, theirs.Image)
+					continue
+				}
+				compareBundles(t, mine, theirs)
+			}
+		})
+	}
+
+	t.Run("the catalog image is reused", func(t *testing.T) {
+		prev, err := LoadPrevious(ctx, digest, reg.Options()...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ours := map[string]declcfg.Bundle{}
-		for _, b := range cfg.Bundles {
-			ours[b.Image] = b
-		}
-		if len(rendered.Bundles) != len(refs) {
-			t.Errorf("opm rendered %d bundles, want %d", len(rendered.Bundles), len(refs))
-		}
-		for _, theirs := range rendered.Bundles {
-			mine, ok := ours[theirs.Image]
-			if !ok {
-				t.Errorf("opm rendered bundle %s (%s), not in our catalog", theirs.Name, theirs.Image)
-				continue
-			}
-			compareBundles(t, mine, theirs)
+		if prev.Len() != len(refs) {
+			t.Errorf("%d reusable bundles in the catalog image, want %d", prev.Len(), len(refs))
 		}
 	})
 
 	t.Run("opm serve accepts the cache", func(t *testing.T) {
 		root := extractCatalogLayer(t, reg, digest)
 		runOPM(t, opm, env, "serve", filepath.Join(root, ConfigsDir), "--cache-dir="+filepath.Join(root, "tmp", "cache"), "--cache-only", "--cache-enforce-integrity")
+	})
+
+	t.Run("opm serve answers gRPC", func(t *testing.T) {
+		checkServeGRPC(t, opm, env, extractCatalogLayer(t, reg, digest), cfg)
 	})
 }
 

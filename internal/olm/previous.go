@@ -11,9 +11,11 @@ import (
 	"path"
 	"strings"
 
+	semver "github.com/blang/semver/v4"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-framework/api/pkg/lib/version"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -32,8 +34,9 @@ type Previous struct {
 }
 
 // LoadPrevious reads the file-based catalog of the catalog image ref (for
-// an image index, its first image) with opts. The catalog is the top layer,
-// as Push writes it; a catalog image built otherwise is an error.
+// an image index, its first image) with opts, and its NotesFile. The
+// catalog is the top layer, as Push writes it; a catalog image built
+// otherwise is an error.
 func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option) (*Previous, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	desc, err := remote.Get(ref, opts...)
@@ -70,6 +73,7 @@ func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option
 	}
 	defer rc.Close()
 	cfg := &declcfg.DeclarativeConfig{}
+	var notesData []byte
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
@@ -78,6 +82,12 @@ func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option
 		}
 		if err != nil {
 			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg && h.Name == NotesFile {
+			if notesData, err = io.ReadAll(io.LimitReader(tr, maxCatalogBytes)); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if h.Typeflag != tar.TypeReg || !strings.HasPrefix(h.Name, ConfigsDir+"/") || path.Base(h.Name) != "catalog.json" {
 			continue
@@ -94,12 +104,19 @@ func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option
 		cfg.Channels = append(cfg.Channels, c.Channels...)
 		cfg.Bundles = append(cfg.Bundles, c.Bundles...)
 	}
-	return previousOf(cfg)
+	n, err := parseNotes(notesData)
+	if err != nil {
+		return nil, err
+	}
+	return previousOf(cfg, n)
 }
 
 // previousOf indexes cfg's bundles by image, with the facts Build needs
-// (CSV, channels, default channel) recovered from the catalog.
-func previousOf(cfg *declcfg.DeclarativeConfig) (*Previous, error) {
+// (CSV, channels, default channel) recovered from the catalog: from the
+// CSV's olm.bundle.object, or from its olm.csv.metadata and the bundle's
+// note in n (NotesFile). A bundle with neither (a catalog not built by us)
+// is left out: its bundle is read again.
+func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 	channels := map[[2]string][]string{} // package, bundle -> channels
 	for _, c := range cfg.Channels {
 		for _, e := range c.Entries {
@@ -114,25 +131,9 @@ func previousOf(cfg *declcfg.DeclarativeConfig) (*Previous, error) {
 	p := &Previous{entries: map[string]Entry{}}
 	for i := range cfg.Bundles {
 		b := cfg.Bundles[i]
-		var csv *v1alpha1.ClusterServiceVersion
-		for _, prop := range b.Properties {
-			if prop.Type != property.TypeBundleObject {
-				continue
-			}
-			var obj property.BundleObject
-			if err := json.Unmarshal(prop.Value, &obj); err != nil {
-				return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
-			}
-			var head struct {
-				Kind string `json:"kind"`
-			}
-			if json.Unmarshal(obj.Data, &head) != nil || head.Kind != "ClusterServiceVersion" {
-				continue
-			}
-			csv = &v1alpha1.ClusterServiceVersion{}
-			if err := json.Unmarshal(obj.Data, csv); err != nil {
-				return nil, fmt.Errorf("bundle %s: CSV: %w", b.Name, err)
-			}
+		csv, csvJSON, err := previousCSV(b, n)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", b.Name, err)
 		}
 		if csv == nil {
 			continue // not one of ours: read the bundle again
@@ -146,6 +147,7 @@ func previousOf(cfg *declcfg.DeclarativeConfig) (*Previous, error) {
 			def = chs[0]
 		}
 		prebuilt := b
+		prebuilt.CsvJSON = csvJSON
 		p.entries[b.Image] = Entry{
 			Image: b.Image,
 			Bundle: &bundle.Bundle{
@@ -158,13 +160,92 @@ func previousOf(cfg *declcfg.DeclarativeConfig) (*Previous, error) {
 	return p, nil
 }
 
+// previousCSV recovers the CSV of a published olm.bundle: the whole CSV
+// from its olm.bundle.object (csvJSON is its JSON, for the csv.metadata
+// migration), or, from its olm.csv.metadata property, its name, version
+// (the olm.package property), metadata and description, with spec.replaces,
+// spec.skips and spec.icon from the bundle's note. nil when neither is
+// there.
+func previousCSV(b declcfg.Bundle, n *notes) (csv *v1alpha1.ClusterServiceVersion, csvJSON string, err error) {
+	var md *property.CSVMetadata
+	pkgVersion := ""
+	for _, prop := range b.Properties {
+		switch prop.Type {
+		case property.TypeBundleObject:
+			var obj property.BundleObject
+			if err := json.Unmarshal(prop.Value, &obj); err != nil {
+				return nil, "", err
+			}
+			var head struct {
+				Kind string `json:"kind"`
+			}
+			if json.Unmarshal(obj.Data, &head) != nil || head.Kind != "ClusterServiceVersion" {
+				continue
+			}
+			csv = &v1alpha1.ClusterServiceVersion{}
+			if err := json.Unmarshal(obj.Data, csv); err != nil {
+				return nil, "", fmt.Errorf("CSV: %w", err)
+			}
+			csvJSON = string(obj.Data)
+		case property.TypeCSVMetadata:
+			md = &property.CSVMetadata{}
+			if err := json.Unmarshal(prop.Value, md); err != nil {
+				return nil, "", fmt.Errorf("%s: %w", prop.Type, err)
+			}
+		case property.TypePackage:
+			var pkg property.Package
+			if err := json.Unmarshal(prop.Value, &pkg); err != nil {
+				return nil, "", fmt.Errorf("%s: %w", prop.Type, err)
+			}
+			pkgVersion = pkg.Version
+		}
+	}
+	if csv != nil {
+		return csv, csvJSON, nil
+	}
+	if md == nil || n == nil {
+		return nil, "", nil
+	}
+	note, ok := n.Bundles[b.Image]
+	if !ok {
+		return nil, "", nil
+	}
+	v, err := semver.ParseTolerant(pkgVersion)
+	if err != nil {
+		return nil, "", fmt.Errorf("olm.package version %q: %w", pkgVersion, err)
+	}
+	csv = &v1alpha1.ClusterServiceVersion{}
+	csv.Name = b.Name
+	csv.Annotations = md.Annotations
+	csv.Labels = md.Labels
+	csv.Spec.Version = version.OperatorVersion{Version: v}
+	csv.Spec.Description = md.Description
+	csv.Spec.DisplayName = md.DisplayName
+	csv.Spec.Replaces = note.Replaces
+	csv.Spec.Skips = note.Skips
+	if note.Icon != "" {
+		icon, ok := n.Icons[note.Icon]
+		if !ok {
+			return nil, "", fmt.Errorf("%s: icon %s is missing", NotesFile, note.Icon)
+		}
+		csv.Spec.Icon = []v1alpha1.Icon{{Data: icon.Data, MediaType: icon.MediaType}}
+	}
+	return csv, "", nil
+}
+
 // Entry returns the entry of the bundle image (host/repo@sha256:...) in
-// the previous catalog, ready for Build, and whether there is one.
-func (p *Previous) Entry(image string) (Entry, bool) {
+// the previous catalog, ready for Build in format f, and whether there is
+// one. An entry published as olm.csv.metadata serves FormatCSVMetadata
+// only (the manifests are not in the catalog); one published as
+// olm.bundle.object serves both (Build migrates it).
+func (p *Previous) Entry(image string, f Format) (Entry, bool) {
 	if p == nil {
 		return Entry{}, false
 	}
 	e, ok := p.entries[image]
+	if ok && f == FormatBundleObject && !hasProperty(*e.prebuilt, property.TypeBundleObject) {
+		return Entry{}, false
+	}
 	return e, ok
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -23,6 +24,29 @@ const DefaultOPMImage = "quay.io/operator-framework/opm:v1.60.0"
 // CatalogSourceFile is the CatalogSource's file below rendered/<cluster>/.
 const CatalogSourceFile = "catalogsource.yaml"
 
+// ClusterCatalogFile is the ClusterCatalog's file below rendered/<cluster>/
+// (OLM v1).
+const ClusterCatalogFile = "clustercatalog.yaml"
+
+// NodeConfigDir holds, per cluster, the node files of the image
+// redirection (containerd, CRI-O): node-config/<cluster>/, beside
+// rendered/ and outside what Argo CD or Flux sync (they are not Kubernetes
+// objects).
+const NodeConfigDir = "node-config"
+
+// ClusterExtensionFile returns the file of the ClusterExtension name
+// below rendered/<cluster>/ (OLM v1).
+func ClusterExtensionFile(name string) string { return "clusterextension-" + name + ".yaml" }
+
+// Catalog kinds (publish.yaml clusters.<cluster>.olm.catalogKinds): what
+// points the cluster at the catalog image.
+const (
+	// KindCatalogSource is OLM v0's CatalogSource (the default).
+	KindCatalogSource = "CatalogSource"
+	// KindClusterCatalog is OLM v1's ClusterCatalog (operator-controller).
+	KindClusterCatalog = "ClusterCatalog"
+)
+
 // olmKeyPrefix starts the render key of an olm cluster in
 // publish/state.yaml: "olm <catalog image>@sha256:...".
 const olmKeyPrefix = "olm "
@@ -41,6 +65,49 @@ type OLMOptions struct {
 	Images []string
 	// Source sets the CatalogSource; Image is filled in by the run.
 	Source olm.SourceOptions
+	// BundleFormat is how the catalog's olm.bundle entries carry the
+	// manifests (publish.yaml clusters.<cluster>.olm.bundleFormat):
+	// olm.csv.metadata (the default, "") or olm.bundle.object.
+	BundleFormat olm.Format
+	// CatalogKinds are the objects rendered for the catalog image:
+	// KindCatalogSource, KindClusterCatalog or both (none: CatalogSource).
+	CatalogKinds []string
+	// ClusterCatalog sets the ClusterCatalog; Image is filled in by the
+	// run (by digest, or by tag with PollIntervalMinutes).
+	ClusterCatalog olm.CatalogOptions
+	// Extensions are the ClusterExtensions rendered beside the
+	// ClusterCatalog, one per package to install; Catalog is filled in
+	// with the ClusterCatalog's name.
+	Extensions []olm.ExtensionOptions
+	// Redirect are the image redirection kinds rendered from the mirrored
+	// images recorded in publish/state.yaml (olm.RedirectKinds; none by
+	// default: the IDMS and ITMS CRDs exist on OpenShift only).
+	Redirect []string
+}
+
+// kinds returns the catalog kinds (default CatalogSource) and an error
+// naming a wrong one.
+func (o OLMOptions) kinds() (v0, v1 bool, err error) {
+	if len(o.CatalogKinds) == 0 {
+		return true, false, nil
+	}
+	for _, k := range o.CatalogKinds {
+		switch k {
+		case KindCatalogSource:
+			v0 = true
+		case KindClusterCatalog:
+			v1 = true
+		default:
+			return false, false, fmt.Errorf("catalogKinds: %q: want %s, %s or both", k, KindCatalogSource, KindClusterCatalog)
+		}
+	}
+	return v0, v1, nil
+}
+
+// UsesOLMv1 reports whether the cluster gets a ClusterCatalog (OLM v1).
+func (o OLMOptions) UsesOLMv1() bool {
+	_, v1, _ := o.kinds()
+	return v1
 }
 
 // olmTarget publishes to upstream OLM: a file-based catalog image holding
@@ -77,8 +144,40 @@ func (t *olmTarget) Check() error {
 	o := t.s.OLM
 	so := o.Source
 	so.Image = "example.invalid/catalog@sha256:" + strings.Repeat("0", 64)
-	if _, err := olm.CatalogSource(so); err != nil {
+	v0, v1, err := o.kinds()
+	if err != nil {
 		errs = append(errs, err)
+	}
+	if v0 {
+		if _, err := olm.CatalogSource(so); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if v1 {
+		co := o.ClusterCatalog
+		co.Image = so.Image
+		if co.PollIntervalMinutes > 0 {
+			co.Image = "example.invalid/catalog:" + t.s.Cluster
+		}
+		if _, err := olm.ClusterCatalog(co); err != nil {
+			errs = append(errs, fmt.Errorf("clusterCatalog: %w", err))
+		}
+	}
+	if len(o.Extensions) > 0 && !v1 {
+		errs = append(errs, fmt.Errorf("clusterExtensions need catalogKinds to include %s", KindClusterCatalog))
+	}
+	for i, e := range o.Extensions {
+		if _, err := olm.ClusterExtension(e); err != nil {
+			errs = append(errs, fmt.Errorf("clusterExtensions[%d]: %w", i, err))
+		}
+	}
+	for _, k := range o.Redirect {
+		if !slices.Contains(olm.RedirectKinds, k) {
+			errs = append(errs, fmt.Errorf("imageRedirection: %q: want some of %s", k, strings.Join(olm.RedirectKinds, ", ")))
+		}
+	}
+	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
+		errs = append(errs, fmt.Errorf("bundleFormat: %w", err))
 	}
 	if _, err := name.ParseReference(t.base()); err != nil {
 		errs = append(errs, fmt.Errorf("baseImage %q: %w", t.base(), err))
@@ -108,7 +207,9 @@ func (t *olmTarget) Images() []string {
 // read (unchanged since the last publish): the catalog holds every present
 // version. Their olm.bundle entries are taken from the catalog image
 // recorded in publish/state.yaml when it has them (same bundle image by
-// digest); the other bundles are read from the source. Bundle errors are
+// digest) in a form the catalog's format can use (an olm.csv.metadata
+// entry cannot serve an olm.bundle.object catalog); the other bundles are
+// read from the source. Bundle errors are
 // input errors naming the manifest.
 func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, state *gitops.State) error {
 	mc := env.Client
@@ -132,7 +233,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		m := v.Manifest
 		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
 			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
-				if e, ok := prev.Entry(mc.DstHost() + "/" + mc.DestinationRepository(ref) + "@" + d); ok {
+				if e, ok := prev.Entry(mc.DstHost()+"/"+mc.DestinationRepository(ref)+"@"+d, t.s.OLM.BundleFormat); ok {
 					t.reused[v.Key()] = e
 					continue
 				}
@@ -242,12 +343,15 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		}
 		pkgs = append(pkgs, p)
 	}
-	cfg, err := olm.Build(pkgs)
+	cfg, err := olm.Build(pkgs, t.s.OLM.BundleFormat)
 	if err != nil {
 		return "", model.Input(err)
 	}
 	files, err := olm.Files(cfg)
 	if err != nil {
+		return "", err
+	}
+	if files[olm.NotesFile], err = olm.Notes(pkgs); err != nil {
 		return "", err
 	}
 	dst, err := t.catalogRef()
@@ -267,41 +371,151 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		return "", err
 	}
 	t.s.logf("olm: catalog image %s (%d packages, %d bundles)", digest, len(cfg.Packages), len(cfg.Bundles))
-	if err := t.writeCatalogSource(root, digest.String()); err != nil {
+	if err := t.writeObjects(root, digest.String(), arts); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
 }
 
 // Preview renders nothing: the catalog image is built and pushed by run,
-// and the CatalogSource changes with its digest only.
+// and the CatalogSource and ClusterCatalog change with its digest only.
 func (t *olmTarget) Preview(string, []model.ArtifactRecord, string) (string, error) {
-	return "target olm: the catalog image and rendered/" + t.s.Cluster + "/" + CatalogSourceFile + " are built by publish run; the listing changes above are what the catalog will hold", nil
+	return "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold", nil
 }
 
 // RenderFromState renders the CatalogSource from the catalog image
 // recorded in publish/state.yaml (no registry access, so the catalog image
 // is not rebuilt).
-func (t *olmTarget) RenderFromState(root string, _ []model.ArtifactRecord, state *gitops.State) error {
+func (t *olmTarget) RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error {
 	key := state.Rendered[t.s.Cluster]
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeCatalogSource(root, strings.TrimPrefix(key, olmKeyPrefix))
+	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix), arts)
 }
 
-// writeCatalogSource replaces rendered/<cluster> by the CatalogSource of
-// image.
-func (t *olmTarget) writeCatalogSource(root, image string) error {
-	so := t.s.OLM.Source
-	so.Image = image
-	if len(so.Secrets) == 0 {
-		so.Secrets = t.s.Render.ImagePullSecrets
-	}
-	data, err := olm.CatalogSource(so)
+// writeObjects replaces rendered/<cluster> by the objects that point the
+// cluster at the catalog image (host/repo@sha256:...): the CatalogSource,
+// the ClusterCatalog and the ClusterExtensions, as catalogKinds asks, and
+// the ImageDigestMirrorSet and ImageTagMirrorSet, and node-config/<cluster>
+// by the containerd and CRI-O files, as imageRedirection asks, for the
+// images the present versions of arts need.
+func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord) error {
+	o := t.s.OLM
+	v0, v1, err := o.kinds()
 	if err != nil {
-		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.catalogSource: %w", t.s.Cluster, err))
+		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.%w", t.s.Cluster, err))
 	}
 	dir := render.RenderedDir + "/" + t.s.Cluster
-	return render.Write(root, []string{dir}, render.Files{dir + "/" + CatalogSourceFile: data})
+	files := render.Files{}
+	if v0 {
+		so := o.Source
+		so.Image = image
+		if len(so.Secrets) == 0 {
+			so.Secrets = t.s.Render.ImagePullSecrets
+		}
+		data, err := olm.CatalogSource(so)
+		if err != nil {
+			return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.catalogSource: %w", t.s.Cluster, err))
+		}
+		files[dir+"/"+CatalogSourceFile] = data
+	}
+	if v1 {
+		co := o.ClusterCatalog
+		co.Image = image
+		if co.PollIntervalMinutes > 0 {
+			co.Image = t.pushedTag(image)
+		}
+		data, err := olm.ClusterCatalog(co)
+		if err != nil {
+			return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterCatalog: %w", t.s.Cluster, err))
+		}
+		files[dir+"/"+ClusterCatalogFile] = data
+		name := co.Name
+		if name == "" {
+			name = olm.DefaultSourceName
+		}
+		for i, e := range o.Extensions {
+			e.Catalog = name
+			data, err := olm.ClusterExtension(e)
+			if err != nil {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions[%d]: %w", t.s.Cluster, i, err))
+			}
+			n := e.Name
+			if n == "" {
+				n = e.Package
+			}
+			p := dir + "/" + ClusterExtensionFile(n)
+			if _, dup := files[p]; dup {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions: two ClusterExtensions are named %s", t.s.Cluster, n))
+			}
+			files[p] = data
+		}
+	}
+	node := NodeConfigDir + "/" + t.s.Cluster
+	if err := t.redirection(files, dir, node, arts); err != nil {
+		return err
+	}
+	return render.Write(root, []string{dir, node}, files)
+}
+
+// Files of the image redirection.
+const (
+	IDMSFile           = "imagedigestmirrorset.yaml"
+	ITMSFile           = "imagetagmirrorset.yaml"
+	containerdDir      = "containerd/certs.d"
+	RegistriesConfFile = "crio/registries.conf.d/50-operator-publish.conf"
+)
+
+// redirection adds the files of the image redirection kinds asked for to
+// files: the mirror sets below dir, the node files below node.
+func (t *olmTarget) redirection(files render.Files, dir, node string, arts []model.ArtifactRecord) error {
+	if len(t.s.OLM.Redirect) == 0 {
+		return nil
+	}
+	ms, err := olm.Mirrors(arts)
+	if err != nil {
+		return model.Input(err)
+	}
+	for _, k := range t.s.OLM.Redirect {
+		switch k {
+		case olm.RedirectIDMS, olm.RedirectITMS:
+			data, err := olm.MirrorSet(k, olm.DefaultSourceName, ms)
+			if err != nil {
+				return err
+			}
+			if data != nil {
+				files[dir+"/"+map[string]string{olm.RedirectIDMS: IDMSFile, olm.RedirectITMS: ITMSFile}[k]] = data
+			}
+		case olm.RedirectContainerd:
+			hosts, err := olm.ContainerdHosts(ms, t.s.PlainHTTP)
+			if err != nil {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.imageRedirection: %w", t.s.Cluster, err))
+			}
+			for h, data := range hosts {
+				files[node+"/"+containerdDir+"/"+h+"/hosts.toml"] = data
+			}
+		case olm.RedirectCRIO:
+			if len(ms) > 0 {
+				files[node+"/"+RegistriesConfFile] = olm.RegistriesConf(ms, t.s.PlainHTTP)
+			}
+		default:
+			return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.imageRedirection: %q: want some of %s", t.s.Cluster, k, strings.Join(olm.RedirectKinds, ", ")))
+		}
+	}
+	return nil
+}
+
+// pushedTag returns the tag the catalog image (host/repo@sha256:...) was
+// pushed with: its repository and the tag of catalogImage, default the
+// cluster name (catalogRef).
+func (t *olmTarget) pushedTag(image string) string {
+	repo, _, _ := strings.Cut(image, "@")
+	tag := t.s.Cluster
+	if ci := t.s.OLM.CatalogImage; ci != "" {
+		if last := ci[strings.LastIndex(ci, "/")+1:]; strings.Contains(last, ":") {
+			tag = last[strings.Index(last, ":")+1:]
+		}
+	}
+	return repo + ":" + tag
 }
