@@ -21,8 +21,10 @@ func newAdoptCmd(_ *invocation) *cobra.Command {
 Artifact its cpaas.io/artifact-version label names, with that Artifact's uid,
 which the platform expects and a rendered catalog cannot know. It writes only
 ArtifactVersions that lack the reference (or carry a stale one): running it
-again changes nothing. catalog-repo-template/ ships it as an Argo CD PostSync
-hook Job and as a Job for Flux, with the RBAC it needs.
+again changes nothing. catalog-repo-template/ ships it as a CronJob (every 2
+minutes, for Argo CD and for Flux) with the RBAC it needs: on a schedule, not
+after the sync, so that health checks that wait for the platform never hold
+it back (docs/after-sync.md).
 
 The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
 in-cluster service account.`,
