@@ -1,12 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/operator-publish/publish/internal/adopt"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func newAdoptCmd(_ *invocation) *cobra.Command {
@@ -30,16 +26,9 @@ The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
 in-cluster service account.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+			client, err := kubeClient(kubeconfig, context, "operator-publish adopt")
 			if err != nil {
-				return &usageError{fmt.Errorf("no cluster to talk to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account)", err)}
-			}
-			cfg.UserAgent = "operator-publish adopt"
-			client, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return &usageError{err}
+				return err
 			}
 			res, err := adopt.Run(cmd.Context(), client, o)
 			if res != nil {

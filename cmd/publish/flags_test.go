@@ -100,6 +100,7 @@ func TestCommandFlags(t *testing.T) {
 		"create":  join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
 		"verify":  join(logGroup),
 		"adopt":   join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run"}),
+		"status":  join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait"}),
 		"version": join(logGroup),
 	}
 	root := newRootCmd()
