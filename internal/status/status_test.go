@@ -197,7 +197,7 @@ func TestCatalogs(t *testing.T) {
 	cc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "olm.operatorframework.io/v1", "kind": "ClusterCatalog",
 		"metadata": map[string]any{"name": "ops"},
-		"status": map[string]any{"conditions": []any{map[string]any{"type": "Serving", "status": "False", "reason": "Unavailable", "message": "unpacking"}}},
+		"status":   map[string]any{"conditions": []any{map[string]any{"type": "Serving", "status": "False", "reason": "Unavailable", "message": "unpacking"}}},
 	}}
 	client := fakeClient(cs, cc)
 	rep, err := Check(context.Background(), client, "olm", &Asked{Catalogs: []*unstructured.Unstructured{cs, cc}})
