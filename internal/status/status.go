@@ -298,7 +298,7 @@ func version(checker *healthcheck.Checker, want *unstructured.Unstructured, live
 		if v.Reason == "AlreadyAdd" {
 			v.Rival = rival(got, live)
 			if v.Rival != "" {
-				v.Action = fmt.Sprintf("ArtifactVersion %s already holds this version of %s: delete the older one (kubectl -n %s delete artifactversion %s) or delist it in the package repo, then the platform adds %s", v.Rival, v.Artifact, v.Namespace, v.Rival, v.Name)
+				v.Action = fmt.Sprintf("ArtifactVersion %s already holds this version of %s: delete the one you do not want (kubectl -n %s delete artifactversion %s), or delist it in the package repo if it is ours; then the platform adds %s", v.Rival, v.Artifact, v.Namespace, v.Rival, v.Name)
 			} else {
 				v.Action = fmt.Sprintf("another ArtifactVersion holds this version of %s, but none labelled %s=%s with the same tag is in namespace %s: look for one created by hand (kubectl -n %s get artifactversion)", v.Artifact, adopt.VersionLabel, v.Artifact, v.Namespace, v.Namespace)
 			}
