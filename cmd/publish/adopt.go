@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/operator-publish/publish/internal/adopt"
+	"github.com/operator-publish/publish/internal/status"
 	"github.com/spf13/cobra"
 )
 
@@ -9,6 +13,7 @@ func newAdoptCmd(_ *invocation) *cobra.Command {
 	var (
 		o                   adopt.Options
 		kubeconfig, context string
+		refreshAfter        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "adopt",
@@ -34,6 +39,14 @@ in-cluster service account.`,
 			if res != nil {
 				res.Print(cmd.OutOrStdout(), o.Namespace, o.DryRun)
 			}
+			if err != nil || refreshAfter <= 0 || o.DryRun {
+				return err
+			}
+			rs, err := status.Refresh(cmd.Context(), client, o.Namespace, refreshAfter, time.Now())
+			status.PrintRestarted(cmd.OutOrStdout(), rs)
+			if err == nil && len(rs) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "refresh: every version Present for %s is in its PackageManifest (or none is served): nothing restarted\n", refreshAfter)
+			}
 			return err
 		},
 	}
@@ -41,6 +54,7 @@ in-cluster service account.`,
 	fs.StringVar(&o.Namespace, "namespace", "cpaas-system", "namespace of the Artifacts and ArtifactVersions")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
 	fs.StringVar(&context, "context", "", "kubeconfig context (default: the current one)")
+	fs.DurationVar(&refreshAfter, "refresh-after", 0, "opt-in: after adopting, restart the catalog pods of a PackageManifest that still lacks a version Present for this long (e.g. 10m); needs list and delete on pods (docs/after-sync.md#refresh)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate the updates on the API server (dryRun=All) without storing them")
 	withEnvHelp(fs)
 	return cmd

@@ -99,8 +99,8 @@ func TestCommandFlags(t *testing.T) {
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs"}),
 		"create":  join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
 		"verify":  join(logGroup),
-		"adopt":   join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run"}),
-		"status":  join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait"}),
+		"adopt":   join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run", "refresh-after"}),
+		"status":  join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait", "refresh-after"}),
 		"version": join(logGroup),
 	}
 	root := newRootCmd()

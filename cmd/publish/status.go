@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,7 +39,7 @@ func newStatusCmd(_ *invocation) *cobra.Command {
 		kubeconfig, kubeContext  string
 		catalogDir, cluster, dir string
 		output, summary          string
-		wait                     time.Duration
+		wait, refreshAfter       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -84,12 +85,27 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 				return err
 			}
 			ctx := cmd.Context()
+			var refreshErr error
+			refresh := func() {
+				if refreshAfter <= 0 || refreshErr != nil {
+					return
+				}
+				for _, ns := range namespaces(asked) {
+					rs, err := status.Refresh(ctx, client, ns, refreshAfter, time.Now())
+					status.PrintRestarted(cmd.ErrOrStderr(), rs)
+					if err != nil {
+						refreshErr = err
+						return
+					}
+				}
+			}
 			var rep *status.Report
 			if wait > 0 {
 				wctx, cancel := context.WithTimeout(ctx, wait)
 				defer cancel()
 				first := true
 				rep, err = status.Wait(wctx, client, cluster, asked, func(r *status.Report) {
+					refresh()
 					if first {
 						fmt.Fprintf(cmd.ErrOrStderr(), "waiting up to %s for cluster %s: %d as asked, %d waiting\n", wait, cluster, r.Count(status.AsAsked), r.Count(status.Waiting))
 						first = false
@@ -103,6 +119,9 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 				}
 			} else {
 				rep, err = status.Check(ctx, client, cluster, asked)
+				if err == nil {
+					refresh()
+				}
 				if err == nil && rep.Count(status.Failed) > 0 {
 					err = &statusError{&status.NotAsAskedError{Failed: rep.Count(status.Failed), Waiting: rep.Count(status.Waiting), Report: rep}}
 				}
@@ -122,10 +141,14 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 					}
 				}
 			}
+			if err == nil {
+				err = refreshErr
+			}
 			return err
 		},
 	}
 	fs := cmd.Flags()
+	fs.DurationVar(&refreshAfter, "refresh-after", 0, "opt-in: restart the catalog pods of a PackageManifest that still lacks a version Present for this long (e.g. 10m); needs delete on pods (docs/after-sync.md#refresh)")
 	fs.StringVar(&catalogDir, "catalog-dir", ".", "local checkout of the catalog repo")
 	fs.StringVar(&cluster, "cluster", "global", "cluster overlay whose rendered/<cluster> is compared with the cluster")
 	fs.StringVar(&dir, "rendered", "", "directory of the rendered objects (default: <catalog-dir>/rendered/<cluster>)")
@@ -136,6 +159,20 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 10m) until every version is as asked; exit 1 when one fails or at the end")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// namespaces are the namespaces of the asked ArtifactVersions, sorted.
+func namespaces(a *status.Asked) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range a.Versions {
+		if !seen[v.GetNamespace()] {
+			seen[v.GetNamespace()] = true
+			out = append(out, v.GetNamespace())
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // statusError is a cluster that is not as the catalog asks: exit 1.
