@@ -29,8 +29,9 @@ import (
 // only then; Flux (kustomize-controller) reconciles a Kustomization only
 // once those in its dependsOn are Ready, and a Kustomization with wait is
 // Ready only once everything it applied is healthy. Health is the template's
-// Argo CD Lua (internal/status/healthcheck), which test/fluxcel shows to
-// agree with the Flux expressions on every fixture. A round in which neither
+// Argo CD Lua (internal/status/healthcheck), which agrees with the Flux
+// expressions on every fixture (TestFluxGit's health subtest runs them in
+// the real kustomize-controller). A round in which neither
 // the platform nor adopt writes anything while a gate still waits is a
 // deadlock: the model then stops and says so. No sleeps: every round is a
 // synchronous read and write against the API server.

@@ -11,7 +11,9 @@ import (
 )
 
 // healthTest is one entry of a health_test.yaml (Argo CD's layout, plus
-// fluxStatus, which test/fluxcel checks against the same objects).
+// fluxStatus, the kstatus status the Flux healthCheckExprs give the same
+// object, which test/e2e's TestFluxGit checks in the real
+// kustomize-controller).
 type healthTest struct {
 	HealthStatus Result `json:"healthStatus"`
 	FluxStatus   string `json:"fluxStatus"`
