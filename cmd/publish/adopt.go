@@ -2,17 +2,18 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/operator-publish/publish/internal/adopt"
+	"github.com/operator-publish/publish/internal/status"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 func newAdoptCmd(_ *invocation) *cobra.Command {
 	var (
 		o                   adopt.Options
 		kubeconfig, context string
+		refreshAfter        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "adopt",
@@ -21,27 +22,30 @@ func newAdoptCmd(_ *invocation) *cobra.Command {
 Artifact its cpaas.io/artifact-version label names, with that Artifact's uid,
 which the platform expects and a rendered catalog cannot know. It writes only
 ArtifactVersions that lack the reference (or carry a stale one): running it
-again changes nothing. catalog-repo-template/ ships it as an Argo CD PostSync
-hook Job and as a Job for Flux, with the RBAC it needs.
+again changes nothing. catalog-repo-template/ ships it as a CronJob (every 2
+minutes, for Argo CD and for Flux) with the RBAC it needs: on a schedule, not
+after the sync, so that health checks that wait for the platform never hold
+it back (docs/after-sync.md).
 
 The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
 in-cluster service account.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+			client, err := kubeClient(kubeconfig, context, "operator-publish adopt")
 			if err != nil {
-				return &usageError{fmt.Errorf("no cluster to talk to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account)", err)}
-			}
-			cfg.UserAgent = "operator-publish adopt"
-			client, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return &usageError{err}
+				return err
 			}
 			res, err := adopt.Run(cmd.Context(), client, o)
 			if res != nil {
 				res.Print(cmd.OutOrStdout(), o.Namespace, o.DryRun)
+			}
+			if err != nil || refreshAfter <= 0 || o.DryRun {
+				return err
+			}
+			rs, err := status.Refresh(cmd.Context(), client, o.Namespace, refreshAfter, time.Now())
+			status.PrintRestarted(cmd.OutOrStdout(), rs)
+			if err == nil && len(rs) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "refresh: every version Present for %s is in its PackageManifest (or none is served): nothing restarted\n", refreshAfter)
 			}
 			return err
 		},
@@ -50,6 +54,7 @@ in-cluster service account.`,
 	fs.StringVar(&o.Namespace, "namespace", "cpaas-system", "namespace of the Artifacts and ArtifactVersions")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
 	fs.StringVar(&context, "context", "", "kubeconfig context (default: the current one)")
+	fs.DurationVar(&refreshAfter, "refresh-after", 0, "opt-in: after adopting, restart the catalog pods of a PackageManifest that still lacks a version Present for this long (e.g. 10m); needs list and delete on pods (docs/after-sync.md#refresh)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate the updates on the API server (dryRun=All) without storing them")
 	withEnvHelp(fs)
 	return cmd

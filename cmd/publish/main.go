@@ -62,7 +62,10 @@ func exitCode(err error) int {
 	var ue *usageError
 	var pe *pipeline.PathError
 	var fe *pipeline.FlagError
+	var se *statusError
 	switch {
+	case errors.As(err, &se):
+		return 1
 	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &fe):
 		return 2
 	case errors.As(err, &ie):

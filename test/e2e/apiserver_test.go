@@ -473,10 +473,11 @@ func (k *kube) namespace(t *testing.T, ctx context.Context, names ...string) {
 }
 
 // templateObjects reads the catalog-repo-template files that are
-// Kubernetes objects the cluster applies: the Argo CD Applications, the
-// Flux Kustomizations, the adopt Jobs and RBAC. Not the Flux sources
-// flux/gitrepository.yaml and flux/oci/ocirepository.yaml (no GitRepository
-// or OCIRepository CRD in ../shared/crds; TestFluxGit checks them) nor
+// Kubernetes objects the cluster applies: the Argo CD Applications and
+// argocd-cm patch, the Flux Kustomizations, the adopt CronJobs and RBAC.
+// Not the Flux sources flux/gitrepository.yaml and
+// flux/oci/ocirepository.yaml (no GitRepository or OCIRepository CRD in
+// ../shared/crds; TestFluxGit and TestFluxOCI check them) nor
 // kustomization.yaml files (kustomize's input, not objects).
 func templateObjects(t *testing.T) map[string][]*unstructured.Unstructured {
 	t.Helper()
@@ -565,7 +566,7 @@ func TestAPIServer(t *testing.T) {
 			}
 		}
 		t.Logf("server-side dry run accepted: %v", kinds)
-		for _, kind := range []string{"Artifact", "ArtifactVersion", "Application", "Kustomization", "Job", "Role", "RoleBinding", "ServiceAccount"} {
+		for _, kind := range []string{"Artifact", "ArtifactVersion", "Application", "Kustomization", "CronJob", "ConfigMap", "Role", "RoleBinding", "ServiceAccount"} {
 			if kinds[kind] == 0 {
 				t.Errorf("no %s was applied", kind)
 			}

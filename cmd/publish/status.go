@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/operator-publish/publish/internal/status"
+)
+
+// kubeClient is the dynamic client of --kubeconfig (or $KUBECONFIG,
+// ~/.kube/config), else of the pod's service account, as adopt and status
+// use it.
+func kubeClient(kubeconfig, kubeContext, agent string) (dynamic.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("no cluster to talk to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account)", err)}
+	}
+	cfg.UserAgent = agent
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return client, nil
+}
+
+func newStatusCmd(_ *invocation) *cobra.Command {
+	var (
+		kubeconfig, kubeContext  string
+		catalogDir, cluster, dir string
+		output, summary          string
+		wait, refreshAfter       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the cluster lists every version the catalog asks for (and wait for it)",
+		Long: `status reads what rendered/<cluster> of the catalog asks for and, from the
+cluster, for every ArtifactVersion: its phase and reason, whether the
+platform's PackageManifest (OperatorHub) lists it, and what to do when it is
+not as asked (for AlreadyAdd: the other ArtifactVersion that holds the
+version). For an olm cluster: the CatalogSource's READY state or the
+ClusterCatalog's Serving condition. The health rules are those of the
+catalog template's Argo CD and Flux health checks (docs/after-sync.md).
+
+--wait DURATION waits, watching the cluster, until everything is as asked
+(exit 0) or something failed (exit 1 at once), and exits 1 at the end of
+DURATION naming what is still waiting: a CI job after the sync can gate on
+it. Without --wait: exit 1 when something failed, else 0.
+
+The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
+in-cluster service account; it needs get, list and watch on ArtifactVersions
+and PackageManifests (or CatalogSources / ClusterCatalogs).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch output {
+			case status.FormatText, status.FormatJSON, status.FormatMarkdown:
+			default:
+				return usagef("--output %q: want text, json or markdown", output)
+			}
+			if wait < 0 {
+				return usagef("--wait %s: want a positive duration such as 10m", wait)
+			}
+			if dir == "" {
+				dir = filepath.Join(catalogDir, "rendered", cluster)
+			}
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return usagef("%s is not a directory: pass --catalog-dir (a checkout of the catalog repo) and --cluster, or --rendered", dir)
+			}
+			asked, err := status.ReadRendered(dir)
+			if err != nil {
+				return &usageError{err}
+			}
+			client, err := kubeClient(kubeconfig, kubeContext, "operator-publish status")
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var refreshErr error
+			refresh := func() {
+				if refreshAfter <= 0 || refreshErr != nil {
+					return
+				}
+				for _, ns := range namespaces(asked) {
+					rs, err := status.Refresh(ctx, client, ns, refreshAfter, time.Now())
+					status.PrintRestarted(cmd.ErrOrStderr(), rs)
+					if err != nil {
+						refreshErr = err
+						return
+					}
+				}
+			}
+			var rep *status.Report
+			if wait > 0 {
+				wctx, cancel := context.WithTimeout(ctx, wait)
+				defer cancel()
+				first := true
+				rep, err = status.Wait(wctx, client, cluster, asked, func(r *status.Report) {
+					refresh()
+					if first {
+						fmt.Fprintf(cmd.ErrOrStderr(), "waiting up to %s for cluster %s: %d as asked, %d waiting\n", wait, cluster, r.Count(status.AsAsked), r.Count(status.Waiting))
+						first = false
+					}
+				})
+				var nae *status.NotAsAskedError
+				if errors.As(err, &nae) && nae.TimedOut {
+					err = &statusError{fmt.Errorf("--wait %s: %w", wait, err)}
+				} else if errors.As(err, &nae) {
+					err = &statusError{err}
+				}
+			} else {
+				rep, err = status.Check(ctx, client, cluster, asked)
+				if err == nil {
+					refresh()
+				}
+				if err == nil && rep.Count(status.Failed) > 0 {
+					err = &statusError{&status.NotAsAskedError{Failed: rep.Count(status.Failed), Waiting: rep.Count(status.Waiting), Report: rep}}
+				}
+			}
+			if rep != nil {
+				if perr := rep.Print(cmd.OutOrStdout(), output); perr != nil {
+					return perr
+				}
+				if summary != "" {
+					f, ferr := os.OpenFile(summary, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+					if ferr != nil {
+						return &usageError{fmt.Errorf("--summary: %w", ferr)}
+					}
+					rep.Print(f, status.FormatMarkdown)
+					if ferr := f.Close(); ferr != nil {
+						return fmt.Errorf("--summary: %w", ferr)
+					}
+				}
+			}
+			if err == nil {
+				err = refreshErr
+			}
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.DurationVar(&refreshAfter, "refresh-after", 0, "opt-in: restart the catalog pods of a PackageManifest that still lacks a version Present for this long (e.g. 10m); needs delete on pods (docs/after-sync.md#refresh)")
+	fs.StringVar(&catalogDir, "catalog-dir", ".", "local checkout of the catalog repo")
+	fs.StringVar(&cluster, "cluster", "global", "cluster overlay whose rendered/<cluster> is compared with the cluster")
+	fs.StringVar(&dir, "rendered", "", "directory of the rendered objects (default: <catalog-dir>/rendered/<cluster>)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+	fs.StringVar(&kubeContext, "context", "", "kubeconfig context (default: the current one)")
+	fs.StringVarP(&output, "output", "o", status.FormatText, "text, json or markdown")
+	fs.StringVar(&summary, "summary", "", "also append the Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)")
+	fs.DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 10m) until every version is as asked; exit 1 when one fails or at the end")
+	withEnvHelp(fs)
+	return cmd
+}
+
+// namespaces are the namespaces of the asked ArtifactVersions, sorted.
+func namespaces(a *status.Asked) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range a.Versions {
+		if !seen[v.GetNamespace()] {
+			seen[v.GetNamespace()] = true
+			out = append(out, v.GetNamespace())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// statusError is a cluster that is not as the catalog asks: exit 1.
+type statusError struct{ err error }
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
