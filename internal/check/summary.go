@@ -13,6 +13,7 @@ import (
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/render"
 )
 
@@ -54,24 +55,24 @@ type FileChange struct {
 	Fields []string `json:"fields,omitempty"`
 }
 
-type object = map[string]any
+type kobj = map[string]any
 
 func yamlUnmarshal(data []byte, v any) error { return yaml.Unmarshal(data, v) }
 
 func plumbingHash(s string) plumbing.Hash { return plumbing.NewHash(s) }
 
-func parse(data []byte) object {
+func parse(data []byte) kobj {
 	if data == nil {
 		return nil
 	}
-	var o object
+	var o kobj
 	if err := yaml.Unmarshal(data, &o); err != nil {
 		return nil
 	}
 	return o
 }
 
-func str(o object, keys ...string) string {
+func str(o kobj, keys ...string) string {
 	var cur any = o
 	for _, k := range keys {
 		m, _ := cur.(map[string]any)
@@ -82,7 +83,7 @@ func str(o object, keys ...string) string {
 }
 
 // present is spec.present; an object without it counts as present.
-func present(o object) bool {
+func present(o kobj) bool {
 	spec, _ := o["spec"].(map[string]any)
 	if b, ok := spec["present"].(bool); ok {
 		return b
@@ -91,7 +92,7 @@ func present(o object) bool {
 }
 
 // action classifies one object's change; "" for none.
-func action(old, now object, oldOK, nowOK bool) string {
+func action(old, now kobj, oldOK, nowOK bool) string {
 	switch {
 	case !oldOK && !nowOK:
 		return ""
@@ -119,7 +120,7 @@ const maxFields = 8
 // fields returns the dotted paths of the leaves that differ between two
 // objects, spec.present excepted (it is the action), at most maxFields
 // (then "…").
-func fields(old, now object) []string {
+func fields(old, now kobj) []string {
 	if old == nil || now == nil {
 		return nil
 	}
@@ -401,7 +402,7 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "cluster %s: %s\n", c.Name, c.Skipped)
 			continue
 		}
-		fmt.Fprintf(&b, "cluster %s: re-rendered from %s, %d rendered files, %d objects checked against the CRDs, %d problems\n", c.Name, render.GeneratedDir, c.Files, c.Objects, c.Problems)
+		fmt.Fprintf(&b, "cluster %s: re-rendered from %s, %s, %s checked against the CRDs, %s\n", c.Name, render.GeneratedDir, lint.Count(c.Files, "rendered file"), lint.Count(c.Objects, "object"), lint.Count(c.Problems, "problem"))
 	}
 	fmt.Fprintf(&b, "\n%s\n", r.compared())
 	for _, c := range r.Clusters {
@@ -464,9 +465,9 @@ func (r *Report) verdict(md bool) string {
 	}
 	n := r.Errors()
 	warn := len(r.Findings) - n
-	s := fmt.Sprintf("%d of %d clusters re-rendered and checked", checked, len(r.Clusters))
+	s := fmt.Sprintf("%d of %s re-rendered and checked", checked, lint.Count(len(r.Clusters), "cluster"))
 	if warn > 0 {
-		s += fmt.Sprintf(", %d warnings", warn)
+		s += ", " + lint.Count(warn, "warning")
 	}
 	if n == 0 {
 		if md {
@@ -475,9 +476,9 @@ func (r *Report) verdict(md bool) string {
 		return "check ok: " + s
 	}
 	if md {
-		return fmt.Sprintf("**check failed: %d problems**: %s.", n, s)
+		return fmt.Sprintf("**check failed: %s**: %s.", lint.Count(n, "problem"), s)
 	}
-	return fmt.Sprintf("check failed: %d problems; %s", n, s)
+	return fmt.Sprintf("check failed: %s; %s", lint.Count(n, "problem"), s)
 }
 
 func versionsText(vs []VersionChange, q string) string {
