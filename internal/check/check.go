@@ -43,6 +43,14 @@ const (
 	RuleNoOverlay = "check/no-overlay" // rendered/<cluster> without its overlay: not checked
 )
 
+// FlagError is an option of Run that cannot be used: a --catalog-dir
+// that is not a directory, a --cluster the catalog lacks, a --base that
+// does not resolve. The CLI exits 2 for it.
+type FlagError struct{ Err error }
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
 // Options configures Run.
 type Options struct {
 	// CatalogDir is the catalog checkout: the catalog root (the clone's
@@ -139,7 +147,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	head, err := catalog.OpenDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--catalog-dir %s: %w", o.CatalogDir, err)
+		return nil, &FlagError{fmt.Errorf("--catalog-dir %s: %w", o.CatalogDir, err)}
 	}
 	r := &Report{Head: head.Head()}
 	gitRoot := repoRoot(dir)
@@ -293,7 +301,7 @@ func (c *checker) clusters() ([]Cluster, error) {
 	if len(c.o.Clusters) > 0 {
 		for _, n := range c.o.Clusters {
 			if err := render.CheckOverlay(c.dir, n); err != nil && !rendered[n] {
-				return nil, fmt.Errorf("--cluster %s: the catalog at %s has neither %s/%s nor %s/%s", n, c.o.CatalogDir, render.ClustersDir, n, render.RenderedDir, n)
+				return nil, &FlagError{fmt.Errorf("--cluster %s: the catalog at %s has neither %s/%s nor %s/%s", n, c.o.CatalogDir, render.ClustersDir, n, render.RenderedDir, n)}
 			}
 			names[n] = true
 		}
@@ -485,7 +493,7 @@ func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot strin
 			t, err := catalog.OpenRev(gitRoot, c.r.Prefix, rev)
 			if err != nil {
 				if c.o.Base != "" {
-					return fmt.Errorf("--base %s: %w", c.o.Base, err)
+					return &FlagError{fmt.Errorf("--base %s: %w", c.o.Base, err)}
 				}
 				return err
 			}
@@ -584,7 +592,7 @@ func (c *checker) baseRev(ctx context.Context, gitRoot string) (rev, from string
 	}
 	if res.All {
 		if c.o.Base != "" {
-			return "", "", fmt.Errorf("--base %s: %s", c.o.Base, strings.Join(res.Warnings, "; "))
+			return "", "", &FlagError{fmt.Errorf("--base %s: %s", c.o.Base, strings.Join(res.Warnings, "; "))}
 		}
 		return "", res.BaseFrom, nil
 	}
