@@ -161,6 +161,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := c.readState(); err != nil {
 		return nil, err
 	}
+	if err := c.generatedBase(); err != nil {
+		return nil, err
+	}
 	clusters, err := c.clusters()
 	if err != nil {
 		return nil, err
@@ -258,6 +261,42 @@ func (c *checker) readState() error {
 		return nil
 	}
 	c.state = s
+	return nil
+}
+
+// generatedBase checks that publish/generated/kustomization.yaml lists
+// exactly the object files of publish/generated: the overlays are built
+// from those files (render.Build), but the next incremental `publish run`
+// splices that list, and a hand edit of it would stop the run.
+func (c *checker) generatedBase() error {
+	data, ok, err := c.head.ReadFile(render.GeneratedKustomization)
+	if err != nil || !ok {
+		return err
+	}
+	var k struct {
+		Resources []string `json:"resources"`
+	}
+	if err := yamlUnmarshal(data, &k); err != nil {
+		c.add(lint.Finding{Rule: RuleDrift, Path: render.GeneratedKustomization, Line: 1, Message: "does not parse: " + err.Error() + " (it is written by publish: restore it from the catalog's Git history)"})
+		return nil
+	}
+	files, err := c.head.Files(render.GeneratedDir, nil)
+	if err != nil {
+		return err
+	}
+	listed := map[string]bool{}
+	for _, r := range k.Resources {
+		listed[r] = true
+		if _, ok := files[render.GeneratedDir+"/"+r]; !ok {
+			c.add(lint.Finding{Rule: RuleDrift, Path: render.GeneratedKustomization, Line: keyLine(data, "resources"), Message: fmt.Sprintf("lists %s, which %s does not hold (it is written by publish: restore it from the catalog's Git history)", r, render.GeneratedDir)})
+		}
+	}
+	for _, p := range sortedKeys(files) {
+		r := strings.TrimPrefix(p, render.GeneratedDir+"/")
+		if strings.Contains(r, "/") && !listed[r] {
+			c.add(lint.Finding{Rule: RuleDrift, Path: render.GeneratedKustomization, Line: keyLine(data, "resources"), Message: fmt.Sprintf("does not list %s (it is written by publish: restore it from the catalog's Git history)", r)})
+		}
+	}
 	return nil
 }
 

@@ -324,6 +324,16 @@ func equalVersions(a, b []VersionChange) bool {
 	return true
 }
 
+func TestGeneratedKustomization(t *testing.T) {
+	c := newCatalog(t, "")
+	k := c.read(render.GeneratedKustomization)
+	c.write(render.GeneratedKustomization, strings.Replace(k, "- tiny/artifactversion_tiny.v1.0.0.yaml\n", "", 1))
+	f := oneFinding(t, c.check(Options{}), RuleDrift, render.GeneratedKustomization, "does not list tiny/artifactversion_tiny.v1.0.0.yaml")
+	if f.Line < 2 {
+		t.Errorf("line %d, want the resources line", f.Line)
+	}
+}
+
 func TestBadState(t *testing.T) {
 	c := newCatalog(t, "")
 	c.write(gitops.StatePath, "apiVersion: nope\n")

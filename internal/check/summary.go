@@ -278,6 +278,19 @@ func fieldLine(data []byte, msg string) int {
 	return 1
 }
 
+// keyLine returns the line of the key at the dotted path p of data, 1
+// when there is none.
+func keyLine(data []byte, p string) int {
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return 1
+	}
+	if l := nodeLine(doc.Content[0], p); l > 0 {
+		return l
+	}
+	return 1
+}
+
 // nodeLine returns the line of the key at the dotted path p (with [i]
 // indexes) below n, or of its deepest existing parent; 0 when not even
 // the first key exists.
