@@ -183,10 +183,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
-	if err := c.summary(ctx, clusters, gitRoot); err != nil {
+	gone, err := c.summary(ctx, clusters, gitRoot)
+	if err != nil {
 		return nil, err
 	}
-	r.Clusters = clusters
+	r.Clusters = append(clusters, gone...)
+	sort.Slice(r.Clusters, func(i, j int) bool { return r.Clusters[i].Name < r.Clusters[j].Name })
 	sort.SliceStable(r.Findings, func(i, j int) bool {
 		a, b := r.Findings[i], r.Findings[j]
 		if a.Path != b.Path {
@@ -515,8 +517,10 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// summary compares rendered/ of the base and of the checkout.
-func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot string) error {
+// summary compares rendered/ of the base and of the checkout, and returns
+// the clusters whose rendered/<cluster> the change removes (when no
+// cluster was chosen).
+func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot string) ([]Cluster, error) {
 	var base catalog.View
 	switch {
 	case gitRoot == "" || c.r.Head == "":
@@ -525,16 +529,16 @@ func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot strin
 	default:
 		rev, from, err := c.baseRev(ctx, gitRoot)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.r.BaseFrom = from
 		if rev != "" {
 			t, err := catalog.OpenRev(gitRoot, c.r.Prefix, rev)
 			if err != nil {
 				if c.o.Base != "" {
-					return &FlagError{fmt.Errorf("--base %s: %w", c.o.Base, err)}
+					return nil, &FlagError{fmt.Errorf("--base %s: %w", c.o.Base, err)}
 				}
-				return err
+				return nil, err
 			}
 			defer t.Close()
 			c.r.Base = t.Head()
@@ -549,12 +553,12 @@ func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot strin
 	if base != nil {
 		var err error
 		if old, err = base.Files(render.RenderedDir, nil); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	now, err := c.head.Files(render.RenderedDir, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	split := func(files map[string][]byte) map[string]map[string][]byte {
 		out := map[string]map[string][]byte{}
@@ -572,11 +576,16 @@ func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot strin
 		return out
 	}
 	oldBy, nowBy := split(old), split(now)
+	var gone []Cluster
 	for _, name := range union(toBytes(oldBy), toBytes(nowBy)) {
 		cl := byName[name]
 		if cl == nil {
-			// A cluster not selected (--cluster) is not summarised.
-			continue
+			if len(c.o.Clusters) > 0 {
+				continue // a cluster not chosen (--cluster) is not summarised
+			}
+			// rendered/<cluster> exists at the base only.
+			gone = append(gone, Cluster{Name: name, Skipped: "this change removes " + render.RenderedDir + "/" + name + ": Argo CD or Flux would prune every object of the cluster"})
+			cl = &gone[len(gone)-1]
 		}
 		changes, other, deleted := compare(name, oldBy[name], nowBy[name])
 		cl.Changes, cl.Other = changes, other
@@ -586,7 +595,7 @@ func (c *checker) summary(ctx context.Context, clusters []Cluster, gitRoot strin
 				Hint:    "keep the file; to hide a version, delist it in the package repo"})
 		}
 	}
-	return nil
+	return gone, nil
 }
 
 func toBytes(m map[string]map[string][]byte) map[string][]byte {

@@ -339,3 +339,28 @@ func TestBadState(t *testing.T) {
 	c.write(gitops.StatePath, "apiVersion: nope\n")
 	oneFinding(t, c.check(Options{}), RuleState, gitops.StatePath, "state.yaml")
 }
+
+// TestClusterRemoved: a change that removes a whole rendered/<cluster>
+// says so, with a warning at each file.
+func TestClusterRemoved(t *testing.T) {
+	c := newCatalog(t, "")
+	os.RemoveAll(filepath.Join(c.dir, "rendered/edge"))
+	os.RemoveAll(filepath.Join(c.dir, "kustomize/clusters/edge"))
+	c.commitAll("drop edge")
+	r := c.check(Options{})
+	if r.Errors() != 0 || len(findings(r, RuleDeleted)) != 5 {
+		t.Fatalf("findings %+v, want 5 deletion warnings", r.Findings)
+	}
+	var edge *Cluster
+	for i := range r.Clusters {
+		if r.Clusters[i].Name == "edge" {
+			edge = &r.Clusters[i]
+		}
+	}
+	if edge == nil || edge.Checked || !strings.Contains(edge.Skipped, "removes rendered/edge") || len(edge.Changes) != 2 {
+		t.Fatalf("edge: %+v", edge)
+	}
+	if !strings.Contains(r.Text(), "edge: tiny: artifact removed; v1.0.0 removed, v1.1.0 removed") {
+		t.Errorf("text:\n%s", r.Text())
+	}
+}
