@@ -82,9 +82,7 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range rep.Warnings {
-				inv.warnf("%s", w)
-			}
+			// rep.Warnings went to the log already (o.Log).
 			out := cmd.OutOrStdout()
 			for _, f := range rep.Findings {
 				fmt.Fprintln(out, ci.FormatFinding(f))

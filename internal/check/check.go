@@ -57,7 +57,9 @@ type Options struct {
 	// root, or the directory the catalog lives in below it). Default ".".
 	CatalogDir string
 	// Clusters are the clusters to check; empty: every cluster with an
-	// overlay (kustomize/clusters/<cluster>) and a rendered/<cluster>.
+	// overlay (kustomize/clusters/<cluster>) or a rendered/<cluster>; those
+	// with both are checked, the others listed with the reason (no
+	// overlay, not rendered yet), as are those of the olm target.
 	Clusters []string
 	// Base is the revision the summary compares with (--base); "" is, in
 	// pull-request mode, the merge base with the target branch (as
