@@ -20,11 +20,17 @@ type renderFlags struct {
 }
 
 func (r *renderFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&r.cluster, "cluster", "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster>")
+	r.registerCluster(fs, "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster>")
 	fs.StringVar(&r.target, "target", "", "what the cluster runs: alauda (Artifact and ArtifactVersion objects) or olm (upstream OLM: catalog image and CatalogSource) (default: publish.yaml clusters.<cluster>.target, else alauda)")
 	fs.StringVar(&r.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
 	fs.StringVar(&r.library, "library", "platform", "value of the cpaas.io/library label")
 	fs.StringSliceVar(&r.pullSecrets, "image-pull-secret", nil, "Artifact spec.imagePullSecrets entry (repeatable)")
+}
+
+// registerCluster adds --cluster alone, with its default and usage (check:
+// no default, every cluster of the catalog).
+func (r *renderFlags) registerCluster(fs *pflag.FlagSet, def, usage string) {
+	fs.StringVar(&r.cluster, "cluster", def, usage)
 }
 
 // renderSettings is what renderFlags resolve to.

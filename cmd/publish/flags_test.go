@@ -90,6 +90,7 @@ func TestCommandFlags(t *testing.T) {
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),
 		"lint":   join(sourceGroup, srcGroup, tlsGroup, retryGroup, lintGroup, logGroup),
+		"check":  join([]string{"config", "cluster"}, logGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch"}),
 		"render": join(sourceGroup, renderGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
