@@ -20,6 +20,7 @@ type pushCmd struct {
 	r       renderFlags
 	catalog catalogFlags
 	commit  commitFlags
+	oci     ociFlags
 }
 
 func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
@@ -59,6 +60,9 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		po := &o.Options
 		po.Cluster, po.Target, po.OLM, po.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
 		po.Lint = inv.lintConfig()
+		if po.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
+			return err
+		}
 		if po.Catalog, err = p.catalog.options(&p.tls); err != nil {
 			return err
 		}
@@ -122,6 +126,7 @@ GitOps step from the archive alone. --skip-push renders and commits only
 	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
 	p.commit.register(fs)
 	p.r.register(fs)
+	p.oci.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

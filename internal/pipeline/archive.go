@@ -435,7 +435,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, sc, current, res)
+	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt, dstOpts: dstOpts}, sc, current, res)
 }
 
 // sourceCommit is the source commit and repo recorded in the state.
