@@ -94,7 +94,7 @@ func TestCommandFlags(t *testing.T) {
 		"render": join(sourceGroup, renderGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
-		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, logGroup,
+		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache"}),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs"}),
