@@ -83,7 +83,11 @@ publish push --oci on a site with a registry and no Git server.`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
-			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
+			images := len(res.Images)
+			if res.Catalog != "" {
+				images-- // the OCI catalog: its own line below
+			}
+			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", images, res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
 			if o.Cache != "" {
 				printCache(w, inv, o.Cache, res.PackageResult)
 			}
