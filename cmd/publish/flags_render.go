@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/spf13/pflag"
@@ -62,4 +63,27 @@ func (r *renderFlags) resolve(cfg *config.Config) (renderSettings, error) {
 		Render:  render.Config{Namespace: r.namespace, Library: r.library, ImagePullSecrets: r.pullSecrets},
 		OLM:     cfg.ClusterOLM(r.cluster).TargetOptions(),
 	}, nil
+}
+
+// ociFlags are the OCI catalog of the cluster: --oci (run, push). The
+// reference resolves per cluster as --target does: --oci (or PUBLISH_OCI,
+// the action's oci input), else publish.yaml clusters.<cluster>.oci.
+type ociFlags struct {
+	ref string
+}
+
+func (f *ociFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.ref, "oci", "", "also push rendered/<cluster> as an OCI artifact (Flux OCIRepository, Argo CD OCI source) to REGISTRY/REPOSITORY[:TAG] (tag default: the cluster name), with the destination registry's credentials and TLS settings; its digest goes into publish/state.yaml (default: publish.yaml clusters.<cluster>.oci)")
+}
+
+// resolve returns the reference for cluster ("" for none). Errors are
+// usage errors naming --oci.
+func (f *ociFlags) resolve(cfg *config.Config, cluster string) (string, error) {
+	if f.ref == "" {
+		return cfg.ClusterOCI(cluster), nil // checked when publish.yaml was read
+	}
+	if _, err := ocicatalog.Tag(f.ref, cluster); err != nil {
+		return "", usagef("--oci: %w", err)
+	}
+	return f.ref, nil
 }

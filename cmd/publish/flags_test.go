@@ -57,6 +57,7 @@ var (
 	catalogGroup = []string{"catalog", "catalog-branch", "catalog-path", "catalog-username", "catalog-password", "catalog-ssh-key", "catalog-ssh-key-password", "catalog-known-hosts", "insecure-ignore-host-key", "create-branch", "init-catalog"}
 	commitGroup  = []string{"commit-author-name", "commit-author-email", "commit-committer-name", "commit-committer-email", "signing-key", "signing-key-password", "commit-message-template"}
 	renderGroup  = []string{"cluster", "target", "namespace", "library", "image-pull-secret"}
+	ociGroup     = []string{"oci"}
 	lintGroup    = []string{"format", "offline", "no-image-check"}
 	logGroup     = []string{"log-format", "quiet", "verbose"}
 
@@ -85,7 +86,7 @@ func join(groups ...[]string) []string {
 // violet spellings are accepted where their flag is.
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
-		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, logGroup,
+		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, ociGroup, logGroup,
 			[]string{"allow-empty", "base", "no-fetch"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),
@@ -94,9 +95,9 @@ func TestCommandFlags(t *testing.T) {
 		"render": join(sourceGroup, renderGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
-		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, logGroup,
+		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache"}),
-		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, logGroup,
+		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs"}),
 		"create":  join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
 		"verify":  join(logGroup),
@@ -255,6 +256,7 @@ namespace: from-file
 clusters:
   edge:
     target: olm
+    oci: registry.example.com/platform/operator-catalog
     olm:
       catalogSource: {pollInterval: 1h}
 lint:
@@ -294,6 +296,9 @@ lint:
 	if po.Target != "olm" || po.Target != ro.Target || po.Cluster != ro.Cluster || po.OLM.Source.PollInterval != "1h" ||
 		po.Render.Namespace != "from-file" || po.Render.Namespace != ro.Render.Namespace {
 		t.Errorf("push: target %q cluster %q olm %+v render %+v; run: %q %q %+v", po.Target, po.Cluster, po.OLM, po.Render, ro.Target, ro.Cluster, ro.Render)
+	}
+	if po.OCI != "registry.example.com/platform/operator-catalog" || po.OCI != ro.OCI {
+		t.Errorf("push oci %q, run %q", po.OCI, ro.OCI)
 	}
 	if len(po.Lint.Severity) == 0 || po.Lint.Severity["manifest/bom"] != ro.Lint.Severity["manifest/bom"] {
 		t.Errorf("push lint rules %+v, run %+v", po.Lint, ro.Lint)

@@ -17,6 +17,8 @@ func newPackageCmd(inv *invocation) *cobra.Command {
 		src     srcRegistryFlags
 		tls     tlsFlags
 		retry   retryFlags
+		catalog catalogFlags
+		r       renderFlags
 		changed bool
 	)
 	cmd := &cobra.Command{
@@ -32,7 +34,10 @@ is deterministic (same input, same bytes) and FILE.tgz.sha256 is written
 beside it. --platforms reduces image indexes to the manifests' spec.arch (or
 the platforms given): reduced indexes get new digests. --cache DIR keeps an OCI
 image layout of what was read, so that the next archive reads only what is new
-from the registries.`,
+from the registries. With --catalog URL|PATH (the catalog repo of the connected
+side), the archive also carries the OCI catalog of --cluster: the catalog's
+published state rendered through kustomize/clusters/<cluster>, for
+publish push --oci on a site with a registry and no Git server.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Output == "" {
 				return &usageError{fmt.Errorf("-o FILE.tgz is required")}
@@ -55,6 +60,19 @@ from the registries.`,
 			}
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			o.Mirror.Logger = inv.log             // retries, requests that wait
+			if catalog.url != "" {
+				rs, err := r.resolve(inv.config)
+				if err != nil {
+					return err
+				}
+				if rs.Target != pipeline.TargetAlauda {
+					return usagef("--catalog: the OCI catalog in the archive is rendered for the alauda target, not %s (--target, publish.yaml clusters.%s.target)", rs.Target, rs.Cluster)
+				}
+				o.Cluster, o.Render = rs.Cluster, rs.Render
+				if o.Catalog, err = catalog.options(&tls); err != nil {
+					return err
+				}
+			}
 			o.Source, o.PackagesDir = source.source, source.packagesDir
 			o.Paths, o.Changed = args, changed
 			o.Log = inv.logf
@@ -65,11 +83,18 @@ from the registries.`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
-			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", len(res.Images), res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
+			images := len(res.Images)
+			if res.Catalog != "" {
+				images-- // the OCI catalog: its own line below
+			}
+			fmt.Fprintf(w, "images    %d (versions: %d); %d manifests, %d blobs (%s, each once)\n", images, res.Versions, res.PackageResult.Manifests, res.Blobs, archive.Size(res.BlobBytes))
 			if o.Cache != "" {
 				printCache(w, inv, o.Cache, res.PackageResult)
 			}
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", res.Manifests)
+			if res.Catalog != "" {
+				fmt.Fprintf(w, "catalog   OCI catalog of cluster %s: %s\n", o.Cluster, res.Catalog)
+			}
 			for _, im := range res.Images {
 				if im.Reduced {
 					fmt.Fprintf(w, "reduced   %s: %s (source index %s): a reduced index gets a new digest\n", im.Ref, im.Digest, im.SourceDigest)
@@ -92,6 +117,9 @@ from the registries.`,
 	src.register(fs)
 	tls.register(fs)
 	retry.register(fs)
+	catalog.register(fs, "read", "catalog Git repo of the connected side (URL or local path): carry the OCI catalog of --cluster, rendered from its publish/state.yaml (publish.yaml's catalog does not switch this on)")
+	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
+	r.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

@@ -20,6 +20,7 @@ type pushCmd struct {
 	r       renderFlags
 	catalog catalogFlags
 	commit  commitFlags
+	oci     ociFlags
 }
 
 func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
@@ -50,6 +51,16 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		return err
 	}
 	o.Archive = archive
+	if p.oci.ref != "" {
+		if _, err := p.oci.resolve(nil, "global"); err != nil {
+			return err
+		}
+	}
+	// The archive's OCI catalog of a cluster: --oci, else publish.yaml.
+	o.OCI = func(cluster string) string {
+		ref, _ := p.oci.resolve(inv.config, cluster)
+		return ref
+	}
 	if p.catalog.url != "" && !o.SkipCRs {
 		// The render and commit half of publish run, wired as run.
 		rs, err := p.r.resolve(inv.config)
@@ -59,6 +70,9 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		po := &o.Options
 		po.Cluster, po.Target, po.OLM, po.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
 		po.Lint = inv.lintConfig()
+		if po.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
+			return err
+		}
 		if po.Catalog, err = p.catalog.options(&p.tls); err != nil {
 			return err
 		}
@@ -89,7 +103,13 @@ With --catalog URL|PATH it then renders the PackageManifests inside the
 archive and commits the catalog exactly as publish run would (the same
 cluster, target, lint rules and publish.yaml): the air-gapped site runs the
 GitOps step from the archive alone. --skip-push renders and commits only
-(the images must be there); --skip-crs pushes images only.`,
+(the images must be there); --skip-crs pushes images only.
+
+An archive made with publish package --catalog carries the OCI catalog of a
+cluster: --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.<cluster>.oci)
+pushes it there with the images (tag default: the cluster name), for a site
+with a registry and no Git server. With --catalog, the catalog rendered here
+is pushed to --oci instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := p.options(inv, args[0]); err != nil {
@@ -122,6 +142,7 @@ GitOps step from the archive alone. --skip-push renders and commits only
 	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
 	p.commit.register(fs)
 	p.r.register(fs)
+	p.oci.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

@@ -20,6 +20,7 @@ type publishFlags struct {
 	catalog catalogFlags // --catalog
 	commit  *commitFlags // run only
 	render  renderFlags
+	oci     *ociFlags // run only
 }
 
 // register adds every group; write is true for run (copy and commit
@@ -38,9 +39,10 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 	p.retry.register(fs)
 	p.catalog.register(fs, verb, "catalog Git repo: URL or local path")
 	if write {
-		p.copy, p.commit = &copyFlags{}, &commitFlags{}
+		p.copy, p.commit, p.oci = &copyFlags{}, &commitFlags{}, &ociFlags{}
 		p.copy.register(fs)
 		p.commit.register(fs)
+		p.oci.register(fs)
 	}
 }
 
@@ -64,6 +66,11 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
 	o.Cluster, o.Target, o.OLM, o.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
 	o.Lint = inv.lintConfig()
+	if p.oci != nil {
+		if o.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
+			return err
+		}
+	}
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
 	if err := reg.apply(&o.Mirror); err != nil {
 		return err
@@ -131,6 +138,13 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 		for _, it := range s.items {
 			fmt.Fprintf(w, "%-9s %s\n", s.title, it)
 		}
+	}
+	if o := res.OCI; o != nil {
+		state := "present"
+		if o.Pushed {
+			state = "pushed"
+		}
+		fmt.Fprintf(w, "oci       %s@%s (%s)\n", o.Ref, o.Digest, state)
 	}
 	if res.Commit != "" {
 		fmt.Fprintf(w, "commit    %s\n", res.Commit)

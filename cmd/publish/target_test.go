@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -65,5 +66,58 @@ clusters:
 	var ue *usageError
 	if _, err := resolve("--target", "openshift"); !errors.As(err, &ue) {
 		t.Errorf("--target openshift: %v, want a usage error", err)
+	}
+}
+
+// TestOCIPrecedence: --oci > PUBLISH_OCI (the action's oci input) >
+// publish.yaml clusters.<cluster>.oci > none; a bad --oci is a usage
+// error naming it.
+func TestOCIPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "publish.yaml"), []byte(`apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  edge:
+    oci: registry.example.com/platform/operator-catalog
+`), 0o644)
+	resolve := func(args ...string) (string, error) {
+		var (
+			src sourceFlags
+			r   renderFlags
+			o   ociFlags
+		)
+		inv := newInvocation(nil)
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		src.register(fs)
+		r.register(fs)
+		o.register(fs)
+		if err := fs.Parse(append([]string{"--source", dir}, args...)); err != nil {
+			return "", err
+		}
+		if _, err := inv.applyEnv(fs); err != nil {
+			return "", err
+		}
+		return o.resolve(inv.config, r.cluster)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--cluster", "edge"}, "", "registry.example.com/platform/operator-catalog"},
+		{[]string{"--cluster", "global"}, "", ""},
+		{[]string{"--cluster", "edge", "--oci", "other.example.com/c:x"}, "", "other.example.com/c:x"},
+		{[]string{"--cluster", "edge"}, "env.example.com/c", "env.example.com/c"},
+	} {
+		t.Setenv("PUBLISH_OCI", tc.env)
+		got, err := resolve(tc.args...)
+		if err != nil || got != tc.want {
+			t.Errorf("%v PUBLISH_OCI=%q: %q %v, want %q", tc.args, tc.env, got, err, tc.want)
+		}
+	}
+	t.Setenv("PUBLISH_OCI", "")
+	var ue *usageError
+	if _, err := resolve("--oci", "catalog@sha256:0"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--oci") {
+		t.Errorf("bad --oci: %v, want a usage error naming --oci", err)
 	}
 }

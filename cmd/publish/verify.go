@@ -30,14 +30,23 @@ PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 			for _, warn := range c.Warnings {
 				inv.warnf("%s", warn)
 			}
-			bundles := 0
+			bundles, images := 0, 0
+			var catalogs []archive.IndexEntry
 			for _, im := range c.Images {
-				if im.Bundle {
+				switch {
+				case im.Catalog != "":
+					catalogs = append(catalogs, im)
+					continue
+				case im.Bundle:
 					bundles++
 				}
+				images++
 			}
-			fmt.Fprintf(w, "images    %d (bundles: %d), %d manifests, %d blobs (%s)\n", len(c.Images), bundles, len(c.Manifests), c.Blobs, archive.Size(c.BlobBytes))
+			fmt.Fprintf(w, "images    %d (bundles: %d), %d manifests, %d blobs (%s)\n", images, bundles, len(c.Manifests), c.Blobs, archive.Size(c.BlobBytes))
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", len(c.Packages))
+			for _, cat := range catalogs {
+				fmt.Fprintf(w, "catalog   OCI catalog of cluster %s: %s\n", cat.Catalog, cat.Desc.Digest)
+			}
 			if commit := c.Annotations[archive.AnnotationSourceCommit]; commit != "" {
 				// the --base of the next `publish package --changed`
 				fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("source    %s %s", commit, c.Annotations[archive.AnnotationSourceRepo])))

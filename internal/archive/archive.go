@@ -41,13 +41,26 @@ const (
 	// the catalog's publish/state.yaml by push --catalog).
 	AnnotationSourceCommit = "io.operator-publish.source-commit"
 	AnnotationSourceRepo   = "io.operator-publish.source-repo"
+	// AnnotationCluster names the cluster of an OCI catalog entry
+	// (KindCatalog).
+	AnnotationCluster = "io.operator-publish.cluster"
 )
 
 // Kinds of index.json entries (AnnotationKind).
 const (
 	KindBundle = "bundle"
 	KindImage  = "image"
+	// KindCatalog is the OCI catalog of one cluster (internal/ocicatalog:
+	// rendered/<cluster> as a single-layer artifact), made by `publish
+	// package --catalog` and pushed by `publish push --oci`: it has no
+	// source registry, and is not mapped like the images.
+	KindCatalog = "oci-catalog"
 )
+
+// CatalogRef is the reference name of the OCI catalog of cluster in
+// index.json (org.opencontainers.image.ref.name and AnnotationSource):
+// "oci-catalog:<cluster>", a name no source image has (no registry host).
+func CatalogRef(cluster string) string { return KindCatalog + ":" + cluster }
 
 // Paths inside the archive.
 const (

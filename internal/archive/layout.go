@@ -18,9 +18,12 @@ import (
 
 // IndexEntry is one image of an archive, from index.json.
 type IndexEntry struct {
-	Ref          string // source reference (AnnotationSource)
-	Tag          string // destination tag for a digest-pinned bundle, else ""
-	Bundle       bool
+	Ref    string // source reference (AnnotationSource)
+	Tag    string // destination tag for a digest-pinned bundle, else ""
+	Bundle bool
+	// Catalog is the cluster of an OCI catalog entry (KindCatalog), ""
+	// for an image.
+	Catalog      string
 	SourceDigest string // set when the index was reduced (--platforms)
 	Desc         v1.Descriptor
 }
@@ -152,8 +155,14 @@ func (c *Contents) readIndex(data []byte) error {
 		if !d.MediaType.IsIndex() && !d.MediaType.IsImage() {
 			return fmt.Errorf("manifests[%d] (%s): media type %q is neither an image nor an image index", i, ref, d.MediaType)
 		}
+		cluster := ""
+		if d.Annotations[AnnotationKind] == KindCatalog {
+			if cluster = d.Annotations[AnnotationCluster]; cluster == "" || ref != CatalogRef(cluster) {
+				return fmt.Errorf("manifests[%d] (%s): an OCI catalog entry needs %s and the reference name %s", i, ref, AnnotationCluster, CatalogRef("<cluster>"))
+			}
+		}
 		c.Images = append(c.Images, IndexEntry{
-			Ref: ref, Tag: d.Annotations[AnnotationTag], Bundle: d.Annotations[AnnotationKind] == KindBundle,
+			Ref: ref, Tag: d.Annotations[AnnotationTag], Bundle: d.Annotations[AnnotationKind] == KindBundle, Catalog: cluster,
 			SourceDigest: d.Annotations[AnnotationSourceDigest], Desc: d,
 		})
 		k := d.Digest.String()

@@ -23,6 +23,10 @@ type PushOptions struct {
 	// Map gives the destination reference of a source reference (the
 	// repository mapping of `publish run`: mirror.Client.Destination).
 	Map func(src string) (name.Reference, error)
+	// MapCatalog gives the tag the OCI catalog of a cluster (a KindCatalog
+	// entry) is pushed to; a nil reference (or a nil MapCatalog) leaves it
+	// in the archive, reported in PushResult.CatalogsLeft.
+	MapCatalog func(cluster string) (name.Reference, error)
 	// Remote are the options for the destination registry (auth, transport).
 	Remote []remote.Option
 	// Jobs bounds the blobs uploaded at once (default 4); each waits in a
@@ -49,7 +53,10 @@ type PushedImage struct {
 	Destination string
 	Digest      string
 	Bundle      bool
-	Skipped     bool // the destination already had it
+	// Catalog is the cluster of an OCI catalog (KindCatalog), "" for an
+	// image.
+	Catalog string
+	Skipped bool // the destination already had it
 }
 
 // PushResult says what Push did.
@@ -62,6 +69,9 @@ type PushResult struct {
 	SHA256       string
 	Checksum     bool // a FILE.sha256 was there and matched
 	Contents     *Contents
+	// CatalogsLeft are the clusters whose OCI catalog the archive carries
+	// and MapCatalog gave no reference for: not pushed.
+	CatalogsLeft []string
 }
 
 // rawManifest is a manifest to PUT as it is stored (remote.Taggable).
@@ -151,7 +161,7 @@ type pusher struct {
 	gctx   context.Context
 
 	once       sync.Once
-	dsts       []name.Reference // per index.json entry
+	dsts       []name.Reference // per index.json entry; nil: not pushed
 	mapErr     error
 	missing    map[string][]name.Repository // blob digest -> repositories lacking it
 	mediaTypes map[string]types.MediaType
@@ -161,7 +171,27 @@ type pusher struct {
 // dest maps every index.json entry once.
 func (p *pusher) dest() error {
 	p.once.Do(func() {
+		first := ""
 		for _, im := range p.c.Images {
+			if im.Catalog != "" {
+				var d name.Reference
+				var err error
+				if p.o.MapCatalog != nil {
+					d, err = p.o.MapCatalog(im.Catalog)
+				}
+				if err != nil {
+					p.mapErr = fmt.Errorf("OCI catalog of cluster %s: %w", im.Catalog, err)
+					return
+				}
+				if d == nil {
+					p.res.CatalogsLeft = append(p.res.CatalogsLeft, im.Catalog)
+				}
+				p.dsts = append(p.dsts, d)
+				continue
+			}
+			if first == "" {
+				first = im.Ref
+			}
 			d, err := p.o.Map(im.Ref)
 			if err != nil {
 				p.mapErr = fmt.Errorf("%s: %w", im.Ref, err)
@@ -172,8 +202,8 @@ func (p *pusher) dest() error {
 			}
 			p.dsts = append(p.dsts, d)
 		}
-		if p.o.Check != nil && !p.o.SkipPush && len(p.c.Images) > 0 {
-			p.mapErr = p.o.Check(p.c.Images[0].Ref)
+		if p.o.Check != nil && !p.o.SkipPush && first != "" {
+			p.mapErr = p.o.Check(first)
 		}
 	})
 	return p.mapErr
@@ -203,6 +233,9 @@ func (p *pusher) precheck() error {
 	for _, d := range sortedKeys(p.c.wantBlob) {
 		seen := map[string]bool{}
 		for _, o := range p.c.Owners[d] {
+			if p.dsts[o] == nil {
+				continue // an OCI catalog left in the archive
+			}
 			repo := p.dsts[o].Context()
 			if !seen[repo.String()] {
 				seen[repo.String()] = true
@@ -320,7 +353,7 @@ func (p *pusher) manifests(ctx context.Context) error {
 		var mu sync.Mutex
 		var errs []error
 		for i, im := range p.c.Images {
-			if im.Bundle != bundles {
+			if im.Bundle != bundles || p.dsts[i] == nil {
 				continue
 			}
 			g.Go(func() error {
@@ -354,7 +387,7 @@ func (p *pusher) manifests(ctx context.Context) error {
 // image puts one image's manifests (children first) and its tag.
 func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (*PushedImage, error) {
 	d := im.Desc.Digest.String()
-	r := &PushedImage{Source: im.Ref, Destination: dst.String(), Digest: d, Bundle: im.Bundle}
+	r := &PushedImage{Source: im.Ref, Destination: dst.String(), Digest: d, Bundle: im.Bundle, Catalog: im.Catalog}
 	if head, err := p.puller.Head(ctx, dst); err == nil && head.Digest == im.Desc.Digest {
 		r.Skipped = true
 		return r, nil

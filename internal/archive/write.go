@@ -39,6 +39,14 @@ type Image struct {
 	Platforms []string
 }
 
+// Catalog is an OCI catalog to put into an archive: an image built here
+// (ocicatalog.BuildFiles), not read from a registry.
+type Catalog struct {
+	// Cluster is the cluster whose rendered/<cluster> the image holds.
+	Cluster string
+	Image   v1.Image
+}
+
 // File is a file stored under packages/ (a PackageManifest).
 type File struct {
 	Path string // relative to packages/, slash-separated, ending in .yaml
@@ -49,6 +57,9 @@ type File struct {
 type PackageOptions struct {
 	Images []Image
 	Files  []File
+	// Catalogs are the OCI catalogs to carry (KindCatalog entries of
+	// index.json, named CatalogRef(cluster)); one per cluster.
+	Catalogs []Catalog
 	// Parse parses a reference (plain HTTP, say); nil: name.ParseReference.
 	Parse func(string) (name.Reference, error)
 	// Remote are the options for reading the source registries (auth,
@@ -110,6 +121,9 @@ type blobInfo struct {
 	desc v1.Descriptor
 	repo name.Repository
 	from string // the image that names it, for messages
+	// open, when set, reads a blob built here (an OCI catalog's) instead
+	// of the registry.
+	open func() (io.ReadCloser, error)
 }
 
 // collected is everything one archive holds, before writing.
@@ -179,17 +193,31 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	entries := append([]Image(nil), o.Images...)
+	clusters := map[string]bool{}
+	for _, cat := range o.Catalogs {
+		if clusters[cat.Cluster] {
+			return nil, fmt.Errorf("OCI catalog of cluster %s given twice", cat.Cluster)
+		}
+		clusters[cat.Cluster] = true
+		d, r, err := c.catalog(cat)
+		if err != nil {
+			return nil, fmt.Errorf("OCI catalog of cluster %s: %w", cat.Cluster, err)
+		}
+		entries = append(entries, Image{Ref: CatalogRef(cat.Cluster)})
+		index, res.Images = append(index, d), append(res.Images, r)
+	}
 	// index.json: sorted by reference, then kind.
 	order := make([]int, len(index))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return o.Images[order[a]].Ref < o.Images[order[b]].Ref })
+	sort.SliceStable(order, func(a, b int) bool { return entries[order[a]].Ref < entries[order[b]].Ref })
 	idx := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Annotations: o.Annotations}
 	seen := map[string]bool{}
 	var imgs []ImageResult
 	for _, i := range order {
-		key := o.Images[i].Ref + "\x00" + o.Images[i].Tag
+		key := entries[i].Ref + "\x00" + entries[i].Tag
 		if seen[key] {
 			continue
 		}
@@ -276,6 +304,11 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		opened[i] = make(chan openBlob, 1)
 		go func() {
 			b := c.blobs[blobs[i]]
+			if b.open != nil {
+				rc, err := b.open()
+				opened[i] <- openBlob{rc: rc, err: err}
+				return
+			}
 			// A cached blob is hashed here, ahead of the copy (on the
 			// other core): a damaged one is read from the registry.
 			f, ok, damaged := c.cache.checkedBlob(bctx, b.desc)
@@ -461,6 +494,47 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 		d.Annotations[AnnotationSourceDigest] = res.SourceDigest
 	}
 	return d, res, nil
+}
+
+// catalog records the manifest and blobs of an OCI catalog, read from
+// its image, and returns its index.json entry (KindCatalog, named
+// CatalogRef).
+func (c *collected) catalog(cat Catalog) (v1.Descriptor, ImageResult, error) {
+	ref := CatalogRef(cat.Cluster)
+	raw, err := cat.Image.RawManifest()
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	m, err := cat.Image.Manifest()
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	cfg, err := cat.Image.RawConfigFile()
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	h, n, err := v1.SHA256(bytes.NewReader(raw))
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.manifests[h.String()] = raw
+	c.depth[h.String()] = 0
+	c.blobs[m.Config.Digest.String()] = blobInfo{desc: m.Config, from: ref, open: func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(cfg)), nil
+	}}
+	for _, l := range m.Layers {
+		layer, err := cat.Image.LayerByDigest(l.Digest)
+		if err != nil {
+			return v1.Descriptor{}, ImageResult{}, err
+		}
+		c.blobs[l.Digest.String()] = blobInfo{desc: l, from: ref, open: layer.Compressed}
+	}
+	d := v1.Descriptor{MediaType: m.MediaType, Digest: h, Size: n, Annotations: map[string]string{
+		AnnotationRefName: ref, AnnotationSource: ref, AnnotationKind: KindCatalog, AnnotationCluster: cat.Cluster,
+	}}
+	return d, ImageResult{Ref: ref, Digest: h.String(), SourceDigest: h.String(), MediaType: string(m.MediaType)}, nil
 }
 
 // get reads the manifest ref names: from the cache when ref is a digest

@@ -70,6 +70,7 @@ var inputs = []Input{
 	{Name: "no-fetch", Flag: "no-fetch"},
 	{Name: "config", Flag: "config"},
 	{Name: "target", Flag: "target"},
+	{Name: "oci", Flag: "oci"},
 	{Name: "log-format", Flag: "log-format"},
 	{Name: "quiet", Flag: "quiet"},
 	{Name: "verbose", Flag: "verbose"},

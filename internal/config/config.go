@@ -15,6 +15,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/target"
 	yaml "go.yaml.in/yaml/v4"
 )
@@ -73,6 +74,11 @@ type Cluster struct {
 	Target string `yaml:"target,omitempty"`
 	// OLM configures the olm target.
 	OLM OLM `yaml:"olm,omitempty"`
+	// OCI, when set, makes `publish run` (and `publish push --catalog`)
+	// push rendered/<cluster> as the OCI catalog (internal/ocicatalog) to
+	// this reference, REGISTRY/REPOSITORY[:TAG] (default tag: the cluster
+	// name); --oci wins.
+	OCI string `yaml:"oci,omitempty"`
 }
 
 // OLM configures the upstream OLM target of a cluster. Every field is
@@ -168,6 +174,15 @@ func (c *Config) ClusterOLM(cluster string) OLM {
 	return c.Clusters[cluster].OLM
 }
 
+// ClusterOCI returns the OCI catalog reference publish.yaml sets for
+// cluster ("" when none).
+func (c *Config) ClusterOCI(cluster string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Clusters[cluster].OCI
+}
+
 // Error is a problem in publish.yaml at a 1-based line.
 type Error struct {
 	Path string
@@ -211,6 +226,11 @@ func Load(path string, required bool) (*Config, error) {
 		if err := checkOLM(path, data, name, cl.OLM); err != nil {
 			return nil, err
 		}
+		if cl.OCI != "" {
+			if _, err := ocicatalog.Tag(cl.OCI, name); err != nil {
+				return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "oci"), Msg: fmt.Sprintf("clusters.%s.oci: %v", name, err)}
+			}
+		}
 	}
 	c.Lint.File = path
 	c.Lint.Lines = lintLines(data)
@@ -252,7 +272,11 @@ func lintLines(data []byte) map[string]int {
 }
 
 // clusterLine returns the line of clusters.<name> (0 when not found).
-func clusterLine(data []byte, name string) int {
+func clusterLine(data []byte, name string) int { return clusterKeyLine(data, name, "") }
+
+// clusterKeyLine returns the line of clusters.<name>.<key>, or of
+// clusters.<name> when key is "" or not found there (0 when neither is).
+func clusterKeyLine(data []byte, name, key string) int {
 	var root yaml.Node
 	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
 		return 0
@@ -264,9 +288,18 @@ func clusterLine(data []byte, name string) int {
 		}
 		cl := doc.Content[i+1]
 		for j := 0; j+1 < len(cl.Content); j += 2 {
-			if cl.Content[j].Value == name {
-				return cl.Content[j].Line
+			if cl.Content[j].Value != name {
+				continue
 			}
+			if key != "" {
+				v := cl.Content[j+1]
+				for k := 0; k+1 < len(v.Content); k += 2 {
+					if v.Content[k].Value == key {
+						return v.Content[k].Line
+					}
+				}
+			}
+			return cl.Content[j].Line
 		}
 	}
 	return 0

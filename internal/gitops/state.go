@@ -32,6 +32,20 @@ type State struct {
 	// "olm <catalog image>" for the olm target); while it holds, only
 	// changed artifacts are rendered again.
 	Rendered map[string]string `json:"rendered,omitempty"`
+	// OCI maps a cluster to the OCI catalog last pushed for it
+	// (internal/ocicatalog: rendered/<cluster> as a single-layer OCI
+	// artifact, `publish run --oci`): the tag and the manifest digest it
+	// points at. A cluster published without an OCI reference has none.
+	OCI map[string]OCIRecord `json:"oci,omitempty"`
+}
+
+// OCIRecord is where the OCI catalog of one cluster was pushed.
+type OCIRecord struct {
+	// Ref is the tag reference pushed to
+	// (registry.example.com/platform/operator-catalog:global).
+	Ref string `json:"ref"`
+	// Digest is the manifest digest the tag points at ("sha256:…").
+	Digest string `json:"digest"`
 }
 
 // Source identifies the package repo commit that was last published.
@@ -144,7 +158,25 @@ func (s *State) validate() error {
 			}
 		}
 	}
+	for _, c := range sortedClusters(s.OCI) {
+		r := s.OCI[c]
+		if r.Ref == "" {
+			errs = append(errs, fmt.Errorf("oci.%s: no ref", c))
+		}
+		if !digestRE.MatchString(r.Digest) {
+			errs = append(errs, fmt.Errorf("oci.%s: digest %q is not a sha256 digest", c, r.Digest))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+func sortedClusters(m map[string]OCIRecord) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // StateIndex is publish/state.yaml split by artifact without parsing the
@@ -261,14 +293,14 @@ func (x *StateIndex) Artifact(name string) (a model.ArtifactRecord, ok bool, err
 }
 
 // Marshal returns the bytes of publish/state.yaml made of x with the
-// source and render keys of header and the entries of arts in place of
+// source, render keys and OCI catalogs of header and the entries of arts in place of
 // x's entries of the same names (arts not in x are added): what
 // State.Marshal writes for the whole state, byte for byte, without parsing
 // the entries of x that arts leave as they are. It is how `publish run`
 // writes the state when it read only the artifacts a change touches
 // (docs/design.md, "The engine"). Errors: those of State.Marshal.
 func (x *StateIndex) Marshal(header *State, arts []model.ArtifactRecord) ([]byte, error) {
-	head, err := (&State{Source: header.Source, Rendered: header.Rendered}).Marshal()
+	head, err := (&State{Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}).Marshal()
 	if err != nil {
 		return nil, err
 	}

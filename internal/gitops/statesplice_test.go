@@ -3,6 +3,7 @@ package gitops
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/operator-publish/publish/internal/model"
@@ -48,11 +49,17 @@ func TestStateIndexMarshal(t *testing.T) {
 			next[a.Name] = a
 		}
 		header := &State{Source: Source{Repo: "https://git.example.com/p.git", Commit: "bbbb"}, Rendered: map[string]string{"global": "sha256:2", "c1": "sha256:3"}}
+		if round%2 == 1 {
+			header.OCI = map[string]OCIRecord{
+				"global": {Ref: "registry.example.com/platform/operator-catalog:global", Digest: "sha256:" + strings.Repeat("a", 64)},
+				"c1":     {Ref: "registry.example.com/platform/operator-catalog:c1", Digest: "sha256:" + strings.Repeat("b", 64)},
+			}
+		}
 		got, err := idx.Marshal(header, dedupeByName(touched))
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole := &State{Source: header.Source, Rendered: header.Rendered}
+		whole := &State{Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}
 		for _, a := range next {
 			whole.Artifacts = append(whole.Artifacts, a)
 		}
@@ -65,6 +72,12 @@ func TestStateIndexMarshal(t *testing.T) {
 		}
 		if _, err := ParseState(got); err != nil {
 			t.Fatalf("round %d: %v", round, err)
+		}
+		// The OCI records survive the split of the written file.
+		if again, err := SplitState(got); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		} else if len(again.Header.OCI) != len(header.OCI) {
+			t.Fatalf("round %d: split header has OCI %v, want %v", round, again.Header.OCI, header.OCI)
 		}
 	}
 }

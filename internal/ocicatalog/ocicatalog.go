@@ -40,6 +40,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -93,7 +94,65 @@ func Build(dir string, meta Meta) (v1.Image, error) {
 // BuildFS is Build of the tree of fsys (an in-memory render, a Git tree
 // through io/fs); where names it in errors.
 func BuildFS(fsys fs.FS, where string, meta Meta) (v1.Image, error) {
-	layer, err := buildLayer(fsys, where)
+	var names []string
+	var total int64
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("ocicatalog: %w", err)
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("ocicatalog: %s is not a regular file (%s): the OCI catalog holds only the rendered YAML files; remove it", path.Join(filepath.ToSlash(where), p), d.Type())
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		total += info.Size()
+		names = append(names, p)
+		if len(names) > MaxFiles || total > MaxBytes {
+			return tooMuch(where)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return build(names, func(n string) ([]byte, error) { return fs.ReadFile(fsys, n) }, where, meta)
+}
+
+// BuildFiles is Build of files: file contents by slash-separated path
+// relative to the artifact root (the files of rendered/<cluster> with that
+// prefix cut, as `publish run` has them in memory after the render); where
+// names them in errors. A path that is not local (absolute, "..") is an
+// error, as are no file, more than MaxFiles files or more than MaxBytes
+// bytes. The same files give the same artifact as Build of a directory
+// holding them.
+func BuildFiles(files map[string][]byte, where string, meta Meta) (v1.Image, error) {
+	names := make([]string, 0, len(files))
+	var total int64
+	for n, data := range files {
+		if !fs.ValidPath(n) || n == "." {
+			return nil, fmt.Errorf("ocicatalog: %s: %q is not a relative path inside the artifact", where, n)
+		}
+		total += int64(len(data))
+		names = append(names, n)
+	}
+	if len(names) > MaxFiles || total > MaxBytes {
+		return nil, tooMuch(where)
+	}
+	return build(names, func(n string) ([]byte, error) { return files[n], nil }, where, meta)
+}
+
+func tooMuch(where string) error {
+	return fmt.Errorf("ocicatalog: %s holds more than %d files or %d bytes: is it the rendered directory of one cluster?", where, MaxFiles, MaxBytes)
+}
+
+// build makes the artifact of the files names (read through read).
+func build(names []string, read func(string) ([]byte, error), where string, meta Meta) (v1.Image, error) {
+	layer, err := buildLayer(names, read, where)
 	if err != nil {
 		return nil, err
 	}
@@ -116,37 +175,12 @@ func BuildFS(fsys fs.FS, where string, meta Meta) (v1.Image, error) {
 	return img, nil
 }
 
-// buildLayer packs the files of fsys into the layer (see the package doc).
-func buildLayer(fsys fs.FS, where string) (v1.Layer, error) {
-	var names []string
-	var total int64
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("ocicatalog: %w", err)
-		}
-		if d.IsDir() {
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("ocicatalog: %s is not a regular file (%s): the OCI catalog holds only the rendered YAML files; remove it", path.Join(filepath.ToSlash(where), p), d.Type())
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		total += info.Size()
-		names = append(names, p)
-		if len(names) > MaxFiles || total > MaxBytes {
-			return fmt.Errorf("ocicatalog: %s holds more than %d files or %d bytes: is it the rendered directory of one cluster?", where, MaxFiles, MaxBytes)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
+// buildLayer packs the files names into the layer (see the package doc).
+func buildLayer(names []string, read func(string) ([]byte, error), where string) (v1.Layer, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("ocicatalog: %s holds no file: render the cluster first (publish render --cluster)", where)
 	}
+	names = append([]string(nil), names...)
 	sort.Strings(names)
 
 	var buf bytes.Buffer
@@ -158,7 +192,7 @@ func buildLayer(fsys fs.FS, where string) (v1.Layer, error) {
 	// same bytes.
 	tw := tar.NewWriter(zw)
 	for _, n := range names {
-		data, err := fs.ReadFile(fsys, n)
+		data, err := read(n)
 		if err != nil {
 			return nil, fmt.Errorf("ocicatalog: %s: %w", where, err)
 		}
@@ -191,7 +225,8 @@ func buildLayer(fsys fs.FS, where string) (v1.Layer, error) {
 
 // Result is what Push did.
 type Result struct {
-	// Ref is the tag pushed to, as given.
+	// Ref is the tag pushed to, as given to Push (PushImage: the tag's
+	// String).
 	Ref string
 	// Digest is the manifest digest ("sha256:…"): what the tag points at
 	// after Push, to record in the catalog state and to pin a cluster to.
@@ -204,9 +239,7 @@ type Result struct {
 // Push builds the artifact of dir (Build) and pushes it to ref, a tag
 // ("registry.example.com/platform/operator-catalog:global"), with the
 // remote options of the destination registry (credentials, transport with
-// its CA). When the tag already points at the same digest, nothing is
-// written. Errors name ref; a registry's 401 or 403 says to check the
-// destination credentials.
+// its CA): PushImage. Errors name ref.
 func Push(ctx context.Context, dir, ref string, meta Meta, opts ...remote.Option) (Result, error) {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
@@ -216,6 +249,20 @@ func Push(ctx context.Context, dir, ref string, meta Meta, opts ...remote.Option
 	if err != nil {
 		return Result{}, err
 	}
+	res, err := PushImage(ctx, img, tag, opts...)
+	if err == nil {
+		res.Ref = ref
+	}
+	return res, err
+}
+
+// PushImage pushes img (an artifact of Build, BuildFS or BuildFiles) to
+// tag with the remote options of the destination registry. When the tag
+// already points at the same digest, nothing is written (Result.Pushed is
+// false): a HEAD request is all it costs. Errors name the tag; a
+// registry's 401 or 403 says to check the destination credentials.
+func PushImage(ctx context.Context, img v1.Image, tag name.Tag, opts ...remote.Option) (Result, error) {
+	ref := tag.String()
 	d, err := img.Digest()
 	if err != nil {
 		return Result{}, err
@@ -232,6 +279,33 @@ func Push(ctx context.Context, dir, ref string, meta Meta, opts ...remote.Option
 	}
 	res.Pushed = true
 	return res, nil
+}
+
+// Tag returns the tag the OCI catalog of cluster is pushed to: ref
+// (registry/repository[:tag], from clusters.<cluster>.oci in publish.yaml
+// or --oci) with the tag cluster when ref names none. opts are the naming
+// options of the registry client (name.Insecure for plain HTTP). Errors: a
+// reference with a digest, without a registry host, or that does not
+// parse; they say what to write.
+func Tag(ref, cluster string, opts ...name.Option) (name.Tag, error) {
+	bad := func(why string) (name.Tag, error) {
+		return name.Tag{}, fmt.Errorf("OCI catalog reference %q %s: want REGISTRY/REPOSITORY[:TAG], e.g. registry.example.com/platform/operator-catalog (tag: the cluster name)", ref, why)
+	}
+	if strings.Contains(ref, "@") {
+		return bad("names a digest")
+	}
+	host, _, ok := strings.Cut(ref, "/")
+	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return bad("has no registry host")
+	}
+	if !strings.Contains(ref[strings.LastIndex(ref, "/")+1:], ":") {
+		ref += ":" + cluster
+	}
+	tag, err := name.NewTag(ref, append([]name.Option{name.StrictValidation}, opts...)...)
+	if err != nil {
+		return bad("is not valid (" + err.Error() + ")")
+	}
+	return tag, nil
 }
 
 // isNotFound reports whether a registry answered that the tag does not

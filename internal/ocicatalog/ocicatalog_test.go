@@ -263,3 +263,52 @@ func TestBuildFS(t *testing.T) {
 		t.Errorf("in memory %s, on disk %s", digest(t, a), digest(t, b))
 	}
 }
+
+// TestBuildFiles: a map of files gives the same artifact as the directory
+// holding them; a path that leaves the artifact, or no file, is refused.
+func TestBuildFiles(t *testing.T) {
+	files := map[string][]byte{}
+	for p, s := range catalog {
+		files[p] = []byte(s)
+	}
+	a, err := BuildFiles(files, "rendered/global", meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Build(writeTree(t, catalog), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if digest(t, a) != digest(t, b) {
+		t.Errorf("from a map %s, on disk %s", digest(t, a), digest(t, b))
+	}
+	for _, bad := range []string{"../x.yaml", "/x.yaml", "a//b.yaml", "."} {
+		if _, err := BuildFiles(map[string][]byte{bad: []byte("x")}, "rendered/global", meta); err == nil || !strings.Contains(err.Error(), "not a relative path") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	if _, err := BuildFiles(nil, "rendered/global", meta); err == nil || !strings.Contains(err.Error(), "holds no file") {
+		t.Errorf("no file: %v", err)
+	}
+}
+
+// TestTag: the cluster is the default tag; a digest, a missing host or a
+// bad name is refused.
+func TestTag(t *testing.T) {
+	for ref, want := range map[string]string{
+		"registry.example.com/platform/operator-catalog": "registry.example.com/platform/operator-catalog:edge",
+		"registry.example.com:5000/operator-catalog:v1":  "registry.example.com:5000/operator-catalog:v1",
+		"localhost/catalog":                              "localhost/catalog:edge",
+		"127.0.0.1:5000/a/b":                             "127.0.0.1:5000/a/b:edge",
+	} {
+		tag, err := Tag(ref, "edge")
+		if err != nil || tag.String() != want {
+			t.Errorf("%s: %v %v, want %s", ref, tag, err, want)
+		}
+	}
+	for _, ref := range []string{"registry.example.com/c@sha256:" + strings.Repeat("0", 64), "platform/catalog", "catalog", "registry.example.com/UPPER", ""} {
+		if _, err := Tag(ref, "edge"); err == nil || !strings.Contains(err.Error(), "want REGISTRY/REPOSITORY[:TAG]") {
+			t.Errorf("%q: %v", ref, err)
+		}
+	}
+}

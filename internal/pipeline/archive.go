@@ -16,13 +16,19 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/registry"
+	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // PlatformsFromSpec, as the only Platforms entry, reduces each image index
@@ -53,6 +59,13 @@ type PackageOptions struct {
 	VerifyCache bool
 	Progress    *archive.Progress
 	Log         func(format string, args ...any)
+	// Catalog, when its URL is set, is the catalog repo of the connected
+	// side: the archive then carries the OCI catalog of Cluster
+	// (ocicatalog), its published state rendered through the cluster's
+	// overlay with Render, for `publish push --oci`.
+	Catalog gitops.Options
+	Cluster string // default "global"
+	Render  render.Config
 }
 
 // PackageResult says what Package wrote.
@@ -60,6 +73,9 @@ type PackageResult struct {
 	*archive.PackageResult
 	Versions  int // versions whose images are in the archive
 	Manifests int // PackageManifests in the archive (every one of the repo)
+	// Catalog is the digest of the OCI catalog in the archive ("" without
+	// PackageOptions.Catalog).
+	Catalog string
 }
 
 // Package writes the offline archive: every bundle and related image (the
@@ -98,6 +114,26 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	if len(ms) == 0 {
 		return nil, inputErr(fmt.Errorf("no PackageManifest found under %s", filepath.Join(o.Source, o.PackagesDir)))
+	}
+	// The OCI catalog before any registry is read: a wrong catalog repo
+	// or overlay is told first.
+	var catalogs []archive.Catalog
+	catalogDigest := ""
+	if o.Catalog.URL != "" {
+		if o.Cluster == "" {
+			o.Cluster = "global"
+		}
+		img, err := packageCatalog(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		catalogDigest = d.String()
+		catalogs = append(catalogs, archive.Catalog{Cluster: o.Cluster, Image: img})
+		o.Log("catalog: the OCI catalog of cluster %s, %s", o.Cluster, catalogDigest)
 	}
 	changed := func(string, string) bool { return true }
 	if o.Changed {
@@ -207,13 +243,62 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
-		Images: images, Files: files, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
+		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &PackageResult{PackageResult: res, Versions: len(selected), Manifests: len(files)}, nil
+	return &PackageResult{PackageResult: res, Versions: len(selected), Manifests: len(files), Catalog: catalogDigest}, nil
+}
+
+// packageCatalog renders the OCI catalog of o.Cluster from the catalog
+// repo o.Catalog: the published state of its branch tip, rendered through
+// kustomize/clusters/<cluster> with o.Render (the alauda target), as the
+// single-layer artifact of ocicatalog, annotated with the source the state
+// records. Errors: those of opening the tip, *InputError for a catalog
+// with nothing published or without the overlay.
+func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, error) {
+	tip, err := catalog.OpenTip(ctx, o.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	defer tip.Close()
+	dir, err := os.MkdirTemp("", "publish-package-catalog-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	files, err := tip.Files("", nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFiles(dir, files); err != nil {
+		return nil, err
+	}
+	state, err := gitops.ReadState(dir)
+	if err != nil {
+		return nil, inputErr(fmt.Errorf("--catalog %s: %w", o.Catalog.URL, err))
+	}
+	if len(state.Artifacts) == 0 {
+		return nil, inputErr(fmt.Errorf("--catalog %s (branch %s) has nothing published: run publish run into it first, the OCI catalog is rendered from its publish/state.yaml", o.Catalog.URL, o.Catalog.Branch))
+	}
+	if err := render.CheckOverlay(dir, o.Cluster); err != nil {
+		return nil, inputErr(fmt.Errorf("--cluster %s: %w", o.Cluster, err))
+	}
+	// Rendered afresh (no previous key): whatever rendered/<cluster> the
+	// tip has, the overlay decides.
+	if err := os.RemoveAll(filepath.Join(dir, render.RenderedDir, o.Cluster)); err != nil {
+		return nil, err
+	}
+	if _, err := target.RenderInto(dir, o.Cluster, o.Render, state.Artifacts, ""); err != nil {
+		return nil, err
+	}
+	out, err := dirFiles(filepath.Join(dir, render.RenderedDir, o.Cluster))
+	if err != nil {
+		return nil, err
+	}
+	return ocicatalog.BuildFiles(out, render.RenderedDir+"/"+o.Cluster, ocicatalog.Meta{Source: state.Source.Repo, Revision: state.Source.Commit})
 }
 
 // hasTag reports whether an image reference names a tag
@@ -250,6 +335,12 @@ type PushOptions struct {
 	TempDir  string
 	Limits   archive.Limits
 	Progress *archive.Progress
+	// OCI gives the reference (REGISTRY/REPOSITORY[:TAG], default tag the
+	// cluster) the OCI catalog of a cluster in the archive is pushed to
+	// (--oci, publish.yaml clusters.<cluster>.oci); "" (or a nil OCI)
+	// leaves it in the archive. With the catalog (Options.Catalog) the
+	// site renders and pushes its own (Options.OCI) instead.
+	OCI func(cluster string) string
 }
 
 // PushResult is what Push did: the push, and the catalog run (nil without
@@ -305,6 +396,17 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 			}
 			return mc.Destination(r)
 		},
+		MapCatalog: func(cluster string) (name.Reference, error) {
+			if catalog || o.OCI == nil || o.OCI(cluster) == "" {
+				return nil, nil
+			}
+			r := &run{Options: Options{OCI: o.OCI(cluster), Cluster: cluster}, mc: mc}
+			tag, err := r.ociTag()
+			if err != nil {
+				return nil, err
+			}
+			return tag, nil
+		},
 		Check:  check,
 		Remote: opts, Jobs: o.Jobs, TempDir: o.TempDir, SkipPush: o.SkipPush,
 		Limits: o.Limits, Progress: o.Progress,
@@ -321,6 +423,13 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		return nil, err
 	}
 	res := &PushResult{Push: pr}
+	for _, c := range pr.CatalogsLeft {
+		if catalog {
+			o.Options.logf("push: the archive's OCI catalog of cluster %s is left out: the catalog rendered here is pushed instead (--oci)", c)
+		} else {
+			o.Options.logf("push: the archive carries the OCI catalog of cluster %s: pass --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci) to push it", c, c)
+		}
+	}
 	if !catalog {
 		return res, nil
 	}
@@ -372,6 +481,9 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	rep := &mirror.Report{}
 	inArchive := map[string]bool{}
 	for _, im := range pr.Images {
+		if im.Catalog != "" {
+			continue
+		}
 		rep.Images = append(rep.Images, mirror.Result{Source: im.Source, Destination: im.Destination, Digest: im.Digest, Skipped: im.Skipped})
 		if im.Bundle {
 			inArchive[im.Source] = true
@@ -435,7 +547,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		return res, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt}, sc, current, res)
+	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt, dstOpts: dstOpts}, sc, current, res)
 }
 
 // sourceCommit is the source commit and repo recorded in the state.

@@ -311,7 +311,7 @@ func (s *scope) tipHas(dir string) (bool, error) {
 // entries.
 func (s *scope) readTouched() error {
 	header := s.idx.Header
-	s.state = &gitops.State{APIVersion: header.APIVersion, Kind: header.Kind, Source: header.Source, Rendered: header.Rendered}
+	s.state = &gitops.State{APIVersion: header.APIVersion, Kind: header.Kind, Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}
 	for _, n := range sortedKeys(s.touched) {
 		a, ok, err := s.idx.Artifact(n)
 		if err != nil {
@@ -464,11 +464,12 @@ func (s *scope) render(ctx context.Context, next []model.ArtifactRecord, preview
 }
 
 // stateFile returns publish/state.yaml after a publish of next from the
-// source commit (repo, commit), with the render keys rendered: the whole
+// source commit (repo, commit), with the render keys rendered and the OCI
+// catalogs oci: the whole
 // state marshalled (full), or the tip's file with the touched artifacts'
 // entries replaced (incremental), the same bytes either way.
-func (s *scope) stateFile(src gitops.Source, next []model.ArtifactRecord, rendered map[string]string) ([]byte, error) {
-	header := &gitops.State{Source: src, Rendered: rendered}
+func (s *scope) stateFile(src gitops.Source, next []model.ArtifactRecord, rendered map[string]string, oci map[string]gitops.OCIRecord) ([]byte, error) {
+	header := &gitops.State{Source: src, Rendered: rendered, OCI: oci}
 	if s.full {
 		header.Artifacts = next
 		return header.Marshal()

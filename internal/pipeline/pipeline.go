@@ -29,6 +29,7 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
@@ -37,6 +38,7 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -80,6 +82,13 @@ type Options struct {
 	// default, or "olm"); OLM configures the olm target.
 	Target string
 	OLM    OLMOptions
+	// OCI, when set, is the OCI catalog reference of the cluster
+	// (REGISTRY/REPOSITORY[:TAG], default tag the cluster; --oci, or
+	// publish.yaml clusters.<cluster>.oci): rendered/<cluster> of the new
+	// catalog is pushed there as a single-layer OCI artifact
+	// (internal/ocicatalog) before the catalog commit, and its digest
+	// recorded in publish/state.yaml.
+	OCI string
 	// SourceCommitOverride and SourceRepoOverride, when set, are recorded as
 	// the source of the publish instead of Source's Git HEAD and origin
 	// (push --catalog: the commit the archive was packaged from).
@@ -104,6 +113,9 @@ type run struct {
 	dirty [][2]string
 	// target renders rendered/<cluster>; it keeps what it prepared.
 	target target.Target
+	// dstOpts, when set, are the remote options for the destination
+	// registry instead of mc's (push --no-auth).
+	dstOpts []remote.Option
 }
 
 // newClient builds the registry client of a run: the source credentials go
@@ -140,6 +152,9 @@ type Result struct {
 	// Superseded is the source commit of a catalog that was already
 	// published from a newer commit than ours: nothing was committed.
 	Superseded string
+	// OCI is what the push of the OCI catalog did (nil without
+	// Options.OCI): the tag, its digest, and whether anything was written.
+	OCI *ocicatalog.Result
 }
 
 func (o *Options) defaults() {
@@ -221,6 +236,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	} else if probe.DstHost() == "" {
 		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
+	} else if o.OCI != "" {
+		// A bad reference is told before anything is mirrored.
+		if _, err := (&run{Options: o, mc: probe}).ociTag(); err != nil {
+			return nil, err
+		}
 	}
 	if o.Mirror.Logger == nil {
 		o.Mirror.Logger = o.Log // retries, requests that wait
@@ -829,12 +849,30 @@ func publishCatalog(ctx context.Context, r *run, s *scope, current []model.Artif
 	}
 	rendered[o.Cluster] = key
 	commit, origin := o.sourceCommit()
-	if len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key {
+	unchanged := len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key
+	// The OCI catalog goes out before the commit: a failed push commits
+	// nothing.
+	oci, err := r.pushOCI(ctx, s, changes, unchanged, gitops.Source{Repo: origin, Commit: commit}, res)
+	if err != nil {
+		return err
+	}
+	ociRecords := map[string]gitops.OCIRecord{}
+	for c, rec := range state.OCI {
+		ociRecords[c] = rec
+	}
+	delete(ociRecords, o.Cluster)
+	if oci != nil {
+		ociRecords[o.Cluster] = *oci
+	}
+	if len(ociRecords) == 0 {
+		ociRecords = nil
+	}
+	if prev, had := state.OCI[o.Cluster]; unchanged && (oci == nil && !had || oci != nil && had && prev == *oci) {
 		o.logf("catalog: nothing changed, no commit")
 		res.Changes.Updated = nil // nothing that reaches the catalog changed
 		return nil
 	}
-	data, err := s.stateFile(gitops.Source{Repo: origin, Commit: commit}, next, rendered)
+	data, err := s.stateFile(gitops.Source{Repo: origin, Commit: commit}, next, rendered, ociRecords)
 	if err != nil {
 		return err
 	}
@@ -859,6 +897,92 @@ func publishCatalog(ctx context.Context, r *run, s *scope, current []model.Artif
 	res.Commit = hash
 	o.logf("catalog: committed %s and pushed to %s (%d files)", hash[:12], o.Catalog.Branch, len(res.Files))
 	return nil
+}
+
+// pushOCI pushes the OCI catalog of the cluster (Options.OCI; nil, nil
+// without one): the files of rendered/<cluster> of the new catalog, which
+// are the tip's with changes applied (on the incremental way only the
+// touched artifacts were rendered), as one artifact (ocicatalog.BuildFiles)
+// annotated with the package repo and commit src, to the destination
+// registry with the run's registry client. When the catalog did not change
+// (unchanged) and the state records this tag, the artifact is built with
+// the recorded source commit, the one the state keeps: the same digest,
+// and the push only checks that the tag still points at it (pushing it
+// again when it does not). It returns the record for publish/state.yaml.
+func (r *run) pushOCI(ctx context.Context, s *scope, changes []catalog.Change, unchanged bool, src gitops.Source, res *Result) (*gitops.OCIRecord, error) {
+	o := r.Options
+	if o.OCI == "" {
+		return nil, nil
+	}
+	tag, err := r.ociTag()
+	if err != nil {
+		return nil, err
+	}
+	dir := render.RenderedDir + "/" + o.Cluster
+	tipFiles, err := s.tip.Files(dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for p, data := range tipFiles {
+		files[strings.TrimPrefix(p, dir+"/")] = data
+	}
+	for _, c := range changes {
+		rel, ok := strings.CutPrefix(c.Path, dir+"/")
+		if !ok {
+			continue
+		}
+		if c.Delete {
+			delete(files, rel)
+		} else {
+			files[rel] = c.Data
+		}
+	}
+	meta := ocicatalog.Meta{Source: src.Repo, Revision: src.Commit}
+	prev, had := s.state.OCI[o.Cluster]
+	img, err := ocicatalog.BuildFiles(files, dir, meta)
+	if err == nil && unchanged && had && prev.Ref == tag.String() {
+		recorded := ocicatalog.Meta{Source: s.state.Source.Repo, Revision: s.state.Source.Commit}
+		if again, err := ocicatalog.BuildFiles(files, dir, recorded); err == nil {
+			if d, err := again.Digest(); err == nil && d.String() == prev.Digest {
+				img = again
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	opts := r.dstOpts
+	if opts == nil {
+		opts = r.mc.DstOptions()
+	}
+	pr, err := ocicatalog.PushImage(ctx, img, tag, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w; nothing committed", err)
+	}
+	res.OCI = &pr
+	if pr.Pushed {
+		o.logf("oci: pushed %s/%s to %s@%s", render.RenderedDir, o.Cluster, pr.Ref, pr.Digest)
+	} else {
+		o.logf("oci: %s already points at %s, nothing pushed", pr.Ref, pr.Digest)
+	}
+	return &gitops.OCIRecord{Ref: pr.Ref, Digest: pr.Digest}, nil
+}
+
+// ociTag is the tag of Options.OCI (ocicatalog.Tag) parsed with the run's
+// naming options (plain HTTP). Errors are *InputError naming --oci and
+// publish.yaml.
+func (r *run) ociTag() (name.Tag, error) {
+	tag, err := ocicatalog.Tag(r.OCI, r.Cluster)
+	if err == nil {
+		var ref name.Reference
+		if ref, err = r.mc.ParseReference(tag.String()); err == nil {
+			if t, ok := ref.(name.Tag); ok {
+				return t, nil
+			}
+		}
+	}
+	return name.Tag{}, inputErr(fmt.Errorf("--oci (or publish.yaml clusters.%s.oci): %w", r.Cluster, err))
 }
 
 func sameArtifacts(a, b []model.ArtifactRecord) bool {

@@ -42,7 +42,10 @@ func treeOf(t *testing.T, dir string) plumbing.Hash {
 // catalog tree, by tree hash, and commits the same files as the full run
 // (every manifest read, the whole tip rendered), each on its own catalog
 // repo fed the same package repo; and after the first publish it really
-// goes the incremental way.
+// goes the incremental way. Both push the OCI catalog to one tag: the
+// artifact of the incremental run, built from the tip's rendered/global
+// with its changes, must have the digest of the full run's (else the
+// state, which records it, makes the trees differ).
 func TestRunIncrementalEqualsFull(t *testing.T) {
 	for _, path := range []string{"", "deploy/catalog"} {
 		t.Run("catalog-path="+path, func(t *testing.T) {
@@ -62,10 +65,14 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 					Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
 					Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 					Log:      slog.New(slog.NewTextHandler(&log, nil)),
+					OCI:      f.dst + "/platform/operator-catalog",
 					fullRead: full,
 				})
 				if err != nil {
 					t.Fatalf("%s: run: %v\n%s", name, err, log.String())
+				}
+				if res.OCI == nil {
+					t.Fatalf("%s: no OCI catalog pushed", name)
 				}
 				return res, tookFullRead(log.String())
 			}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -389,6 +390,8 @@ type fluxSource struct {
 	gvr schema.GroupVersionResource // of the template's source, named operator-catalog
 	// apply applies the template's Flux objects (once, after the first run).
 	apply func(t *testing.T)
+	// args are added to every `publish run` (--oci for OCI).
+	args []string
 	// deliver makes the catalog commit's rendered/global reachable by the
 	// source (nothing for Git; a push for OCI) and returns the revision
 	// Flux reports for it.
@@ -415,7 +418,7 @@ func fluxStory(t *testing.T, ctx context.Context, k *kube, e *env, src fluxSourc
 	var revision string
 	step := func(name string, extra ...string) map[string]*unstructured.Unstructured {
 		t.Helper()
-		if out, errOut, code := e.publish(extra...); code != 0 {
+		if out, errOut, code := e.publish(append(append([]string(nil), src.args...), extra...)...); code != 0 {
 			t.Fatalf("%s: publish run: exit %d\n%s\n%s", name, code, out, errOut)
 		}
 		exited := time.Now()
@@ -572,13 +575,16 @@ func TestFluxGit(t *testing.T) {
 	t.Run("health", func(t *testing.T) { fluxHealth(t, ctx, k, platform, revision) })
 }
 
-// TestFluxOCI is the OCI path of issue 16: the rendered/global of each
-// catalog commit goes to the Debian docker-registry (TLS, htpasswd) as the
-// OCI catalog (internal/ocicatalog, tag global); the template's flux/oci/
+// TestFluxOCI is the OCI path of issue 16: each `publish run --oci`
+// pushes rendered/global of its catalog commit to the Debian
+// docker-registry (TLS, htpasswd) as the OCI catalog (internal/ocicatalog,
+// tag global, the cluster name) with the destination credentials, and
+// records its digest in publish/state.yaml; the template's flux/oci/
 // objects, pointed at it with the registry's credentials (secretRef, a
 // dockerconfigjson Secret) and CA (certSecretRef), pull and apply it
-// (fluxStory). The Kustomization's revision is global@<digest>, and the
-// OCIRepository's artifact carries the package-repo commit.
+// (fluxStory). The Kustomization's revision is global@<the recorded
+// digest>, the tag points at it, and the OCIRepository's artifact carries
+// the package-repo commit.
 func TestFluxOCI(t *testing.T) {
 	ctx := context.Background()
 	_, k, _ := startFluxCluster(t, ctx, 0)
@@ -620,33 +626,41 @@ func TestFluxOCI(t *testing.T) {
       value: {name: operator-catalog-registry-ca}
 `, strings.TrimSuffix(ref, ":global"))))
 		},
+		args: []string{"--oci", strings.TrimSuffix(ref, ":global")},
 		deliver: func(t *testing.T, _ *object.Commit, tree *object.Tree) string {
-			dir := t.TempDir()
-			tree.Files().ForEach(func(f *object.File) error {
-				rel, ok := strings.CutPrefix(f.Name, "rendered/global/")
-				if !ok {
-					return nil
-				}
-				data, err := f.Contents()
-				if err != nil {
-					t.Fatal(err)
-				}
-				p := filepath.Join(dir, filepath.FromSlash(rel))
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				return os.WriteFile(p, []byte(data), 0o644)
-			})
+			// publish run pushed the artifact: the state records it and
+			// the tag points at it.
+			f, err := tree.File("publish/state.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := f.Contents()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var state struct {
+				OCI map[string]struct{ Ref, Digest string } `json:"oci"`
+			}
+			if err := yaml.Unmarshal([]byte(data), &state); err != nil {
+				t.Fatal(err)
+			}
+			rec := state.OCI["global"]
+			if rec.Ref != ref || rec.Digest == "" {
+				t.Fatalf("publish/state.yaml records the OCI catalog %+v, want %s", rec, ref)
+			}
+			desc, err := remote.Head(mustRef(t, ref), e.dst.Options()...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if desc.Digest.String() != rec.Digest {
+				t.Fatalf("%s points at %s, the state records %s", ref, desc.Digest, rec.Digest)
+			}
 			head, err := e.repo.Head()
 			if err != nil {
 				t.Fatal(err)
 			}
 			sourceCommit = head.Hash().String()
-			start := time.Now()
-			res, err := ocicatalog.Push(ctx, dir, ref, ocicatalog.Meta{Source: "file://" + e.source, Revision: sourceCommit}, e.dst.Options()...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("OCI catalog %s@%s pushed in %s", ref, res.Digest, time.Since(start).Round(time.Millisecond))
-			return "global@" + res.Digest
+			return "global@" + rec.Digest
 		},
 	}, "OCI")
 	src, err := k.dyn.Resource(ociRepositoryGVR).Namespace("flux-system").Get(ctx, "operator-catalog", metav1.GetOptions{})
