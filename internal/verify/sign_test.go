@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 )
 
 // testKey is a cosign-style ECDSA P-256 key pair made at test time.
@@ -71,7 +71,7 @@ type rawManifest struct {
 	mt   types.MediaType
 }
 
-func (r rawManifest) RawManifest() ([]byte, error)       { return r.data, nil }
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.data, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 
 // signBundle attaches a Sigstore bundle referrer to repo@subject: a message

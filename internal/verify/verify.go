@@ -539,7 +539,6 @@ func readAll(l v1.Layer) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(rc, maxBundle))
 }
 
-
 func isNotFound(err error) bool {
 	var te *transport.Error
 	return errors.As(err, &te) && te.StatusCode == 404
