@@ -58,6 +58,7 @@ from the registries.`,
 			o.Source, o.PackagesDir = source.source, source.packagesDir
 			o.Paths, o.Changed = args, changed
 			o.Log = inv.logf
+			o.Verify = inv.imageVerifier()
 			o.Progress = inv.newProgress(cmd.ErrOrStderr(), "package")
 			res, err := pipeline.Package(cmd.Context(), o)
 			if err != nil {

@@ -64,6 +64,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
 	o.Cluster, o.Target, o.OLM, o.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
 	o.Lint = inv.lintConfig()
+	o.Verify = inv.imageVerifier()
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
 	if err := reg.apply(&o.Mirror); err != nil {
 		return err

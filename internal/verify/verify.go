@@ -80,6 +80,8 @@ const maxBundle = 1 << 20
 // repository and digest for the life of the Verifier (one run); it is safe
 // for concurrent use.
 type Verifier struct {
+	file    string // publish.yaml
+	cfg     *config.Config
 	entries []*entry
 	mu      sync.Mutex
 	cache   map[string]*cached
@@ -110,7 +112,7 @@ func New(c *config.Config) (*Verifier, error) {
 	if c == nil || len(c.Verify) == 0 {
 		return nil, nil
 	}
-	v := &Verifier{cache: map[string]*cached{}}
+	v := &Verifier{file: c.Path, cfg: c, cache: map[string]*cached{}}
 	for i, e := range c.Verify {
 		en := &entry{cfg: e, where: fmt.Sprintf("%s:%d", config.FileName, e.Line)}
 		line := func(field string) int {
@@ -181,6 +183,28 @@ func keyName(k string) string {
 		return "(inline in " + config.FileName + ")"
 	}
 	return k
+}
+
+// Unmatched returns the publish.yaml path and the policy entries (not off)
+// that match none of refs (image references; unparsable ones are
+// skipped): a pattern that matches nothing is most likely a typo.
+func (v *Verifier) Unmatched(refs []string) (string, []config.VerifyEntry) {
+	if v == nil {
+		return "", nil
+	}
+	var repos []string
+	for _, r := range refs {
+		if ref, err := name.ParseReference(r); err == nil {
+			repos = append(repos, ref.Context().Name())
+		}
+	}
+	var out []config.VerifyEntry
+	for _, e := range v.cfg.UnusedVerifyEntries(repos) {
+		if e.Mode != config.VerifyOff {
+			out = append(out, e)
+		}
+	}
+	return v.file, out
 }
 
 // lookup returns the first entry matching repo, nil when none does.

@@ -26,6 +26,9 @@ import (
 // testRegistry is a registry under test: its host and remote options.
 type testRegistry struct {
 	host     string
+	// caFile, user and password reach the Debian registry (TLS, htpasswd);
+	// empty for the in-process one (plain HTTP).
+	caFile, user, password string
 	opts     []remote.Option
 	requests *atomic.Int64 // nil for the Debian registry
 }
@@ -47,7 +50,7 @@ func inProcessRegistry(t *testing.T) testRegistry {
 // referrers API, so bundles are found through the referrers tag schema.
 func debianRegistry(t *testing.T) testRegistry {
 	r := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
-	return testRegistry{host: r.Host, opts: r.Options()}
+	return testRegistry{host: r.Host, opts: r.Options(), caFile: r.CAFile, user: r.Username, password: r.Password}
 }
 
 // loadPolicy writes publish.yaml with body (after apiVersion and kind) and
