@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"io/fs"
 	"net/http/httptest"
 	"os"
@@ -25,8 +27,6 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
-	"io"
-	"log"
 )
 
 // publishFixture is a package repo with the tiny operator 1.0.0 (bundle,
@@ -290,5 +290,53 @@ func TestPipelineVerify(t *testing.T) {
 				t.Error("warn: nothing published")
 			}
 		})
+	}
+}
+
+// TestPipelineVerifyRules: a wrong key, a tampered image (the signature of
+// the old digest copied to the new one) and a missing signature of the
+// worker image are each rejected by lint with their rule ID at the
+// worker's spec.relatedImages line: an error under enforce, a warning
+// under warn.
+func TestPipelineVerifyRules(t *testing.T) {
+	for _, reg := range []struct {
+		name string
+		new  func(*testing.T) testRegistry
+	}{{"in-process", inProcessRegistry}, {"docker-registry", debianRegistry}} {
+		for _, tc := range []struct {
+			name, rule, found string
+			worker            func(t *testing.T, f *publishFixture, repo name.Repository)
+		}{
+			{"unsigned", pipeline.RuleVerifyUnsigned, "no signature", func(*testing.T, *publishFixture, name.Repository) {}},
+			{"wrong key", pipeline.RuleVerifyUntrusted, "does not verify", func(t *testing.T, f *publishFixture, repo name.Repository) {
+				d := pushRandom(t, repo.Tag("v1.0.0").String(), f.src.opts)
+				signSigTag(t, newTestKey(t), repo, d, d, f.src.opts)
+			}},
+			{"tampered", pipeline.RuleVerifyUntrusted, "failed to verify", func(t *testing.T, f *publishFixture, repo name.Repository) {
+				old, _ := remote.Get(repo.Tag("v1.0.0"), f.src.opts...)
+				d := pushRandom(t, repo.Tag("v1.0.0").String(), f.src.opts)
+				signBundleOf(t, f.key, repo, d, old.Digest, f.src.opts)
+			}},
+		} {
+			t.Run(reg.name+"/"+tc.name, func(t *testing.T) {
+				f := newPublishFixture(t, reg.new(t))
+				f.sign(t, "bundle")
+				f.sign(t, "manager")
+				repo, _ := name.NewRepository(f.src.host + "/tiny/worker")
+				tc.worker(t, f, repo)
+				for mode, sev := range map[string]lint.Severity{"enforce": lint.Error, "warn": lint.Warning} {
+					v := f.policy(t, mode)
+					fs, err := pipeline.Lint(context.Background(), pipeline.LintOptions{Source: f.source, Mirror: f.options(v).Mirror, Verify: v})
+					if err != nil {
+						t.Fatal(err)
+					}
+					fd := finding(t, fs, tc.rule)
+					if fd.Severity != sev || fd.Path != f.manifest || fd.Line != f.lines["worker"] || !strings.Contains(fd.Message, tc.found) {
+						t.Errorf("%s: %+v", mode, fd)
+					}
+					t.Logf("%s", fd)
+				}
+			})
+		}
 	}
 }

@@ -25,12 +25,12 @@ import (
 
 // testRegistry is a registry under test: its host and remote options.
 type testRegistry struct {
-	host     string
+	host string
 	// caFile, user and password reach the Debian registry (TLS, htpasswd);
 	// empty for the in-process one (plain HTTP).
 	caFile, user, password string
-	opts     []remote.Option
-	requests *atomic.Int64 // nil for the Debian registry
+	opts                   []remote.Option
+	requests               *atomic.Int64 // nil for the Debian registry
 }
 
 // inProcessRegistry is go-containerregistry's registry with the referrers
