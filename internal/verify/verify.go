@@ -333,7 +333,6 @@ func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts 
 // signature verified but named someone else, untrusted when any signature
 // was found, unsigned when none was.
 func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) result {
-	var seen int
 	var identityErr, untrusted []string
 	var readErr string
 	digestBytes, _ := hex.DecodeString(d.Hex)
@@ -360,7 +359,6 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 				if errors.Is(err, errNotBundle) {
 					continue
 				}
-				seen++
 				if err != nil {
 					untrusted = append(untrusted, "bundle "+m.Digest.String()+": "+err.Error())
 					continue
@@ -386,7 +384,6 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 	}
 	if err == nil {
 		n, found, idErr, err := e.verifySigTag(img, d)
-		seen += n
 		switch {
 		case err == nil && n > 0:
 			return result{model.VerifyVerified, found + " (" + sigTag.TagStr() + ")"}
