@@ -397,7 +397,7 @@ func TestRules(t *testing.T) {
 	}
 }
 
-// TestRuleIDs keeps the catalog tidy: unique IDs in the five families,
+// TestRuleIDs keeps the catalog tidy: unique IDs in the six families,
 // every field filled.
 func TestRuleIDs(t *testing.T) {
 	seen := map[string]bool{}
@@ -408,7 +408,7 @@ func TestRuleIDs(t *testing.T) {
 		seen[r.ID] = true
 		fam, _, _ := strings.Cut(r.ID, "/")
 		switch fam {
-		case "manifest", "bundle", "platform", "images", "repo":
+		case "manifest", "bundle", "platform", "images", "repo", "verify":
 		default:
 			t.Errorf("rule %s: family %q", r.ID, fam)
 		}
