@@ -15,6 +15,7 @@ import (
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/verify"
 	"github.com/spf13/pflag"
 )
 
@@ -245,6 +246,9 @@ func (inv *invocation) applyConfig(fs *pflag.FlagSet) ([]string, error) {
 		return nil, &pipeline.InputError{Err: err}
 	}
 	inv.config = c
+	if inv.verifier, err = verify.New(c); err != nil {
+		return nil, &pipeline.InputError{Err: err}
+	}
 	values := c.Values()
 	names := make([]string, 0, len(values))
 	for name := range values {

@@ -11,6 +11,8 @@ import (
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/logging"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/verify"
 	"golang.org/x/term"
 )
 
@@ -28,6 +30,9 @@ type invocation struct {
 	masked map[string]bool
 	// config is the publish.yaml applied (nil: none).
 	config *config.Config
+	// verifier checks signatures against config's verify policy (nil: no
+	// policy).
+	verifier *verify.Verifier
 	// log is the logger of the invocation (stderr); set before a
 	// command's RunE runs, a text logger to stderr before that.
 	log *slog.Logger
@@ -62,6 +67,15 @@ func (inv *invocation) mask(secret string) {
 // inCI reports whether publish runs in a CI system that annotates and
 // summarises.
 func (inv *invocation) inCI() bool { return inv.ci != nil && inv.ci.Name() != ci.None }
+
+// imageVerifier is the verify policy of publish.yaml for the pipeline;
+// a nil interface without one.
+func (inv *invocation) imageVerifier() pipeline.ImageVerifier {
+	if inv.verifier == nil {
+		return nil
+	}
+	return inv.verifier
+}
 
 // lintConfig is the lint section of publish.yaml (severities, waivers);
 // the zero value without one.

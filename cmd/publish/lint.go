@@ -42,6 +42,7 @@ lint renders nothing: it takes no cluster, target, namespace or library.`,
 			o.Source, o.PackagesDir, o.Paths = source.source, source.packagesDir, args
 			o.Offline, o.Images = l.offline, !l.noImage
 			o.Lint = inv.lintConfig()
+			o.Verify = inv.imageVerifier()
 			fs, err := pipeline.Lint(cmd.Context(), o)
 			if err != nil {
 				return err

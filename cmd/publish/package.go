@@ -76,6 +76,7 @@ publish push --oci on a site with a registry and no Git server.`,
 			o.Source, o.PackagesDir = source.source, source.packagesDir
 			o.Paths, o.Changed = args, changed
 			o.Log = inv.logf
+			o.Verify = inv.imageVerifier()
 			o.Progress = inv.newProgress(cmd.ErrOrStderr(), "package")
 			res, err := pipeline.Package(cmd.Context(), o)
 			if err != nil {

@@ -71,6 +71,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return err
 		}
 	}
+	o.Verify = inv.imageVerifier()
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
 	if err := reg.apply(&o.Mirror); err != nil {
 		return err

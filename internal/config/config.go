@@ -54,6 +54,10 @@ type Config struct {
 	// the cluster runs (target) and, for upstream OLM, the catalog.
 	Clusters map[string]Cluster `yaml:"clusters,omitempty"`
 
+	// Verify is the signature policy (docs/signatures.md): which images
+	// must be signed, by what key or identity. Empty: nothing is verified.
+	Verify []VerifyEntry `yaml:"verify,omitempty"`
+
 	// Path is the file it was read from.
 	Path string `yaml:"-"`
 }
@@ -231,6 +235,9 @@ func Load(path string, required bool) (*Config, error) {
 				return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "oci"), Msg: fmt.Sprintf("clusters.%s.oci: %v", name, err)}
 			}
 		}
+	}
+	if err := loadVerify(path, data, c.Verify); err != nil {
+		return nil, err
 	}
 	c.Lint.File = path
 	c.Lint.Lines = lintLines(data)

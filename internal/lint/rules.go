@@ -97,6 +97,10 @@ const (
 	RuleEditedInPlace             = "repo/edited-in-place"
 	RuleWaiver                    = "repo/waiver"
 	RuleConfig                    = "repo/config"
+	RuleVerifyUnsigned            = "verify/unsigned"
+	RuleVerifyUntrusted           = "verify/untrusted"
+	RuleVerifyIdentity            = "verify/identity"
+	RuleVerifyPattern             = "verify/pattern"
 )
 
 var catalog = []RuleInfo{
@@ -194,6 +198,12 @@ var catalog = []RuleInfo{
 	{ID: RuleEditedInPlace, Severity: Warning, Summary: "A version that is already published was edited in place (found by change detection; skipped without it): clusters that installed it do not see the change.", Hint: "Publish the change as a new version; edit a published version only to correct what no cluster depends on."},
 	{ID: RuleWaiver, Severity: Error, Summary: "Every waiver of the lint configuration names a known rule and gives a reason.", Hint: "Add `reason:` to the waiver (it is the audit trail), or correct the rule ID."},
 	{ID: RuleConfig, Severity: Error, Summary: "The lint configuration is valid: severities name known rules and are error, warning or off; kubernetesVersion is a version.", Hint: "Correct the rule ID or the value."},
+
+	// verify: signatures against the publish.yaml verify policy (docs/signatures.md).
+	{ID: RuleVerifyUnsigned, Severity: Error, Summary: "Every bundle and related image the verify policy covers has a signature: a Sigstore bundle referrer or a cosign .sig tag of its digest (error under mode enforce, warning under warn; also when the signatures could not be read). Reported by run, plan, lint and package, not re-graded by the lint configuration.", Hint: "Sign the image (`cosign sign --key ...` or keyless), push the signature beside it, or correct the policy entry the message names."},
+	{ID: RuleVerifyUntrusted, Severity: Error, Summary: "A signature of the image verifies with the policy's key or trusted root and binds the image's digest (a signature of another digest, by another key, or a keyless signature where a key is expected, is untrusted).", Hint: "Check that the image was not replaced after signing and that the policy names the signer's public key or trusted root."},
+	{ID: RuleVerifyIdentity, Severity: Error, Summary: "The keyless signature's certificate names the policy's identity (issuer and subject, exact or regular expression).", Hint: "Compare the expected and found identity in the message; correct keyless.issuer/subject (or their regexps) if the signer is legitimate."},
+	{ID: RuleVerifyPattern, Severity: Warning, Summary: "Every verify policy entry matches at least one bundle or related image of the package repo (reported by publish lint).", Hint: "Correct the pattern (registry/repository, * within a segment, ** across) or remove the entry."},
 }
 
 var catalogByID = func() map[string]RuleInfo {

@@ -23,6 +23,7 @@ import (
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/ocicatalog"
@@ -57,8 +58,12 @@ type PackageOptions struct {
 	// VerifyCache hashes every cached blob before it is used (a damaged
 	// one is read from the registry again).
 	VerifyCache bool
-	Progress    *archive.Progress
-	Log         func(format string, args ...any)
+	// Verify checks the signatures of the selected versions' bundles and
+	// related images before anything is written (publish.yaml verify);
+	// nil: none.
+	Verify   ImageVerifier
+	Progress *archive.Progress
+	Log      func(format string, args ...any)
 	// Catalog, when its URL is set, is the catalog repo of the connected
 	// side: the archive then carries the OCI catalog of Cluster
 	// (ocicatalog), its published state rendered through the cluster's
@@ -167,6 +172,18 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		return nil, inputErr(errors.Join(errs...))
 	}
 	o.Log("bundles: %d read", len(selected))
+	// Signatures before anything is written (publish.yaml verify).
+	if vf, verified := verifyStage(ctx, o.Verify, mc, selected); verified != nil {
+		o.Log("%s", verifySummary(verified))
+		for _, f := range vf {
+			if f.Severity != lint.Error {
+				o.Log("lint: %s", f)
+			}
+		}
+		if hasErrors(vf) {
+			return nil, &InputError{Err: &LintError{Findings: vf}}
+		}
+	}
 
 	// One image entry per reference; the platforms of every manifest that
 	// names it.

@@ -28,6 +28,9 @@ type LintOptions struct {
 	// Images checks that every related image exists in the source registry
 	// and offers each platform of spec.arch (manifest requests only).
 	Images bool
+	// Verify checks the signatures of every selected version's bundle and
+	// related images (publish.yaml verify); nil: none. Not with Offline.
+	Verify ImageVerifier
 }
 
 // Lint lints the package repo: every manifest, and (unless Offline) every
@@ -52,6 +55,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		o.Paths = paths
 	}
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
+	var verifyFindings []lint.Finding
 	if !o.Offline {
 		mc, err := newClient(o.Mirror, ms)
 		if err != nil {
@@ -80,12 +84,15 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		if o.Images {
 			in.Images = lint.RegistryChecker{Parse: mc.ParseReference, Options: mc.SrcOptions()}
 		}
+		verifyFindings, _ = verifyStage(ctx, o.Verify, mc, selected)
+		verifyFindings = append(verifyFindings, unmatchedFindings(o.Verify, o.Source, model.NewVersions(ms))...)
 	}
 	var out []lint.Finding
 	all := append(lint.Run(ctx, o.Lint, in), unreadFindings(scanErr, files)...)
+	all = append(all, verifyFindings...)
 	lint.Sort(all)
 	for _, f := range all {
-		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") {
+		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") || f.Rule == RuleVerifyPattern {
 			out = append(out, f)
 		}
 	}

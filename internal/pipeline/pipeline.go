@@ -64,6 +64,10 @@ type Options struct {
 	Changed func(artifact, version string) bool
 	// Lint configures the lint rules (publish.yaml).
 	Lint lint.Config
+	// Verify checks the signatures of every bundle and related image read
+	// before anything is mirrored (publish.yaml verify; internal/verify);
+	// nil: nothing is verified.
+	Verify ImageVerifier
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
 	// Base is an explicit base revision for change detection (--base);
@@ -155,6 +159,9 @@ type Result struct {
 	// OCI is what the push of the OCI catalog did (nil without
 	// Options.OCI): the tag, its digest, and whether anything was written.
 	OCI *ocicatalog.Result
+	// Verified holds the signature verification of every bundle and
+	// related image read, by image reference (nil without a policy).
+	Verified map[string]model.Verification
 }
 
 func (o *Options) defaults() {
@@ -282,6 +289,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Findings = lintStage(ctx, o.Lint, files, vs)
 	res.Findings = append(res.Findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
+	vf, verified := verifyStage(ctx, o.Verify, r.mc, changed)
+	res.Findings = append(res.Findings, vf...)
+	res.Verified = verified
+	if verified != nil {
+		o.logf("%s", verifySummary(verified))
+	}
 	if hasErrors(res.Findings) {
 		return res, &InputError{Err: &LintError{Findings: res.Findings}}
 	}

@@ -79,6 +79,10 @@ type PlanImage struct {
 	// AtDestination: "yes", "missing", or "unknown" (no read access or no
 	// answer: the plan never needs write credentials).
 	AtDestination string `json:"atDestination"`
+	// Verification is the image's signature check against the publish.yaml
+	// verify policy (absent without a policy): status verified, unsigned,
+	// untrusted, identity or not-required (docs/plan-json.md).
+	Verification *model.Verification `json:"verification,omitempty"`
 }
 
 // PlanOptions configures PlanRun. Catalog needs read access only.
@@ -155,6 +159,8 @@ func planContent(ctx context.Context, r *run, p *Plan, files []manifest.File, vs
 	}
 	p.Findings = lintStage(ctx, r.Lint, files, vs)
 	p.Findings = append(p.Findings, editedInPlace(r.Lint, r.diff, vs, state.Artifacts)...)
+	vf, verified := verifyStage(ctx, r.Verify, r.mc, model.ChangedVersions(vs))
+	p.Findings = append(p.Findings, vf...)
 	p.Findings = append(p.Findings, unreadFindings(scanErr, files)...)
 	lint.Sort(p.Findings)
 	if p.Findings == nil {
@@ -170,7 +176,7 @@ func planContent(ctx context.Context, r *run, p *Plan, files []manifest.File, vs
 	next := render.Merge(state.Artifacts, current)
 	p.Artifacts = planArtifacts(state.Artifacts, next, vs)
 	if mapped {
-		planImages(ctx, r.mc, p.Artifacts, vs)
+		planImages(ctx, r.mc, p.Artifacts, vs, verified)
 	}
 	return next, nil
 }
@@ -237,7 +243,7 @@ func planArtifacts(prev, next []model.ArtifactRecord, vs []*model.Version) []Pla
 
 // planImages fills the images each added, modified or relisted version
 // would mirror, with HEAD requests at the destination.
-func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, vs []*model.Version) {
+func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, vs []*model.Version, verified map[string]model.Verification) {
 	byKey := map[model.Key]*model.Version{}
 	for _, v := range vs {
 		byKey[v.Key()] = v
@@ -255,7 +261,11 @@ func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, vs 
 			}
 			refs := append(unique(mv.Images), mv.Ref())
 			for _, r := range refs {
-				arts[ai].Versions[vi].Images = append(arts[ai].Versions[vi].Images, PlanImage{Source: r})
+				pi := PlanImage{Source: r}
+				if res, ok := verified[r]; ok {
+					pi.Verification = &res
+				}
+				arts[ai].Versions[vi].Images = append(arts[ai].Versions[vi].Images, pi)
 			}
 			jobs = append(jobs, job{ai, vi})
 		}
@@ -387,6 +397,7 @@ func (p *Plan) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	p.markdownSignatures(&b)
 	fmt.Fprintf(&b, "### Rendered files (%s): %d would change\n\n", "rendered/"+p.Cluster, len(p.Files))
 	for _, f := range p.Files {
 		fmt.Fprintf(&b, "- %s `%s`\n", f.Change, f.Path)
@@ -409,4 +420,31 @@ func (p *Plan) Markdown() string {
 		b.WriteString("```\n\n</details>\n")
 	}
 	return b.String()
+}
+
+// markdownSignatures writes the signature status of every image the plan
+// verified (nothing without a verify policy).
+func (p *Plan) markdownSignatures(b *strings.Builder) {
+	var rows []string
+	seen := map[string]bool{}
+	for _, a := range p.Artifacts {
+		for _, v := range a.Versions {
+			for _, i := range v.Images {
+				r := i.Verification
+				if r == nil || seen[i.Source] {
+					continue
+				}
+				seen[i.Source] = true
+				detail := r.Found
+				if r.Failed() {
+					detail = "expected " + r.Expected + "; found " + r.Found
+				}
+				rows = append(rows, fmt.Sprintf("| `%s` | %s | %s | %s |", i.Source, r.Status, strings.TrimSpace(r.Mode+" "+r.Policy), strings.ReplaceAll(detail, "|", "\\|")))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "### Signatures: %d images\n\n| image | status | policy | signature |\n|---|---|---|---|\n%s\n\n", len(rows), strings.Join(rows, "\n"))
 }

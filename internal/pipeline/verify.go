@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
+	"golang.org/x/sync/errgroup"
+)
+
+// ImageVerifier checks an image's signatures against the publish.yaml
+// verify policy before anything is mirrored (docs/signatures.md). It is
+// internal/verify's Verifier; the pipeline knows it only through this
+// interface, so that sigstore-go is linked where a policy is used.
+type ImageVerifier interface {
+	// Verify checks ref with the source registry options opts; results
+	// are cached by digest for the run.
+	Verify(ctx context.Context, ref string, opts []remote.Option) model.Verification
+	// Unmatched returns the publish.yaml path and the policy entries that
+	// match none of refs.
+	Unmatched(refs []string) (file string, entries []config.VerifyEntry)
+}
+
+// Rule IDs of the verification findings (docs/lint-rules.md).
+const (
+	RuleVerifyUnsigned  = lint.RuleVerifyUnsigned
+	RuleVerifyUntrusted = lint.RuleVerifyUntrusted
+	RuleVerifyIdentity  = lint.RuleVerifyIdentity
+	RuleVerifyPattern   = lint.RuleVerifyPattern
+)
+
+// verifyTarget is one image a version names, with the manifest line that
+// names it.
+type verifyTarget struct {
+	v    *model.Version
+	ref  string
+	line int
+	what string // "bundle" or "related image"
+}
+
+// verifyTargets lists the bundle and related images of vs, each with the
+// manifest line naming it: spec.artifact for the bundle and for the images
+// the bundle's CSV deploys, the spec.relatedImages entry for the others.
+func verifyTargets(vs []*model.Version) []verifyTarget {
+	var out []verifyTarget
+	for _, v := range vs {
+		m := v.Manifest
+		out = append(out, verifyTarget{v: v, ref: v.Ref(), line: m.Lines["spec.artifact"], what: "bundle"})
+		related := map[string]int{}
+		for j, r := range m.Spec.RelatedImages {
+			if _, ok := related[r]; !ok {
+				related[r] = m.Lines[fmt.Sprintf("spec.relatedImages.%d", j)]
+			}
+		}
+		for _, img := range v.Images {
+			line, ok := related[img]
+			what := "related image"
+			if !ok {
+				line, what = m.Lines["spec.artifact"], "image the bundle's CSV deploys"
+			}
+			out = append(out, verifyTarget{v: v, ref: img, line: line, what: what})
+		}
+	}
+	return out
+}
+
+// verifyStage verifies the bundle and every related image of vs with iv
+// (nil: no policy, nothing verified) at most 8 at once, and returns the
+// findings (an error under enforce, a warning under warn, at the manifest
+// line naming the image) and every result by image reference.
+func verifyStage(ctx context.Context, iv ImageVerifier, mc *mirror.Client, vs []*model.Version) ([]lint.Finding, map[string]model.Verification) {
+	if iv == nil {
+		return nil, nil
+	}
+	targets := verifyTargets(vs)
+	results := map[string]model.Verification{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if seen[t.ref] {
+			continue
+		}
+		seen[t.ref] = true
+		g.Go(func() error {
+			r := iv.Verify(gctx, t.ref, mc.SrcOptions())
+			mu.Lock()
+			results[t.ref] = r
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var out []lint.Finding
+	for _, t := range targets {
+		if f, ok := verifyFinding(t, results[t.ref]); ok {
+			out = append(out, f)
+		}
+	}
+	lint.Sort(out)
+	return out, results
+}
+
+// verifyFinding is the finding of a failed verification r of t.
+func verifyFinding(t verifyTarget, r model.Verification) (lint.Finding, bool) {
+	if !r.Failed() {
+		return lint.Finding{}, false
+	}
+	rule := map[string]string{model.VerifyUnsigned: RuleVerifyUnsigned, model.VerifyUntrusted: RuleVerifyUntrusted, model.VerifyIdentity: RuleVerifyIdentity}[r.Status]
+	info, _ := lint.Rule(rule)
+	sev := lint.Error
+	if r.Mode == config.VerifyWarn {
+		sev = lint.Warning
+	}
+	img := r.Image
+	if r.Digest != "" {
+		img += " (" + r.Digest + ")"
+	}
+	m := t.v.Manifest
+	return lint.Finding{Rule: rule, Severity: sev, Artifact: m.Artifact, Version: m.Version.String(), Path: m.Path, Line: t.line,
+		Message: fmt.Sprintf("%s %s is %s: expected %s (%s, mode %s); found %s", t.what, img, r.Status, r.Expected, r.Policy, r.Mode, r.Found),
+		Hint:    info.Hint}, true
+}
+
+// unmatchedFindings warns about the policy entries that match none of the
+// images of vs (a typo in the pattern verifies nothing), at their
+// publish.yaml line, relative to source.
+func unmatchedFindings(iv ImageVerifier, source string, vs []*model.Version) []lint.Finding {
+	if iv == nil {
+		return nil
+	}
+	var refs []string
+	for _, t := range verifyTargets(vs) {
+		refs = append(refs, t.ref)
+	}
+	file, entries := iv.Unmatched(refs)
+	if rel, err := filepath.Rel(source, file); err == nil {
+		file = filepath.ToSlash(rel)
+	}
+	info, _ := lint.Rule(RuleVerifyPattern)
+	var out []lint.Finding
+	for _, e := range entries {
+		out = append(out, lint.Finding{Rule: RuleVerifyPattern, Severity: lint.Warning, Path: file, Line: e.Line,
+			Message: fmt.Sprintf("verify pattern %q matches no bundle or related image of the package repo", e.Match), Hint: info.Hint})
+	}
+	return out
+}
+
+// verifySummary is the log line of a verification stage.
+func verifySummary(results map[string]model.Verification) string {
+	n := map[string]int{}
+	for _, r := range results {
+		n[r.Status]++
+	}
+	var keys []string
+	for k := range n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := fmt.Sprintf("verify: %d images", len(results))
+	for _, k := range keys {
+		s += fmt.Sprintf(", %d %s", n[k], k)
+	}
+	return s
+}

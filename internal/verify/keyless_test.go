@@ -1,0 +1,193 @@
+package verify
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/pipeline"
+	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
+	protorekor "github.com/sigstore/protobuf-specs/gen/pb-go/rekor/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/testing/ca"
+	"github.com/sigstore/sigstore-go/pkg/tlog"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+)
+
+const (
+	testIssuer  = "https://issuer.example.com"
+	testSubject = "release@example.com"
+)
+
+// virtualSigstore is sigstore-go's in-process test Sigstore (a Fulcio CA,
+// a Rekor log and a timestamp authority) and its trusted root JSON, the
+// file a keyless policy names. The root has no CT log: the virtual
+// Fulcio embeds no SCT.
+func virtualSigstore(t *testing.T) (*ca.VirtualSigstore, []byte) {
+	t.Helper()
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The virtual Rekor names its log by the hex text of its ID; a trusted
+	// root file holds the raw key ID.
+	logs := map[string]*root.TransparencyLog{}
+	for id, l := range vs.RekorLogs() {
+		c := *l
+		if c.ID, err = hex.DecodeString(id); err != nil {
+			t.Fatal(err)
+		}
+		logs[id] = &c
+	}
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, vs.TimestampingAuthorities(), logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs, data
+}
+
+// signKeyless signs the manifest of repo:tag keylessly as subject (a
+// Fulcio certificate, a Rekor entry, an RFC 3161 timestamp) and attaches
+// the Sigstore bundle as a referrer.
+func signKeyless(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name.Repository, tag string, opts []remote.Option) {
+	t.Helper()
+	desc, err := remote.Get(repo.Tag(tag), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := vs.Sign(subject, testIssuer, desc.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, _ := e.VerificationContent()
+	sc, _ := e.SignatureContent()
+	entries, _ := e.TlogEntries()
+	digest := sha256.Sum256(desc.Manifest)
+	// The Rekor entry again, as a bundle carries it: the canonical
+	// hashedrekord body and its signed entry timestamp (the TestEntity
+	// keeps them unexported).
+	certPEM, _ := cryptoutils.MarshalCertificateToPEM(vc.Certificate())
+	body := fmt.Appendf(nil, `{"apiVersion":"0.0.1","kind":"hashedrekord","spec":{"data":{"hash":{"algorithm":"sha256","value":"%x"}},"signature":{"content":"%s","publicKey":{"content":"%s"}}}}`,
+		digest[:], base64.StdEncoding.EncodeToString(sc.Signature()), base64.StdEncoding.EncodeToString(certPEM))
+	logID, _ := vs.RekorLogID()
+	logIDRaw, _ := hex.DecodeString(logID)
+	integrated := entries[0].IntegratedTime().Unix()
+	set, err := vs.RekorSignPayload(tlog.RekorPayload{Body: base64.StdEncoding.EncodeToString(body), IntegratedTime: integrated, LogIndex: 1000, LogID: logID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tles := []*protorekor.TransparencyLogEntry{{
+		LogIndex:          1000,
+		LogId:             &protocommon.LogId{KeyId: logIDRaw},
+		KindVersion:       &protorekor.KindVersion{Kind: "hashedrekord", Version: "0.0.1"},
+		IntegratedTime:    integrated,
+		InclusionPromise:  &protorekor.InclusionPromise{SignedEntryTimestamp: set},
+		CanonicalizedBody: body,
+	}}
+	tss, _ := e.Timestamps()
+	var rfc []*protocommon.RFC3161SignedTimestamp
+	for _, ts := range tss {
+		rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
+	}
+	pb := &protobundle.Bundle{
+		MediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
+		VerificationMaterial: &protobundle.VerificationMaterial{
+			Content: &protobundle.VerificationMaterial_X509CertificateChain{X509CertificateChain: &protocommon.X509CertificateChain{
+				Certificates: []*protocommon.X509Certificate{{RawBytes: vc.Certificate().Raw}},
+			}},
+			TlogEntries:               tles,
+			TimestampVerificationData: &protobundle.TimestampVerificationData{Rfc3161Timestamps: rfc},
+		},
+		Content: &protobundle.Bundle_MessageSignature{MessageSignature: &protocommon.MessageSignature{
+			MessageDigest: &protocommon.HashOutput{Algorithm: protocommon.HashAlgorithm_SHA2_256, Digest: digest[:]},
+			Signature:     sc.Signature(),
+		}},
+	}
+	b, err := sgbundle.NewBundle(pb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := b.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attachBundleJSON(t, data, repo, desc.Digest, types.DockerManifestSchema2, opts)
+}
+
+// TestVerifyKeyless: an image signed keylessly by the in-process test
+// Sigstore verifies offline against its trusted root when the identity
+// matches; another subject is verify/identity with both identities named;
+// a key entry does not accept a keyless signature.
+func TestVerifyKeyless(t *testing.T) {
+	r := inProcessRegistry(t)
+	vs, trJSON := virtualSigstore(t)
+	k := newTestKey(t)
+	v, _ := loadPolicy(t, "verify:\n- match: "+r.host+"/exact/*\n  keyless: {issuer: "+testIssuer+", subject: "+testSubject+"}\n  trustedRoot: root.json\n"+
+		"- match: "+r.host+"/regexp/*\n  keyless: {issuerRegexp: '^https://issuer\\.example\\.com$', subjectRegexp: '^release@example\\.(com|org)$'}\n  trustedRoot: root.json\n"+
+		"- match: "+r.host+"/keyed/*\n  key: k.pub\n", map[string]string{"root.json": string(trJSON), "k.pub": k.pem})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		path, signer, want, found string
+	}{
+		{"exact/app", testSubject, model.VerifyVerified, "issuer " + testIssuer + ", subject " + testSubject},
+		{"regexp/app", testSubject, model.VerifyVerified, "subject " + testSubject},
+		{"exact/other", "mallory@example.com", model.VerifyIdentity, "signed by issuer " + testIssuer + ", subject mallory@example.com"},
+		{"regexp/other", "release@example.net", model.VerifyIdentity, "subject release@example.net"},
+		{"keyed/app", testSubject, model.VerifyUntrusted, "a keyless signature (issuer " + testIssuer + ", subject " + testSubject + "), the policy wants a key"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			repo, _ := name.NewRepository(r.host + "/" + tc.path)
+			pushRandom(t, repo.Tag("v1").String(), nil)
+			signKeyless(t, vs, tc.signer, repo, "v1", nil)
+			got := v.Verify(ctx, repo.Tag("v1").String(), nil)
+			if got.Status != tc.want || !strings.Contains(got.Found, tc.found) {
+				t.Fatalf("got %+v, want %s with %q", got, tc.want, tc.found)
+			}
+			if tc.want == model.VerifyIdentity && !strings.Contains(got.Expected, "keyless issuer "+testIssuer) && !strings.Contains(got.Expected, "~^https") {
+				t.Errorf("expected: %q", got.Expected)
+			}
+		})
+	}
+}
+
+// TestPipelineVerifyIdentity: through lint, a wrong keyless identity is a
+// verify/identity error at the manifest line, naming the expected and
+// the found identity.
+func TestPipelineVerifyIdentity(t *testing.T) {
+	f := newPublishFixture(t, inProcessRegistry(t))
+	vs, trJSON := virtualSigstore(t)
+	for img, who := range map[string]string{"bundle": testSubject, "manager": testSubject, "worker": "mallory@example.com"} {
+		repo, _ := name.NewRepository(f.src.host + "/tiny/" + img)
+		signKeyless(t, vs, who, repo, "v1.0.0", nil)
+	}
+	v, _ := loadPolicy(t, "verify:\n- match: "+f.src.host+"/tiny/*\n  keyless: {issuer: "+testIssuer+", subject: "+testSubject+"}\n  trustedRoot: root.json\n", map[string]string{"root.json": string(trJSON)})
+	fs, err := pipeline.Lint(context.Background(), pipeline.LintOptions{Source: f.source, Mirror: f.options(v).Mirror, Verify: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := finding(t, fs, pipeline.RuleVerifyIdentity)
+	if fd.Severity != lint.Error || fd.Path != f.manifest || fd.Line != f.lines["worker"] ||
+		!strings.Contains(fd.Message, "expected keyless issuer "+testIssuer+", subject "+testSubject) || !strings.Contains(fd.Message, "found signed by issuer "+testIssuer+", subject mallory@example.com") {
+		t.Errorf("finding: %+v", fd)
+	}
+	for _, f := range fs {
+		if strings.HasPrefix(f.Rule, "verify/") && f.Rule != pipeline.RuleVerifyIdentity {
+			t.Errorf("unexpected: %s", f)
+		}
+	}
+}

@@ -1,0 +1,598 @@
+// Package verify checks image signatures against the verify policy of
+// publish.yaml (internal/config VerifyEntry; docs/signatures.md) before
+// anything is mirrored. It finds two forms of signature for an image
+// digest:
+//
+//   - Sigstore bundles attached as OCI referrers (artifactType
+//     application/vnd.dev.sigstore.bundle.v0.3+json, the layout of cosign's
+//     specs/BUNDLE_SPEC.md), read through the referrers API or, on
+//     registries without it, the referrers tag schema
+//     (go-containerregistry's remote.Referrers falls back by itself);
+//   - legacy cosign signature tags, sha256-<hex>.sig: an image whose layers
+//     are simple-signing payloads with the signature in the
+//     dev.cosignproject.cosign/signature annotation.
+//
+// Bundles are verified with sigstore-go: with a public key offline (no
+// transparency log needed, as `cosign verify --insecure-ignore-tlog`), or
+// keylessly against a trusted root file (Fulcio CA, transparency log and
+// timestamp authorities of the policy; no network). A .sig tag is verified
+// with the public key; keyless .sig tags are not verified (yet): such an
+// image is reported untrusted, with that reason.
+//
+// Only internal/verify imports sigstore-go: the pipeline sees the
+// pipeline.ImageVerifier interface and model.Verification.
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/model"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+)
+
+// Media types and annotations of the signature forms read here.
+const (
+	// BundleArtifactType is the artifactType of a Sigstore bundle referrer
+	// (and the media type of its one layer).
+	BundleArtifactType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// SimpleSigningMediaType is the layer media type of a cosign .sig tag.
+	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	// SignatureAnnotation holds the base64 signature of a .sig layer.
+	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	// CertificateAnnotation holds the PEM certificate of a keyless .sig
+	// layer.
+	CertificateAnnotation = "dev.sigstore.cosign/certificate"
+)
+
+// emptyMediaType is the OCI empty descriptor's media type, the config of a
+// bundle referrer.
+const emptyMediaType = "application/vnd.oci.empty.v1+json"
+
+// errNotBundle: a referrer that is no Sigstore bundle (an SBOM, another
+// attestation format).
+var errNotBundle = errors.New("not a Sigstore bundle")
+
+// maxBundle bounds what is read of one bundle or signature layer.
+const maxBundle = 1 << 20
+
+// Verifier checks images against a policy. Results are cached by
+// repository and digest for the life of the Verifier (one run); it is safe
+// for concurrent use.
+type Verifier struct {
+	file    string // publish.yaml
+	cfg     *config.Config
+	entries []*entry
+	mu      sync.Mutex
+	cache   map[string]*cached
+}
+
+type cached struct {
+	once sync.Once
+	res  result
+}
+
+// entry is one compiled policy entry.
+type entry struct {
+	cfg      config.VerifyEntry
+	where    string // publish.yaml:LINE
+	expected string
+	// key: the public key and its sigstore-go verifier.
+	key      crypto.PublicKey
+	keyVer   signature.Verifier
+	bundleV  *sgverify.Verifier
+	identity *sgverify.CertificateIdentity
+}
+
+// New compiles the verify policy of c. It returns nil (no policy: nothing
+// is verified) when c has no verify entries. Errors are *config.Error at
+// the line of the entry: a key sigstore cannot load, a trusted root that
+// is not a Sigstore trusted root.
+func New(c *config.Config) (*Verifier, error) {
+	if c == nil || len(c.Verify) == 0 {
+		return nil, nil
+	}
+	v := &Verifier{file: c.Path, cfg: c, cache: map[string]*cached{}}
+	for i, e := range c.Verify {
+		en := &entry{cfg: e, where: fmt.Sprintf("%s:%d", config.FileName, e.Line)}
+		line := func(field string) int {
+			if l := e.Lines[field]; l > 0 {
+				return l
+			}
+			return e.Line
+		}
+		fail := func(field string, err error) error {
+			return &config.Error{Path: c.Path, Line: line(field), Msg: fmt.Sprintf("verify[%d]: %v", i, err)}
+		}
+		if e.Mode != config.VerifyOff {
+			switch {
+			case e.KeyPEM != nil:
+				pub, err := cryptoutils.UnmarshalPEMToPublicKey(e.KeyPEM)
+				if err != nil {
+					return nil, fail("key", fmt.Errorf("key does not parse: %w", err))
+				}
+				kv, err := signature.LoadVerifier(pub, crypto.SHA256)
+				if err != nil {
+					return nil, fail("key", fmt.Errorf("key cannot verify signatures: %w", err))
+				}
+				tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
+					return root.NewExpiringKey(kv, noTime, noTime), nil
+				})
+				bv, err := sgverify.NewVerifier(tm, sgverify.WithNoObserverTimestamps())
+				if err != nil {
+					return nil, fail("key", err)
+				}
+				en.key, en.keyVer, en.bundleV = pub, kv, bv
+				en.expected = "signed with key " + keyName(e.Key)
+			case e.Keyless != nil:
+				tr, err := root.NewTrustedRootFromJSON(e.TrustedRootJSON)
+				if err != nil {
+					return nil, fail("trustedRoot", fmt.Errorf("trustedRoot %s does not parse as a Sigstore trusted root: %w", e.TrustedRoot, err))
+				}
+				opts := []sgverify.VerifierOption{sgverify.WithObserverTimestamps(1)}
+				if len(tr.RekorLogs()) > 0 {
+					opts = append(opts, sgverify.WithTransparencyLog(1))
+				}
+				if len(tr.CTLogs()) > 0 {
+					opts = append(opts, sgverify.WithSignedCertificateTimestamps(1))
+				}
+				bv, err := sgverify.NewVerifier(tr, opts...)
+				if err != nil {
+					return nil, fail("trustedRoot", err)
+				}
+				k := e.Keyless
+				id, err := sgverify.NewShortCertificateIdentity(k.Issuer, k.IssuerRegexp, k.Subject, k.SubjectRegexp)
+				if err != nil {
+					return nil, fail("keyless", err)
+				}
+				en.bundleV, en.identity = bv, &id
+				en.expected = "keyless " + k.String()
+			}
+		}
+		v.entries = append(v.entries, en)
+	}
+	return v, nil
+}
+
+// noTime leaves a policy key valid at every time (a key has no validity
+// period of its own here).
+var noTime time.Time
+
+func keyName(k string) string {
+	if strings.Contains(k, "-----BEGIN") {
+		return "(inline in " + config.FileName + ")"
+	}
+	return k
+}
+
+// Unmatched returns the publish.yaml path and the policy entries (not off)
+// that match none of refs (image references; unparsable ones are
+// skipped): a pattern that matches nothing is most likely a typo.
+func (v *Verifier) Unmatched(refs []string) (string, []config.VerifyEntry) {
+	if v == nil {
+		return "", nil
+	}
+	var repos []string
+	for _, r := range refs {
+		if ref, err := name.ParseReference(r); err == nil {
+			repos = append(repos, ref.Context().Name())
+		}
+	}
+	var out []config.VerifyEntry
+	for _, e := range v.cfg.UnusedVerifyEntries(repos) {
+		if e.Mode != config.VerifyOff {
+			out = append(out, e)
+		}
+	}
+	return v.file, out
+}
+
+// lookup returns the first entry matching repo, nil when none does.
+func (v *Verifier) lookup(repo string) *entry {
+	for _, e := range v.entries {
+		if e.cfg.MatchRepository(repo) {
+			return e
+		}
+	}
+	return nil
+}
+
+// Covers reports whether the policy has an entry (not off) for ref: the
+// image must then be verified.
+func (v *Verifier) Covers(ref string) bool {
+	if v == nil {
+		return false
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return false
+	}
+	e := v.lookup(r.Context().Name())
+	return e != nil && e.cfg.Mode != config.VerifyOff
+}
+
+// Verify checks the signatures of ref (as a manifest names it) with the
+// policy entry that matches its registry/repository. opts reach the
+// source registry (credentials, TLS); remote.WithContext(ctx) is added.
+// The result's Status is model.VerifyNotRequired when no entry (or an off
+// entry) matches; a registry failure is reported as unsigned with the
+// reason in Found.
+func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option) model.Verification {
+	out := model.Verification{Image: ref, Status: model.VerifyNotRequired}
+	if v == nil {
+		return out
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return out
+	}
+	e := v.lookup(r.Context().Name())
+	if e == nil || e.cfg.Mode == config.VerifyOff {
+		if e != nil {
+			out.Policy = e.where
+		}
+		return out
+	}
+	out.Mode, out.Policy, out.Expected = e.cfg.Mode, e.where, e.expected
+	opts = append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))
+	desc, err := remote.Get(r, opts...)
+	if err != nil {
+		out.Status, out.Found = model.VerifyUnsigned, "the image could not be read: "+registryReason(err)
+		return out
+	}
+	out.Digest = desc.Digest.String()
+	digests := []v1.Hash{desc.Digest}
+	what := []string{""}
+	if desc.MediaType.IsIndex() && e.cfg.Index == config.IndexChildren {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			out.Status, out.Found = model.VerifyUnsigned, "the image index could not be read: "+registryReason(err)
+			return out
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			out.Status, out.Found = model.VerifyUnsigned, "the image index could not be read: "+registryReason(err)
+			return out
+		}
+		digests, what = nil, nil
+		for _, m := range im.Manifests {
+			if m.Platform != nil && m.Platform.OS == "unknown" {
+				continue // an attestation manifest (buildkit), not a platform
+			}
+			digests = append(digests, m.Digest)
+			p := "child " + m.Digest.String()
+			if m.Platform != nil {
+				p = "platform " + m.Platform.String() + " (" + m.Digest.String() + ")"
+			}
+			what = append(what, p)
+		}
+	}
+	var found []string
+	for i, d := range digests {
+		res := v.verifyDigest(e, r.Context(), d, opts)
+		if res.status != model.VerifyVerified {
+			out.Status, out.Found = res.status, res.found
+			if what[i] != "" {
+				out.Found = what[i] + ": " + res.found
+			}
+			return out
+		}
+		found = append(found, res.found)
+	}
+	out.Status, out.Found = model.VerifyVerified, strings.Join(unique(found), "; ")
+	if strings.Contains(out.Found, "bundle") {
+		out.Signature = "bundle"
+	} else {
+		out.Signature = "sig-tag"
+	}
+	return out
+}
+
+// result is the verdict for one digest.
+type result struct {
+	status string
+	found  string
+}
+
+// verifyDigest checks the signatures of repo@d with e, once per run.
+func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts []remote.Option) result {
+	key := fmt.Sprintf("%p|%s@%s", e, repo.Name(), d)
+	v.mu.Lock()
+	c, ok := v.cache[key]
+	if !ok {
+		c = &cached{}
+		v.cache[key] = c
+	}
+	v.mu.Unlock()
+	c.once.Do(func() { c.res = e.check(repo, d, opts) })
+	return c.res
+}
+
+// check looks for bundles and .sig tags of repo@d and verifies each until
+// one passes. The verdict, when none does: identity when a keyless
+// signature verified but named someone else, untrusted when any signature
+// was found, unsigned when none was.
+func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) result {
+	var identityErr, untrusted []string
+	var readErr string
+	digestBytes, _ := hex.DecodeString(d.Hex)
+
+	// Sigstore bundles attached as referrers.
+	idx, err := remote.Referrers(repo.Digest(d.String()), opts...)
+	if err != nil && !isNotFound(err) {
+		readErr = "referrers: " + registryReason(err)
+	}
+	if err == nil {
+		im, err := idx.IndexManifest()
+		if err == nil {
+			for _, m := range im.Manifests {
+				switch m.ArtifactType {
+				case BundleArtifactType:
+				case "", emptyMediaType:
+					// A registry that derives artifactType from the config
+					// media type only (go-containerregistry's own): the
+					// layer says.
+				default:
+					continue
+				}
+				b, err := readBundle(repo, m.Digest, opts)
+				if errors.Is(err, errNotBundle) {
+					continue
+				}
+				if err != nil {
+					untrusted = append(untrusted, "bundle "+m.Digest.String()+": "+err.Error())
+					continue
+				}
+				found, idErr, err := e.verifyBundle(b, digestBytes)
+				switch {
+				case err == nil:
+					return result{model.VerifyVerified, found + " (bundle " + short(m.Digest) + ")"}
+				case idErr:
+					identityErr = append(identityErr, found)
+				default:
+					untrusted = append(untrusted, "bundle "+short(m.Digest)+": "+err.Error())
+				}
+			}
+		}
+	}
+
+	// Legacy cosign .sig tags.
+	sigTag := repo.Tag(d.Algorithm + "-" + d.Hex + ".sig")
+	img, err := remote.Image(sigTag, opts...)
+	if err != nil && !isNotFound(err) && readErr == "" {
+		readErr = sigTag.TagStr() + ": " + registryReason(err)
+	}
+	if err == nil {
+		n, found, idErr, err := e.verifySigTag(img, d)
+		switch {
+		case err == nil && n > 0:
+			return result{model.VerifyVerified, found + " (" + sigTag.TagStr() + ")"}
+		case idErr:
+			identityErr = append(identityErr, found)
+		case err != nil:
+			untrusted = append(untrusted, sigTag.TagStr()+": "+err.Error())
+		}
+	}
+
+	switch {
+	case len(identityErr) > 0:
+		return result{model.VerifyIdentity, "signed by " + strings.Join(unique(identityErr), "; ")}
+	case len(untrusted) > 0:
+		return result{model.VerifyUntrusted, strings.Join(untrusted, "; ")}
+	case readErr != "":
+		return result{model.VerifyUnsigned, "signatures could not be read: " + readErr}
+	}
+	return result{model.VerifyUnsigned, "no signature: no Sigstore bundle referrer and no " + sigTag.TagStr() + " tag"}
+}
+
+// readBundle reads the Sigstore bundle of the referrer manifest dg.
+func readBundle(repo name.Repository, dg v1.Hash, opts []remote.Option) (*sgbundle.Bundle, error) {
+	img, err := remote.Image(repo.Digest(dg.String()), opts...)
+	if err != nil {
+		return nil, errors.New(registryReason(err))
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, errors.New(registryReason(err))
+	}
+	if len(m.Layers) == 0 || !strings.HasPrefix(string(m.Layers[0].MediaType), "application/vnd.dev.sigstore.bundle") {
+		return nil, errNotBundle
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) == 0 {
+		return nil, fmt.Errorf("no bundle layer")
+	}
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		return nil, errors.New(registryReason(err))
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxBundle))
+	if err != nil {
+		return nil, err
+	}
+	var b sgbundle.Bundle
+	if err := b.UnmarshalJSON(data); err != nil {
+		return nil, fmt.Errorf("not a Sigstore bundle: %w", err)
+	}
+	return &b, nil
+}
+
+// verifyBundle verifies b as a signature of the image digest. found
+// describes the signer (the certificate identity, or "key"); idErr is true
+// when the signature verified but the identity did not match.
+func (e *entry) verifyBundle(b *sgbundle.Bundle, digest []byte) (found string, idErr bool, err error) {
+	var pol sgverify.PolicyBuilder
+	if e.identity != nil {
+		pol = sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", digest), sgverify.WithCertificateIdentity(*e.identity))
+	} else {
+		pol = sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", digest), sgverify.WithKey())
+	}
+	_, err = e.bundleV.Verify(b, pol)
+	if err == nil {
+		if e.identity != nil {
+			return bundleIdentity(b), false, nil
+		}
+		return "key", false, nil
+	}
+	var mismatch *sgverify.ErrNoMatchingCertificateIdentity
+	if errors.As(err, &mismatch) {
+		return bundleIdentity(b), true, err
+	}
+	if e.identity == nil {
+		if vc, verr := b.VerificationContent(); verr == nil && vc.Certificate() != nil {
+			return "", false, fmt.Errorf("a keyless signature (%s), the policy wants a key", bundleIdentity(b))
+		}
+	}
+	return "", false, err
+}
+
+// bundleIdentity names the identity of b's certificate: "issuer X,
+// subject Y"; "key" for a key signature.
+func bundleIdentity(b *sgbundle.Bundle) string {
+	vc, err := b.VerificationContent()
+	if err != nil || vc.Certificate() == nil {
+		return "key"
+	}
+	s, err := certificate.SummarizeCertificate(vc.Certificate())
+	if err != nil {
+		return "an unreadable certificate"
+	}
+	return fmt.Sprintf("issuer %s, subject %s", s.Issuer, s.SubjectAlternativeName)
+}
+
+// simpleSigning is the part of a cosign simple-signing payload checked
+// here: the digest it signs.
+type simpleSigning struct {
+	Critical struct {
+		Image struct {
+			Digest string `json:"docker-manifest-digest"`
+		} `json:"image"`
+		Type string `json:"type"`
+	} `json:"critical"`
+}
+
+// verifySigTag checks the layers of a .sig image: n is how many
+// signatures it holds; err is nil when one verifies with the key and signs
+// d.
+func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idErr bool, err error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, "", false, errors.New(registryReason(err))
+	}
+	var errs []string
+	for _, l := range m.Layers {
+		sigB64, ok := l.Annotations[SignatureAnnotation]
+		if !ok {
+			continue
+		}
+		n++
+		if e.keyVer == nil {
+			if _, keyless := l.Annotations[CertificateAnnotation]; keyless {
+				errs = append(errs, "a keyless .sig signature: publish verifies keyless signatures in Sigstore bundles only (sign with cosign v3, or use a key entry)")
+			} else {
+				errs = append(errs, "a key signature, the policy wants a keyless identity")
+			}
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(sigB64)
+		if err != nil {
+			errs = append(errs, "signature annotation is not base64")
+			continue
+		}
+		layer, err := img.LayerByDigest(l.Digest)
+		if err != nil {
+			errs = append(errs, registryReason(err))
+			continue
+		}
+		payload, err := readAll(layer)
+		if err != nil {
+			errs = append(errs, registryReason(err))
+			continue
+		}
+		if err := e.keyVer.VerifySignature(bytes.NewReader(sig), bytes.NewReader(payload)); err != nil {
+			errs = append(errs, "the signature does not verify with the policy's key")
+			continue
+		}
+		var ss simpleSigning
+		if err := json.Unmarshal(payload, &ss); err != nil {
+			errs = append(errs, "the signed payload is not a simple-signing payload")
+			continue
+		}
+		if ss.Critical.Image.Digest != d.String() {
+			errs = append(errs, fmt.Sprintf("the signature is for %s, not this image (%s)", ss.Critical.Image.Digest, d))
+			continue
+		}
+		return n, "key", false, nil
+	}
+	if n == 0 {
+		return 0, "", false, nil
+	}
+	return n, "", false, errors.New(strings.Join(unique(errs), "; "))
+}
+
+func readAll(l v1.Layer) ([]byte, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, maxBundle))
+}
+
+func isNotFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == 404
+}
+
+// registryReason shortens a registry error to its message (no URL with
+// credentials: go-containerregistry redacts them already).
+func registryReason(err error) string {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		if len(te.Errors) > 0 {
+			return fmt.Sprintf("%s (HTTP %d)", te.Errors[0].Message, te.StatusCode)
+		}
+		return fmt.Sprintf("HTTP %d", te.StatusCode)
+	}
+	return err.Error()
+}
+
+func short(h v1.Hash) string {
+	if len(h.Hex) > 12 {
+		return h.Algorithm + ":" + h.Hex[:12]
+	}
+	return h.String()
+}
+
+func unique(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
