@@ -179,40 +179,16 @@ type computer struct {
 // corrupt objects, cancelled ctx); a base that cannot be used is All with a
 // warning, not an error.
 func Compute(ctx context.Context, o Options) (*Result, error) {
-	if o.Repo == "" {
-		o.Repo = "."
-	}
 	if o.PackagesDir == "" {
 		o.PackagesDir = "packages"
 	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
-	if o.FetchTimeout <= 0 {
-		o.FetchTimeout = 5 * time.Minute
-	}
-	c := &computer{o: o, res: &Result{}}
-	if err := c.open(); err != nil {
+	c, headCommit, base, err := start(ctx, o, "package repo")
+	if c == nil {
 		return nil, err
 	}
-	head, err := c.repo.Head()
-	if err != nil {
-		return nil, fmt.Errorf("package repo %s: no HEAD commit: %w", c.root, err)
-	}
-	headCommit, err := c.repo.CommitObject(head.Hash())
-	if err != nil {
-		return nil, fmt.Errorf("package repo %s: reading HEAD commit %s: %w", c.root, head.Hash(), err)
-	}
-	c.res.Head = head.Hash().String()
-
-	base, err := c.resolveBase(ctx, headCommit)
 	if err != nil || base == nil {
 		return c.finish(), err
 	}
-	c.res.Base = base.Hash.String()
 	if base.Hash == headCommit.Hash {
 		c.warnf("base %s (%s) is HEAD: nothing to compare, no changes", short(base.Hash), c.res.BaseFrom)
 		return c.finish(), nil
@@ -553,4 +529,46 @@ func sortChanges(cs []Change) {
 		}
 		return a.Kind < b.Kind
 	})
+}
+
+// start opens the repo of o (with its defaults set), reads HEAD and
+// resolves the base (resolveBase), as Compute and ResolveBase both begin.
+// what names the repo in errors. base is nil when there is no usable one
+// (the Result says why); otherwise Result.Base is set. Errors: the repo or
+// its HEAD cannot be read (c is nil), or the base cannot be resolved (c is
+// set: the caller returns c.finish() with the error, as before).
+func start(ctx context.Context, o Options, what string) (c *computer, head *object.Commit, base *object.Commit, err error) {
+	if o.Repo == "" {
+		o.Repo = "."
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = 5 * time.Minute
+	}
+	c = &computer{o: o, res: &Result{}}
+	if err := c.open(); err != nil {
+		return nil, nil, nil, err
+	}
+	ref, err := c.repo.Head()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s %s: no HEAD commit: %w", what, c.root, err)
+	}
+	head, err = c.repo.CommitObject(ref.Hash())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s %s: reading HEAD commit %s: %w", what, c.root, ref.Hash(), err)
+	}
+	c.res.Head = ref.Hash().String()
+	base, err = c.resolveBase(ctx, head)
+	if err != nil {
+		return c, head, nil, err
+	}
+	if base != nil {
+		c.res.Base = base.Hash.String()
+	}
+	return c, head, base, nil
 }
