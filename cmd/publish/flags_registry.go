@@ -149,8 +149,15 @@ type copyFlags struct {
 
 func (c *copyFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.concurrency, "concurrency", 4, "registry operations in flight at once, for all images and blobs together (one budget for the whole copy; compare push --jobs)")
-	fs.BoolVar(&c.signatures, "signatures", true, "copy cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers with each image")
+	registerSignatures(fs, &c.signatures, "copy cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers with each image")
 	fs.BoolVar(&c.allowNondistributable, "allow-nondistributable", false, "copy foreign (non-distributable) layers instead of failing the image")
+}
+
+// registerSignatures registers --signatures (on by default) into p: run
+// and mirror copy the signatures with each image, package carries them in
+// the archive.
+func registerSignatures(fs *pflag.FlagSet, p *bool, usage string) {
+	fs.BoolVar(p, "signatures", true, usage)
 }
 
 func (c *copyFlags) apply(o *mirror.Options) error {

@@ -96,7 +96,7 @@ func TestCommandFlags(t *testing.T) {
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
-			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache"}),
+			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs"}),
 		"create":  join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),

@@ -20,6 +20,7 @@ func newPackageCmd(inv *invocation) *cobra.Command {
 		catalog catalogFlags
 		r       renderFlags
 		changed bool
+		sigs    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "package [DIR...] -o FILE.tgz",
@@ -37,7 +38,11 @@ image layout of what was read, so that the next archive reads only what is new
 from the registries. With --catalog URL|PATH (the catalog repo of the connected
 side), the archive also carries the OCI catalog of --cluster: the catalog's
 published state rendered through kustomize/clusters/<cluster>, for
-publish push --oci on a site with a registry and no Git server.`,
+publish push --oci on a site with a registry and no Git server. Each image's
+signatures travel with it (--signatures, on by default): its cosign signature
+and attestation tags, its referrers tag schema index and its OCI referrers
+(Sigstore bundles), and those of each platform child; push puts them beside
+the images.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Output == "" {
 				return &usageError{fmt.Errorf("-o FILE.tgz is required")}
@@ -58,6 +63,7 @@ publish push --oci on a site with a registry and no Git server.`,
 			if err := reg.apply(&o.Mirror); err != nil {
 				return err
 			}
+			o.Mirror.SkipSignatures = !sigs
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			o.Mirror.Logger = inv.log             // retries, requests that wait
 			if catalog.url != "" {
@@ -96,6 +102,13 @@ publish push --oci on a site with a registry and no Git server.`,
 			if res.Catalog != "" {
 				fmt.Fprintf(w, "catalog   OCI catalog of cluster %s: %s\n", o.Cluster, res.Catalog)
 			}
+			images -= res.Signatures
+			if res.Signatures > 0 {
+				fmt.Fprintf(w, "signed    %d signatures, attestations and referrers of them\n", res.Signatures)
+			}
+			for _, warn := range res.Warnings {
+				inv.warnf("%s", warn)
+			}
 			for _, im := range res.Images {
 				if im.Reduced {
 					fmt.Fprintf(w, "reduced   %s: %s (source index %s): a reduced index gets a new digest\n", im.Ref, im.Digest, im.SourceDigest)
@@ -108,6 +121,7 @@ publish push --oci on a site with a registry and no Git server.`,
 	fs.StringVarP(&o.Output, "output", "o", "", "archive file to write (FILE.tgz; FILE.tgz.sha256 is written beside it)")
 	source.register(fs)
 	fs.BoolVar(&changed, "changed", false, "package only the versions changed since --base")
+	registerSignatures(fs, &sigs, "carry each image's cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers in the archive")
 	fs.StringVar(&o.Base, "base", "", "with --changed: the package repo revision to compare with (the source commit of the site's last archive, say)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")

@@ -163,6 +163,9 @@ func printPush(cmd *cobra.Command, p *archive.PushResult) {
 	}
 	fmt.Fprintf(w, "images    %d pushed, %d already there; blobs %d pushed (%s), %d mounted, %d already there\n",
 		pushed, len(p.Images)-pushed, p.BlobsPushed, archive.Size(p.BytesPushed), p.BlobsMounted, p.BlobsSkipped)
+	if p.Signatures > 0 {
+		fmt.Fprintf(w, "signed    %d signatures, attestations and referrers: %d pushed, %d already there\n", p.Signatures, p.SignaturesPut, p.Signatures-p.SignaturesPut)
+	}
 }
 
 // pinned is ref@digest, or ref when it names its digest already (an image

@@ -30,10 +30,13 @@ PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 			for _, warn := range c.Warnings {
 				inv.warnf("%s", warn)
 			}
-			bundles, images := 0, 0
+			bundles, images, sigs := 0, 0, 0
 			var catalogs []archive.IndexEntry
 			for _, im := range c.Images {
 				switch {
+				case im.Subject != "":
+					sigs++
+					continue
 				case im.Catalog != "":
 					catalogs = append(catalogs, im)
 					continue
@@ -43,6 +46,9 @@ PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 				images++
 			}
 			fmt.Fprintf(w, "images    %d (bundles: %d), %d manifests, %d blobs (%s)\n", images, bundles, len(c.Manifests), c.Blobs, archive.Size(c.BlobBytes))
+			if sigs > 0 {
+				fmt.Fprintf(w, "signed    %d signatures, attestations and referrers\n", sigs)
+			}
 			fmt.Fprintf(w, "packages  PackageManifests: %d\n", len(c.Packages))
 			for _, cat := range catalogs {
 				fmt.Fprintf(w, "catalog   OCI catalog of cluster %s: %s\n", cat.Catalog, cat.Desc.Digest)

@@ -2,7 +2,8 @@
 // `publish push` and `publish verify` (docs/design.md#airgap): a gzip-compressed tar
 // holding one OCI image layout (image-spec v1.1 "image-layout.md":
 // oci-layout, index.json, blobs/sha256/<hex>) with every bundle and related
-// image of the packaged versions, each blob once, and the PackageManifests
+// image of the packaged versions, each blob once, their signatures
+// (KindSignature entries: cosign tags, referrers) and the PackageManifests
 // under packages/.
 //
 // The archive is deterministic: entries in a fixed order (oci-layout,
@@ -44,6 +45,10 @@ const (
 	// AnnotationCluster names the cluster of an OCI catalog entry
 	// (KindCatalog).
 	AnnotationCluster = "io.operator-publish.cluster"
+	// AnnotationSubject is the digest of the manifest a KindSignature
+	// entry signs or attests (its subject, or the digest its cosign tag
+	// names).
+	AnnotationSubject = "io.operator-publish.subject"
 )
 
 // Kinds of index.json entries (AnnotationKind).
@@ -55,6 +60,15 @@ const (
 	// package --catalog` and pushed by `publish push --oci`: it has no
 	// source registry, and is not mapped like the images.
 	KindCatalog = "oci-catalog"
+	// KindSignature is a signature of an image of the archive, read from
+	// its source repository: a cosign signature or attestation tag
+	// (sha256-<hex>.sig, .att), the referrers tag schema index
+	// (sha256-<hex>, distribution-spec "Referrers Tag Schema"), or a
+	// referrer by digest (a Sigstore bundle, from the referrers API).
+	// Its reference names the source repository with that tag or digest;
+	// push puts it into the image's destination repository after every
+	// image.
+	KindSignature = "signature"
 )
 
 // CatalogRef is the reference name of the OCI catalog of cluster in

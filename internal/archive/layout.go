@@ -25,7 +25,10 @@ type IndexEntry struct {
 	// for an image.
 	Catalog      string
 	SourceDigest string // set when the index was reduced (--platforms)
-	Desc         v1.Descriptor
+	// Subject is the digest a signature entry (KindSignature) signs; ""
+	// for an image or an OCI catalog.
+	Subject string
+	Desc    v1.Descriptor
 }
 
 // Manifest is an image manifest or index stored in an archive.
@@ -161,9 +164,15 @@ func (c *Contents) readIndex(data []byte) error {
 				return fmt.Errorf("manifests[%d] (%s): an OCI catalog entry needs %s and the reference name %s", i, ref, AnnotationCluster, CatalogRef("<cluster>"))
 			}
 		}
+		subject := ""
+		if d.Annotations[AnnotationKind] == KindSignature {
+			if subject = d.Annotations[AnnotationSubject]; subject == "" {
+				return fmt.Errorf("manifests[%d] (%s): a signature entry needs the %s annotation (the digest it signs)", i, ref, AnnotationSubject)
+			}
+		}
 		c.Images = append(c.Images, IndexEntry{
 			Ref: ref, Tag: d.Annotations[AnnotationTag], Bundle: d.Annotations[AnnotationKind] == KindBundle, Catalog: cluster,
-			SourceDigest: d.Annotations[AnnotationSourceDigest], Desc: d,
+			SourceDigest: d.Annotations[AnnotationSourceDigest], Subject: subject, Desc: d,
 		})
 		k := d.Digest.String()
 		c.wantMan[k] = true

@@ -72,6 +72,10 @@ type PushResult struct {
 	// CatalogsLeft are the clusters whose OCI catalog the archive carries
 	// and MapCatalog gave no reference for: not pushed.
 	CatalogsLeft []string
+	// Signatures counts the signature entries (KindSignature) at the
+	// destination after the push, put now or there already; SignaturesPut
+	// those put now. With SkipPush they are not looked at.
+	Signatures, SignaturesPut int
 }
 
 // rawManifest is a manifest to PUT as it is stored (remote.Taggable).
@@ -347,21 +351,42 @@ func (p *pusher) manifests(ctx context.Context) error {
 	if err := p.dest(); err != nil {
 		return err
 	}
-	for _, bundles := range []bool{false, true} {
+	// Related images, bundles, then signatures: referrers by digest
+	// before the tags (a referrers tag schema index names referrers).
+	tagged := func(i int) bool { _, ok := p.dsts[i].(name.Tag); return ok }
+	phases := []func(i int, im IndexEntry) bool{
+		func(i int, im IndexEntry) bool { return im.Subject == "" && !im.Bundle },
+		func(i int, im IndexEntry) bool { return im.Subject == "" && im.Bundle },
+		func(i int, im IndexEntry) bool { return im.Subject != "" && !tagged(i) },
+		func(i int, im IndexEntry) bool { return im.Subject != "" },
+	}
+	done := make([]bool, len(p.c.Images))
+	for phase, in := range phases {
+		if p.o.SkipPush && phase >= 2 {
+			break // signatures are not required to be there
+		}
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(p.o.Jobs)
 		var mu sync.Mutex
 		var errs []error
 		for i, im := range p.c.Images {
-			if im.Bundle != bundles || p.dsts[i] == nil {
+			if done[i] || p.dsts[i] == nil || !in(i, im) {
 				continue
 			}
+			done[i] = true
 			g.Go(func() error {
 				r, err := p.image(gctx, im, p.dsts[i])
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s -> %s: %w", im.Ref, p.dsts[i], err))
+					return nil
+				}
+				if im.Subject != "" {
+					p.res.Signatures++
+					if !r.Skipped {
+						p.res.SignaturesPut++
+					}
 					return nil
 				}
 				p.res.Images = append(p.res.Images, *r)

@@ -78,6 +78,16 @@ type PackageOptions struct {
 	// Cache, when set, is read before the registries (manifests named by
 	// digest, configs and layers) and receives what was read from them.
 	Cache *Cache
+	// Signatures carries the signatures of every image and of every
+	// platform child stored, as the mirror copies them (publish run):
+	// their cosign signature and attestation tags (sha256-<hex>.sig,
+	// .att), their referrers tag schema index (sha256-<hex>) and, for
+	// each image's own digest, the referrers the OCI referrers API lists
+	// (Sigstore bundles). Each is a KindSignature entry of index.json.
+	// An image index reduced to Platforms has a new digest: its own
+	// signatures sign a digest the archive does not have, so they are
+	// left out and PackageResult.Warnings says so (its children's stay).
+	Signatures bool
 }
 
 // DefaultLevel is the default gzip level: the fastest that compresses.
@@ -90,6 +100,8 @@ type ImageResult struct {
 	SourceDigest string // digest at the source: differs when Reduced
 	Reduced      bool   // an image index reduced to Platforms
 	MediaType    string
+	// Subject is the digest a KindSignature entry signs ("" for images).
+	Subject string
 }
 
 // PackageResult says what Package wrote.
@@ -114,6 +126,12 @@ type PackageResult struct {
 	// with Cache.Verify): they were read from a registry instead, and
 	// replaced in the cache.
 	CacheDamaged int
+	// Signatures counts the KindSignature entries stored (signature and
+	// attestation tags, referrers tag schema indexes, referrers).
+	Signatures int
+	// Warnings are things the caller should tell the user: signatures
+	// left out of a reduced index, a referrer of a kind not stored.
+	Warnings []string
 }
 
 // blobInfo is a config or layer to copy, and where to read it.
@@ -194,6 +212,19 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		return nil, err
 	}
 	entries := append([]Image(nil), o.Images...)
+	if o.Signatures {
+		sigs, err := c.signatures(ctx, o, res.Images)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sigs.entries {
+			entries = append(entries, Image{Ref: s.ref})
+			index = append(index, s.desc)
+			res.Images = append(res.Images, ImageResult{Ref: s.ref, Digest: s.desc.Digest.String(), SourceDigest: s.desc.Digest.String(), MediaType: string(s.desc.MediaType), Subject: s.subject})
+		}
+		res.Signatures = len(sigs.entries)
+		res.Warnings = append(res.Warnings, sigs.warnings...)
+	}
 	clusters := map[string]bool{}
 	for _, cat := range o.Catalogs {
 		if clusters[cat.Cluster] {

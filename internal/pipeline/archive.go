@@ -262,6 +262,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
 		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
+		Signatures: !o.Mirror.SkipSignatures,
 	})
 	if err != nil {
 		return nil, err
