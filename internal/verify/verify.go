@@ -127,18 +127,7 @@ func New(c *config.Config) (*Verifier, error) {
 		if e.Mode != config.VerifyOff {
 			switch {
 			case e.KeyPEM != nil:
-				pub, err := cryptoutils.UnmarshalPEMToPublicKey(e.KeyPEM)
-				if err != nil {
-					return nil, fail("key", fmt.Errorf("key does not parse: %w", err))
-				}
-				kv, err := signature.LoadVerifier(pub, crypto.SHA256)
-				if err != nil {
-					return nil, fail("key", fmt.Errorf("key cannot verify signatures: %w", err))
-				}
-				tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
-					return root.NewExpiringKey(kv, noTime, noTime), nil
-				})
-				bv, err := sgverify.NewVerifier(tm, sgverify.WithNoObserverTimestamps())
+				pub, kv, bv, err := keyVerifier(e.KeyPEM)
 				if err != nil {
 					return nil, fail("key", err)
 				}
@@ -172,6 +161,49 @@ func New(c *config.Config) (*Verifier, error) {
 		v.entries = append(v.entries, en)
 	}
 	return v, nil
+}
+
+// keyVerifier loads a PEM public key: the key, its signature verifier
+// (for .sig tags) and a sigstore-go verifier of key bundles (offline: no
+// transparency log, no timestamps).
+func keyVerifier(keyPEM []byte) (crypto.PublicKey, signature.Verifier, *sgverify.Verifier, error) {
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(keyPEM)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("key does not parse: %w", err)
+	}
+	kv, err := signature.LoadVerifier(pub, crypto.SHA256)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("key cannot verify signatures: %w", err)
+	}
+	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
+		return root.NewExpiringKey(kv, noTime, noTime), nil
+	})
+	bv, err := sgverify.NewVerifier(tm, sgverify.WithNoObserverTimestamps())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pub, kv, bv, nil
+}
+
+// VerifyDigestBundle checks that bundleJSON (a Sigstore bundle, as
+// publish package --sign-key writes FILE.tgz.sigstore.json, or cosign
+// sign-blob --bundle) holds a signature of the SHA-256 digest by the PEM
+// public key keyPEM, offline. Errors say whether the key does not parse,
+// the bundle does not parse, or the signature does not verify (the file
+// or its bundle changed, or another key signed it).
+func VerifyDigestBundle(bundleJSON, digest, keyPEM []byte) error {
+	_, _, bv, err := keyVerifier(keyPEM)
+	if err != nil {
+		return err
+	}
+	var b sgbundle.Bundle
+	if err := b.UnmarshalJSON(bundleJSON); err != nil {
+		return fmt.Errorf("not a Sigstore bundle: %w", err)
+	}
+	if _, err := bv.Verify(&b, sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", digest), sgverify.WithKey())); err != nil {
+		return fmt.Errorf("the signature does not verify with this key (the file or its bundle changed, or another key signed it): %w", err)
+	}
+	return nil
 }
 
 // noTime leaves a policy key valid at every time (a key has no validity
