@@ -58,6 +58,7 @@ var (
 	commitGroup  = []string{"commit-author-name", "commit-author-email", "commit-committer-name", "commit-committer-email", "signing-key", "signing-key-password", "commit-message-template"}
 	renderGroup  = []string{"cluster", "target", "namespace", "library", "image-pull-secret"}
 	ociGroup     = []string{"oci"}
+	signGroup    = []string{"cosign-key", "cosign-key-password", "cosign-sig-tag"}
 	lintGroup    = []string{"format", "offline", "no-image-check"}
 	logGroup     = []string{"log-format", "quiet", "verbose"}
 
@@ -86,7 +87,7 @@ func join(groups ...[]string) []string {
 // violet spellings are accepted where their flag is.
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
-		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, ociGroup, logGroup,
+		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
 			[]string{"allow-empty", "base", "no-fetch"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),
@@ -96,11 +97,11 @@ func TestCommandFlags(t *testing.T) {
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
-			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}),
-		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, logGroup,
-			[]string{"no-auth", "jobs", "skip-push", "skip-crs"}),
+			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
+		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
+			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key"}),
 		"create":  join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
-		"verify":  join(logGroup),
+		"verify":  join(logGroup, []string{"key"}),
 		"adopt":   join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run", "refresh-after"}),
 		"status":  join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait", "refresh-after"}),
 		"version": join(logGroup),
@@ -170,7 +171,7 @@ func TestCAFileRegisteredOnce(t *testing.T) {
 			count[m[1]] = append(count[m[1]], f)
 		}
 	}
-	for _, name := range join(srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, []string{"config", "source", "packages-dir"}) {
+	for _, name := range join(srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, signGroup, []string{"config", "source", "packages-dir"}) {
 		if n := len(count[name]); n != 1 {
 			t.Errorf("--%s is registered %d times (%v), want once, in its flag group", name, n, count[name])
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
@@ -21,6 +22,7 @@ func newPackageCmd(inv *invocation) *cobra.Command {
 		r       renderFlags
 		changed bool
 		sigs    bool
+		signer  signFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "package [DIR...] -o FILE.tgz",
@@ -63,6 +65,10 @@ the images.`,
 			if err := reg.apply(&o.Mirror); err != nil {
 				return err
 			}
+			key, err := signer.load()
+			if err != nil {
+				return err
+			}
 			o.Mirror.SkipSignatures = !sigs
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			o.Mirror.Logger = inv.log             // retries, requests that wait
@@ -90,6 +96,17 @@ the images.`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
+			if key != nil {
+				b, err := signArchive(key, o.Output, res.SHA256)
+				if err != nil {
+					// An archive without the signature asked for is not
+					// left to be carried.
+					os.Remove(o.Output)
+					os.Remove(archive.ChecksumPath(o.Output))
+					return err
+				}
+				fmt.Fprintf(w, "signature %s (publish verify --key PUBLIC.pem %s)\n", b, o.Output)
+			}
 			images := len(res.Images)
 			if res.Catalog != "" {
 				images-- // the OCI catalog: its own line below
@@ -121,6 +138,7 @@ the images.`,
 	fs.StringVarP(&o.Output, "output", "o", "", "archive file to write (FILE.tgz; FILE.tgz.sha256 is written beside it)")
 	source.register(fs)
 	fs.BoolVar(&changed, "changed", false, "package only the versions changed since --base")
+	signer.register(fs, "the archive (a Sigstore bundle beside it: FILE.tgz.sigstore.json)")
 	registerSignatures(fs, &sigs, "carry each image's cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers in the archive")
 	fs.StringVar(&o.Base, "base", "", "with --changed: the package repo revision to compare with (the source commit of the site's last archive, say)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")

@@ -21,6 +21,8 @@ type pushCmd struct {
 	catalog catalogFlags
 	commit  commitFlags
 	oci     ociFlags
+	sign    signFlags
+	key     archiveKey
 }
 
 func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
@@ -82,6 +84,13 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 	} else if o.SkipPush {
 		return usagef("--skip-push needs --catalog: it renders and commits the catalog only")
 	}
+	s, err := p.sign.signer()
+	if err != nil {
+		return err
+	}
+	if s != nil {
+		o.Options.Sign = s
+	}
 	o.Options.Log = inv.log
 	return nil
 }
@@ -109,11 +118,18 @@ An archive made with publish package --catalog carries the OCI catalog of a
 cluster: --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.<cluster>.oci)
 pushes it there with the images (tag default: the cluster name), for a site
 with a registry and no Git server. With --catalog, the catalog rendered here
-is pushed to --oci instead.`,
+is pushed to --oci instead. --key PUBLIC.pem checks the archive's signature
+(FILE.tgz.sigstore.json) before anything is pushed; --cosign-key signs the
+OCI catalog pushed to --oci.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := p.options(inv, args[0]); err != nil {
 				return err
+			}
+			if sum, err := p.key.check(args[0]); err != nil {
+				return &pipeline.InputError{Err: fmt.Errorf("%w; nothing pushed", err)}
+			} else if sum != "" {
+				inv.logf("push: the signature of %s verifies with --key (sha256 %s)", args[0], sum)
 			}
 			o.Progress = inv.newProgress(cmd.ErrOrStderr(), "push")
 			res, err := pipeline.Push(cmd.Context(), *o)
@@ -143,6 +159,8 @@ is pushed to --oci instead.`,
 	p.commit.register(fs)
 	p.r.register(fs)
 	p.oci.register(fs)
+	p.sign.register(fs, "the OCI catalog pushed to --oci")
+	p.key.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

@@ -20,7 +20,8 @@ type publishFlags struct {
 	catalog catalogFlags // --catalog
 	commit  *commitFlags // run only
 	render  renderFlags
-	oci     *ociFlags // run only
+	oci     *ociFlags  // run only
+	sign    *signFlags // run only
 }
 
 // register adds every group; write is true for run (copy and commit
@@ -39,10 +40,11 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 	p.retry.register(fs)
 	p.catalog.register(fs, verb, "catalog Git repo: URL or local path")
 	if write {
-		p.copy, p.commit, p.oci = &copyFlags{}, &commitFlags{}, &ociFlags{}
+		p.copy, p.commit, p.oci, p.sign = &copyFlags{}, &commitFlags{}, &ociFlags{}, &signFlags{}
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
+		p.sign.register(fs, "the OCI catalog (--oci) after it is pushed")
 	}
 }
 
@@ -72,6 +74,18 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		}
 	}
 	o.Verify = inv.imageVerifier()
+	if p.sign != nil {
+		s, err := p.sign.signer()
+		if err != nil {
+			return err
+		}
+		if s != nil {
+			if o.OCI == "" {
+				return usagef("--cosign-key signs the OCI catalog: give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
+			}
+			o.Sign = s
+		}
+	}
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
 	if err := reg.apply(&o.Mirror); err != nil {
 		return err

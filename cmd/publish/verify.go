@@ -6,10 +6,12 @@ import (
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/sign"
 	"github.com/spf13/cobra"
 )
 
 func newVerifyCmd(inv *invocation) *cobra.Command {
+	var key archiveKey
 	cmd := &cobra.Command{
 		Use:   "verify FILE.tgz",
 		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
@@ -18,7 +20,10 @@ the sha256 of the file against FILE.tgz.sha256, every entry (no links,
 devices, absolute paths, "..", duplicates; sizes within the limits), every
 blob against its digest, and the OCI layout: oci-layout, index.json with a
 source reference per image, every manifest and blob they name, every
-PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
+PackageManifest. With --key PUBLIC.pem, the archive's signature
+(FILE.tgz.sigstore.json, from publish package --cosign-key) must verify with
+that key, offline. Exit 1 when the archive is damaged or incomplete, or its
+signature does not verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := archive.Verify(args[0], archive.Limits{}, inv.newProgress(cmd.ErrOrStderr(), "verify"))
@@ -62,9 +67,17 @@ PackageManifest. Exit 1 when the archive is damaged or incomplete.`,
 				sum = "matches " + archive.ChecksumPath(args[0])
 			}
 			fmt.Fprintf(w, "sha256    %s (%s)\n", res.SHA256, sum)
+			if key.key != "" {
+				if err := key.checkSum(args[0], res.SHA256); err != nil {
+					return &pipeline.InputError{Err: err}
+				}
+				fmt.Fprintf(w, "signature %s verifies with --key\n", args[0]+sign.BundleFileSuffix)
+			}
 			fmt.Fprintf(w, "verify ok %s\n", args[0])
 			return nil
 		},
 	}
+	key.register(cmd.Flags())
+	withEnvHelp(cmd.Flags())
 	return cmd
 }

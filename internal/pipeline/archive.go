@@ -441,6 +441,24 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		return nil, err
 	}
 	res := &PushResult{Push: pr}
+	if o.Options.Sign != nil {
+		for _, im := range pr.Images {
+			if im.Catalog == "" {
+				continue
+			}
+			dst, err := mc.ParseReference(im.Destination)
+			if err != nil {
+				return nil, err
+			}
+			desc, err := remote.Head(dst.Context().Digest(im.Digest), append(opts, remote.WithContext(ctx))...)
+			if err == nil {
+				err = signCatalog(ctx, o.Options, dst.Context(), *desc, !im.Skipped, opts)
+			}
+			if err != nil {
+				return nil, describePush(mc, err)
+			}
+		}
+	}
 	for _, c := range pr.CatalogsLeft {
 		if catalog {
 			o.Options.logf("push: the archive's OCI catalog of cluster %s is left out: the catalog rendered here is pushed instead (--oci)", c)

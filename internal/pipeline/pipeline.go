@@ -68,6 +68,10 @@ type Options struct {
 	// before anything is mirrored (publish.yaml verify; internal/verify);
 	// nil: nothing is verified.
 	Verify ImageVerifier
+	// Sign, when set, signs the OCI catalog artifact after it is pushed
+	// (--cosign-key; docs/signatures.md), and when the tag already pointed
+	// at it, if the digest has no Sigstore bundle referrer yet.
+	Sign ImageSigner
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
 	// Base is an explicit base revision for change detection (--base);
@@ -978,6 +982,15 @@ func (r *run) pushOCI(ctx context.Context, s *scope, changes []catalog.Change, u
 		o.logf("oci: pushed %s/%s to %s@%s", render.RenderedDir, o.Cluster, pr.Ref, pr.Digest)
 	} else {
 		o.logf("oci: %s already points at %s, nothing pushed", pr.Ref, pr.Digest)
+	}
+	if o.Sign != nil {
+		desc, err := imageDescriptor(img)
+		if err == nil {
+			err = signCatalog(ctx, o, tag.Context(), desc, pr.Pushed, opts)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w; nothing committed", err)
+		}
 	}
 	return &gitops.OCIRecord{Ref: pr.Ref, Digest: pr.Digest}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/lint"
@@ -26,6 +28,14 @@ type ImageVerifier interface {
 	// Unmatched returns the publish.yaml path and the policy entries that
 	// match none of refs.
 	Unmatched(refs []string) (file string, entries []config.VerifyEntry)
+}
+
+// ImageSigner signs an image publish pushed (the OCI catalog artifact):
+// internal/sign's Key, known here only through this interface like
+// ImageVerifier. Sign returns a description of what it wrote, for the
+// log (the referrer's digest, the .sig tag).
+type ImageSigner interface {
+	Sign(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error)
 }
 
 // Rule IDs of the verification findings (docs/lint-rules.md).

@@ -79,21 +79,22 @@ type Key struct {
 // PRIVATE KEY"), PKCS #1 ("RSA PRIVATE KEY"), or a key encrypted by
 // cosign generate-key-pair ("ENCRYPTED SIGSTORE PRIVATE KEY", "ENCRYPTED
 // COSIGN PRIVATE KEY"), which needs passphrase. where names the key's
-// origin (a file, an environment variable) in errors, which never contain
-// the key or the passphrase. ECDSA (P-256, P-384, P-521), RSA (2048 bits
+// origin (a file, a flag) and passWhere where its passphrase is given (a
+// flag, an environment variable) in errors, which never contain the key
+// or the passphrase. ECDSA (P-256, P-384, P-521), RSA (2048 bits
 // and more) and Ed25519 keys are accepted.
-func LoadKey(data, passphrase []byte, where string) (*Key, error) {
+func LoadKey(data, passphrase []byte, where, passWhere string) (*Key, error) {
 	if !bytes.Contains(data, []byte("-----BEGIN ")) {
 		return nil, fmt.Errorf("%s: not a PEM private key (want -----BEGIN PRIVATE KEY----- or cosign's ENCRYPTED SIGSTORE PRIVATE KEY)", where)
 	}
 	encrypted := bytes.Contains(data, []byte("ENCRYPTED"))
 	if encrypted && len(passphrase) == 0 {
-		return nil, fmt.Errorf("%s: the key is encrypted: give its passphrase (PUBLISH_SIGN_KEY_PASSWORD)", where)
+		return nil, fmt.Errorf("%s: the key is encrypted: give its passphrase (%s)", where, passWhere)
 	}
 	priv, err := cryptoutils.UnmarshalPEMToPrivateKey(data, func(bool) ([]byte, error) { return passphrase, nil })
 	if err != nil {
 		if encrypted {
-			return nil, fmt.Errorf("%s: the key does not decrypt with the passphrase given (PUBLISH_SIGN_KEY_PASSWORD), or is damaged", where)
+			return nil, fmt.Errorf("%s: the key does not decrypt with the passphrase given (%s), or is damaged", where, passWhere)
 		}
 		return nil, fmt.Errorf("%s: the private key does not parse: %s", where, firstLine(err))
 	}
@@ -145,7 +146,7 @@ func (p keypair) GetKeyAlgorithm() string {
 	}
 	return ""
 }
-func (p keypair) GetPublicKey() crypto.PublicKey  { return p.k.signer.Public() }
+func (p keypair) GetPublicKey() crypto.PublicKey   { return p.k.signer.Public() }
 func (p keypair) GetPublicKeyPem() (string, error) { return string(p.k.pubPEM), nil }
 
 // SignData signs data: its digest for ECDSA and RSA, the data itself for
@@ -325,3 +326,23 @@ type rawManifest struct {
 
 func (r rawManifest) RawManifest() ([]byte, error)        { return r.raw, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
+
+// ImageSigner signs images with Key for the pipeline (its ImageSigner
+// interface): a bundle referrer, and with SigTag the .sig tag too.
+type ImageSigner struct {
+	Key    *Key
+	SigTag bool
+}
+
+// Sign signs repo@desc (SignImage) and says what it wrote.
+func (s ImageSigner) Sign(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error) {
+	sig, err := s.Key.SignImage(ctx, repo, desc, s.SigTag, opts)
+	if err != nil {
+		return "", err
+	}
+	what := "Sigstore bundle referrer " + sig.Referrer.String()
+	if sig.SigTag != "" {
+		what += ", tag " + sig.SigTag
+	}
+	return what, nil
+}

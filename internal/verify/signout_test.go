@@ -36,19 +36,19 @@ func TestSignOut(t *testing.T) {
 	privPEM, pubPEM := cosignKey(t, "s3cret")
 	for _, tc := range []struct {
 		name, pass, want string
-		data         []byte
+		data             []byte
 	}{
 		{"no passphrase", "", "the key is encrypted: give its passphrase", privPEM},
 		{"wrong passphrase", "guess", "does not decrypt with the passphrase", privPEM},
 		{"not PEM", "", "not a PEM private key", []byte("hello")},
 		{"damaged", "", "the private key does not parse", []byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")},
 	} {
-		_, err := sign.LoadKey(tc.data, []byte(tc.pass), "key.pem")
+		_, err := sign.LoadKey(tc.data, []byte(tc.pass), "key.pem", "--cosign-key-password")
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "key.pem: ") || strings.Contains(err.Error(), tc.pass+"\x00") {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	key, err := sign.LoadKey(privPEM, []byte("s3cret"), "key.pem")
+	key, err := sign.LoadKey(privPEM, []byte("s3cret"), "key.pem", "--cosign-key-password")
 	if err != nil {
 		t.Fatal(err)
 	}

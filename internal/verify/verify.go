@@ -27,12 +27,14 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -627,4 +629,35 @@ func unique(in []string) []string {
 		}
 	}
 	return out
+}
+
+// VerifyFile checks the Sigstore bundle beside path (path +
+// ".sigstore.json", as publish package --cosign-key writes it) against
+// the SHA-256 of the file, with the PEM public key keyPEM, offline. It
+// reads the whole file once and returns its SHA-256 (hex). Errors name
+// the file: no bundle beside it, a bundle that does not parse, a
+// signature that does not verify.
+func VerifyFile(path string, keyPEM []byte) (string, error) {
+	bundlePath := path + ".sigstore.json"
+	b, err := os.ReadFile(bundlePath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("%s: no signature beside it (%s): sign it with publish package --cosign-key, or carry the bundle with it", path, bundlePath)
+		}
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	sum := h.Sum(nil)
+	if err := VerifyDigestBundle(b, sum, keyPEM); err != nil {
+		return "", fmt.Errorf("%s (signature %s): %w", path, bundlePath, err)
+	}
+	return hex.EncodeToString(sum), nil
 }

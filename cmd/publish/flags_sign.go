@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/operator-publish/publish/internal/sign"
+	"github.com/operator-publish/publish/internal/verify"
+	"github.com/spf13/pflag"
+)
+
+// signFlags sign what a command produces with a cosign key
+// (docs/signatures.md "Sign what goes out"): --cosign-key,
+// --cosign-key-password, --cosign-sig-tag. run and push sign the OCI
+// catalog (--oci); package signs the archive.
+type signFlags struct {
+	key, pass string
+	sigTag    bool
+}
+
+func (f *signFlags) register(fs *pflag.FlagSet, what string) {
+	fs.StringVar(&f.key, "cosign-key", "", "sign "+what+" with this private key: a file, or the key itself (PEM: PKCS#8, or cosign generate-key-pair's encrypted key)")
+	fs.StringVar(&f.pass, "cosign-key-password", "", "passphrase of an encrypted --cosign-key")
+	fs.BoolVar(&f.sigTag, "cosign-sig-tag", false, "also write the legacy cosign signature tag (sha256-<hex>.sig) beside the Sigstore bundle referrer, for verifiers older than cosign v2.4")
+	secret(fs, "cosign-key-password")
+	secretKey(fs, "cosign-key")
+}
+
+// load returns the key, nil without --cosign-key. Errors are usage errors
+// naming the flags; they never contain the key or the passphrase.
+func (f *signFlags) load() (*sign.Key, error) {
+	if f.key == "" {
+		return nil, nil // a passphrase alone (a CI-wide secret) is unused
+	}
+	data, err := keyMaterial("cosign-key", f.key)
+	if err != nil {
+		return nil, err
+	}
+	where := "--cosign-key"
+	if !isPEM(f.key) {
+		where = "--cosign-key " + f.key
+	}
+	k, err := sign.LoadKey(data, []byte(f.pass), where, "--cosign-key-password or PUBLISH_COSIGN_KEY_PASSWORD")
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return k, nil
+}
+
+// signer is the pipeline's image signer, nil without a key.
+func (f *signFlags) signer() (*sign.ImageSigner, error) {
+	k, err := f.load()
+	if err != nil || k == nil {
+		return nil, err
+	}
+	return &sign.ImageSigner{Key: k, SigTag: f.sigTag}, nil
+}
+
+// signArchive writes the Sigstore bundle of the archive at path (its
+// SHA-256, hex sum) beside it: path + ".sigstore.json", through a
+// temporary file. On failure nothing is left beside the archive.
+func signArchive(k *sign.Key, path, sum string) (string, error) {
+	digest, err := hexDigest(sum)
+	if err != nil {
+		return "", err
+	}
+	b, err := k.SignDigest(digest)
+	if err != nil {
+		return "", fmt.Errorf("signing %s (--cosign-key): %w", path, err)
+	}
+	out := path + sign.BundleFileSuffix
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".publish-bundle-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", out, err)
+	}
+	return out, nil
+}
+
+// archiveKey is --key of verify and push: the public key an archive's
+// signature (FILE.tgz.sigstore.json) must verify with.
+type archiveKey struct{ key string }
+
+func (a *archiveKey) register(fs *pflag.FlagSet) {
+	fs.StringVar(&a.key, "key", "", "check the archive's signature (FILE.tgz.sigstore.json, from publish package --cosign-key) with this public key: a file, or the key itself (PEM)")
+}
+
+// check verifies the archive's signature when --key was given; it returns
+// the archive's SHA-256 ("" without --key).
+func (a *archiveKey) check(path string) (string, error) {
+	if a.key == "" {
+		return "", nil
+	}
+	pub, err := keyMaterial("key", a.key)
+	if err != nil {
+		return "", err
+	}
+	return verify.VerifyFile(path, pub)
+}
+
+// isPEM reports whether a key flag holds the key itself, not a file name.
+func isPEM(v string) bool { return strings.Contains(v, "-----BEGIN ") }
+
+// hexDigest decodes a SHA-256 sum in hex.
+func hexDigest(sum string) ([]byte, error) {
+	d, err := hex.DecodeString(sum)
+	if err != nil || len(d) != 32 {
+		return nil, fmt.Errorf("not a SHA-256 sum: %q", sum)
+	}
+	return d, nil
+}
+
+// checkSum verifies the archive's signature against its SHA-256 (hex),
+// computed already by the caller (publish verify reads the whole file).
+func (a *archiveKey) checkSum(path, sum string) error {
+	pub, err := keyMaterial("key", a.key)
+	if err != nil {
+		return err
+	}
+	digest, err := hexDigest(sum)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path + sign.BundleFileSuffix)
+	if err != nil {
+		return fmt.Errorf("%s: no signature to check with --key: %w", path, err)
+	}
+	if err := verify.VerifyDigestBundle(b, digest, pub); err != nil {
+		return fmt.Errorf("%s (signature %s): %w", path, path+sign.BundleFileSuffix, err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"crypto/elliptic"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+)
+
+// TestSignedArchive (issue 17 point 4): an archive signed as package
+// --cosign-key signs it (a cosign encrypted key, its passphrase from the
+// environment) passes publish verify --key and is pushed by publish push
+// --key; one flipped byte in the archive, or in its bundle, fails both,
+// and push then pushes nothing. The passphrase is never printed.
+func TestSignedArchive(t *testing.T) {
+	const pass = "correct horse battery staple"
+	privPEM, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte(pass)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile, pubFile := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+	os.WriteFile(keyFile, privPEM, 0o600)
+	os.WriteFile(pubFile, pubPEM, 0o644)
+
+	src := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(src.Close)
+	ref := strings.TrimPrefix(src.URL, "http://") + "/example/app:v1"
+	img, _ := random.Image(512, 2)
+	r, _ := name.ParseReference(ref)
+	if err := remote.Write(r, img); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "all.tgz")
+	res, err := archive.WriteFile(t.Context(), out, archive.PackageOptions{Images: []archive.Image{{Ref: ref, Bundle: true}}, Level: archive.DefaultLevel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What package --cosign-key does once the archive is written.
+	t.Setenv("PUBLISH_COSIGN_KEY_PASSWORD", pass)
+	f := signFlags{key: keyFile, pass: pass}
+	k, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signArchive(k, out, res.SHA256); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&signFlags{key: keyFile, pass: "wrong"}).load(); err == nil || strings.Contains(err.Error(), "wrong") || !strings.Contains(err.Error(), "--cosign-key-password") {
+		t.Errorf("wrong passphrase: %v", err)
+	}
+
+	dst := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(dst.Close)
+	dstHost := strings.TrimPrefix(dst.URL, "http://")
+	run := func(args ...string) (string, error) {
+		root := newRootCmd()
+		root.SetArgs(args)
+		var buf bytes.Buffer
+		root.SetOut(&buf)
+		root.SetErr(&buf)
+		err := root.Execute()
+		if strings.Contains(buf.String(), pass) {
+			t.Errorf("the passphrase was printed: %s", buf.String())
+		}
+		return buf.String(), err
+	}
+	pushed := func() bool {
+		reg, _ := name.NewRegistry(dstHost, name.Insecure)
+		list, err := remote.Catalog(t.Context(), reg)
+		return err == nil && len(list) > 0
+	}
+	if outText, err := run("verify", "--key", pubFile, out); err != nil || !strings.Contains(outText, "signature "+out+".sigstore.json verifies with --key") {
+		t.Fatalf("verify --key: %v\n%s", err, outText)
+	}
+
+	flip := func(path string, at int64) func() {
+		data, _ := os.ReadFile(path)
+		orig := append([]byte(nil), data...)
+		data[at] ^= 1
+		os.WriteFile(path, data, 0o644)
+		return func() { os.WriteFile(path, orig, 0o644) }
+	}
+	for _, tc := range []struct {
+		name string
+		file string
+		at   int64
+	}{{"archive", out, res.Bytes / 2}, {"bundle", out + ".sigstore.json", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := os.ReadFile(tc.file)
+			at := tc.at
+			if tc.file != out {
+				at = int64(bytes.Index(data, []byte(`"signature"`)) + 15) // a byte of the base64 signature
+			}
+			undo := flip(tc.file, at)
+			defer undo()
+			if _, err := run("verify", "--key", pubFile, out); err == nil {
+				t.Error("verify --key passed")
+			}
+			text, err := run("push", out, "--dst-repo", dstHost+"/site", "--plain-http", "--key", pubFile)
+			if err == nil || !strings.Contains(err.Error(), "nothing pushed") {
+				t.Errorf("push --key: %v\n%s", err, text)
+			}
+			if pushed() {
+				t.Error("push --key pushed something")
+			}
+		})
+	}
+	if text, err := run("push", out, "--dst-repo", dstHost+"/site", "--plain-http", "--key", pubFile); err != nil || !pushed() {
+		t.Errorf("push --key of the signed archive: %v\n%s", err, text)
+	}
+}
