@@ -44,7 +44,7 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
-		p.sign.register(fs, "the OCI catalog (--oci) after it is pushed")
+		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed")
 	}
 }
 
@@ -80,8 +80,8 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return err
 		}
 		if s != nil {
-			if o.OCI == "" {
-				return usagef("--cosign-key signs the OCI catalog: give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
+			if o.OCI == "" && rs.Target != pipeline.TargetOLM {
+				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image): give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
 			}
 			o.Sign = s
 		}

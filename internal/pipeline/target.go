@@ -21,10 +21,14 @@ type OLMOptions = target.OLMOptions
 // newTarget makes the target of o's cluster (o.Target, looked up in
 // internal/target). An unknown name is an *InputError.
 func (o *Options) newTarget() (target.Target, error) {
-	return target.New(o.Target, target.Settings{
+	s := target.Settings{
 		Cluster: o.Cluster, Render: o.Render, OLM: o.OLM, PlainHTTP: o.Mirror.PlainHTTP,
 		Logf: o.logf, Warnf: o.warnf,
-	})
+	}
+	if o.Sign != nil {
+		s.Sign = o.Sign.Sign
+	}
+	return target.New(o.Target, s)
 }
 
 // RenderInto writes publish/generated and rendered/<cluster> of the alauda

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -371,6 +372,18 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		return "", err
 	}
 	t.s.logf("olm: catalog image %s (%d packages, %d bundles)", digest, len(cfg.Packages), len(cfg.Bundles))
+	if t.s.Sign != nil {
+		opts := append(t.mc.DstOptions(), remote.WithContext(ctx))
+		desc, err := remote.Head(digest, opts...)
+		if err != nil {
+			return "", fmt.Errorf("reading the catalog image %s to sign it: %w", digest, err)
+		}
+		what, err := t.s.Sign(ctx, digest.Context(), *desc, opts)
+		if err != nil {
+			return "", fmt.Errorf("signing the catalog image %s (--cosign-key): %w", digest, err)
+		}
+		t.s.logf("olm: signed the catalog image %s: %s", digest, what)
+	}
 	if err := t.writeObjects(root, digest.String(), arts); err != nil {
 		return "", err
 	}

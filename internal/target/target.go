@@ -16,6 +16,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -90,6 +93,10 @@ type Settings struct {
 	// Logf reports progress, Warnf what the user may want to fix; nil
 	// discards.
 	Logf, Warnf func(format string, args ...any)
+	// Sign, when set, signs an image the target pushed (the olm catalog
+	// image) in repo, with the destination's remote options; it returns
+	// what it wrote, for the log (pipeline.ImageSigner, --cosign-key).
+	Sign func(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error)
 }
 
 func (s Settings) logf(format string, args ...any) {

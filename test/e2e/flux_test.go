@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -19,7 +20,9 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -233,7 +236,20 @@ func (k *kube) waitApplied(t *testing.T, ctx context.Context, ns, name, revision
 // true for it, and returns it; when ctx ends first, the error names the
 // last Ready condition and revisions seen.
 func (k *kube) waitKustomization(ctx context.Context, ns, name string, done func(*unstructured.Unstructured) bool) (*unstructured.Unstructured, error) {
-	ri := k.dyn.Resource(kustomizationGVR).Namespace(ns)
+	return k.waitObject(ctx, kustomizationGVR, ns, name, func(u *unstructured.Unstructured) string {
+		applied, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
+		handled, _, _ := unstructured.NestedString(u.Object, "status", "lastHandledReconcileAt")
+		status, msg := readyCondition(u)
+		return fmt.Sprintf("Ready=%s (%s), lastAppliedRevision %q, lastAttemptedRevision %q, lastHandledReconcileAt %q", status, msg, applied, attempted, handled)
+	}, done)
+}
+
+// waitObject watches the object ns/name of gvr until done returns true for
+// it, and returns it; when ctx ends first, the error says what describe
+// says of the last version seen.
+func (k *kube) waitObject(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, describe func(*unstructured.Unstructured) string, done func(*unstructured.Unstructured) bool) (*unstructured.Unstructured, error) {
+	ri := k.dyn.Resource(gvr).Namespace(ns)
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
@@ -251,11 +267,7 @@ func (k *kube) waitKustomization(ctx context.Context, ns, name string, done func
 		if !ok {
 			return false, nil
 		}
-		applied, _, _ := unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
-		attempted, _, _ := unstructured.NestedString(u.Object, "status", "lastAttemptedRevision")
-		handled, _, _ := unstructured.NestedString(u.Object, "status", "lastHandledReconcileAt")
-		status, msg := readyCondition(u)
-		last = fmt.Sprintf("Ready=%s (%s), lastAppliedRevision %q, lastAttemptedRevision %q, lastHandledReconcileAt %q", status, msg, applied, attempted, handled)
+		last = describe(u)
 		return done(u), nil
 	})
 	if err != nil {
@@ -596,7 +608,22 @@ func TestFluxOCI(t *testing.T) {
 	}
 	auth := base64.StdEncoding.EncodeToString([]byte(e.dst.Username + ":" + e.dst.Password))
 	dockerConfig := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q,"auth":%q}}}`, e.dst.Host, e.dst.Username, e.dst.Password, auth)
+	// publish run --cosign-key signs each catalog it pushes; the
+	// OCIRepository verifies it with the public key (issue 17 point 4).
+	privPEM, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "cosign.key")
+	if err := os.WriteFile(keyFile, privPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	k.applyAll(t, ctx, []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+			"metadata":   map[string]any{"name": "operator-catalog-cosign", "namespace": "flux-system"},
+			"stringData": map[string]any{"cosign.pub": string(pubPEM)},
+		}},
 		{Object: map[string]any{
 			"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/dockerconfigjson",
 			"metadata":   map[string]any{"name": "operator-catalog-registry", "namespace": "flux-system"},
@@ -624,9 +651,12 @@ func TestFluxOCI(t *testing.T) {
     - op: add
       path: /spec/certSecretRef
       value: {name: operator-catalog-registry-ca}
+    - op: add
+      path: /spec/verify
+      value: {provider: cosign, secretRef: {name: operator-catalog-cosign}}
 `, strings.TrimSuffix(ref, ":global"))))
 		},
-		args: []string{"--oci", strings.TrimSuffix(ref, ":global")},
+		args: []string{"--oci", strings.TrimSuffix(ref, ":global"), "--cosign-key", keyFile},
 		deliver: func(t *testing.T, _ *object.Commit, tree *object.Tree) string {
 			// publish run pushed the artifact: the state records it and
 			// the tag points at it.
@@ -671,6 +701,62 @@ func TestFluxOCI(t *testing.T) {
 	if meta[ocicatalog.RevisionAnnotation] != sourceCommit {
 		t.Errorf("OCIRepository artifact metadata %v, want %s %s", meta, ocicatalog.RevisionAnnotation, sourceCommit)
 	}
+	if status, reason := condition(src, "SourceVerified"); status != "True" {
+		t.Errorf("the signed catalog: SourceVerified %s (%s)", status, reason)
+	}
+
+	// The same catalog at another tag, unsigned (the signature is a
+	// referrer of the digest, so the artifact must differ): refused.
+	img, err := ocicatalog.BuildFiles(map[string][]byte{"kustomization.yaml": []byte("resources: []\n")}, "rendered/unsigned", ocicatalog.Meta{Source: "unsigned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsigned, _ := name.NewTag(strings.TrimSuffix(ref, ":global") + ":unsigned")
+	if _, err := ocicatalog.PushImage(ctx, img, unsigned, e.dst.Options()...); err != nil {
+		t.Fatal(err)
+	}
+	repo := src.DeepCopy()
+	repo.SetName("unsigned-catalog")
+	repo.SetResourceVersion("")
+	repo.SetUID("")
+	repo.SetManagedFields(nil)
+	repo.SetGeneration(0)
+	repo.SetCreationTimestamp(metav1.Time{})
+	delete(repo.Object, "status")
+	unstructured.SetNestedField(repo.Object, "unsigned", "spec", "ref", "tag")
+	k.applyAll(t, ctx, []*unstructured.Unstructured{repo})
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	got, err := k.waitObject(wctx, ociRepositoryGVR, "flux-system", "unsigned-catalog", func(u *unstructured.Unstructured) string {
+		status, msg := readyCondition(u)
+		return fmt.Sprintf("Ready=%s (%s)", status, msg)
+	}, func(u *unstructured.Unstructured) bool {
+		verified, _ := condition(u, "SourceVerified")
+		ready, _ := readyCondition(u)
+		return verified == "False" && ready == "False"
+	})
+	if err != nil {
+		t.Fatalf("the unsigned catalog: %v", err)
+	}
+	if status, msg := readyCondition(got); status != "False" || got.Object["status"].(map[string]any)["artifact"] != nil {
+		t.Errorf("the unsigned catalog: Ready %s (%s), artifact %v", status, msg, got.Object["status"].(map[string]any)["artifact"])
+	}
+	_, reason := condition(got, "SourceVerified")
+	t.Logf("Flux refuses the unsigned catalog: %s", reason)
+}
+
+// condition returns the status and message of the condition typ of a
+// Flux object.
+func condition(u *unstructured.Unstructured, typ string) (status, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", ""
 }
 
 // dryRunSyncObjects: the API server, with the Flux CRDs and Argo CD's
