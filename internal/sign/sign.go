@@ -52,11 +52,16 @@ import (
 )
 
 // Media types, annotations and types of the signatures written here
-// (cosign's specs/BUNDLE_SPEC.md and SIGNATURE_SPEC.md, in-toto v1).
+// (cosign's specs/BUNDLE_SPEC.md and SIGNATURE_SPEC.md, in-toto v1), and
+// read by internal/verify.
 const (
-	BundleArtifactType     = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// BundleArtifactType is the artifactType of a Sigstore bundle referrer
+	// and the media type of its one layer.
+	BundleArtifactType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	// SimpleSigningMediaType is the layer media type of a cosign .sig tag.
 	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
-	SignatureAnnotation    = "dev.cosignproject.cosign/signature"
+	// SignatureAnnotation holds the base64 signature of a .sig layer.
+	SignatureAnnotation = "dev.cosignproject.cosign/signature"
 	// PredicateType is cosign's predicate for a plain image signature.
 	PredicateType       = "https://sigstore.dev/cosign/sign/v1"
 	InTotoPayloadType   = "application/vnd.in-toto+json"

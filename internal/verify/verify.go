@@ -45,6 +45,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/sign"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -53,15 +54,16 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
-// Media types and annotations of the signature forms read here.
+// Media types and annotations of the signature forms read here: those
+// internal/sign writes.
 const (
 	// BundleArtifactType is the artifactType of a Sigstore bundle referrer
 	// (and the media type of its one layer).
-	BundleArtifactType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+	BundleArtifactType = sign.BundleArtifactType
 	// SimpleSigningMediaType is the layer media type of a cosign .sig tag.
-	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	SimpleSigningMediaType = sign.SimpleSigningMediaType
 	// SignatureAnnotation holds the base64 signature of a .sig layer.
-	SignatureAnnotation = "dev.cosignproject.cosign/signature"
+	SignatureAnnotation = sign.SignatureAnnotation
 	// CertificateAnnotation holds the PEM certificate of a keyless .sig
 	// layer.
 	CertificateAnnotation = "dev.sigstore.cosign/certificate"
