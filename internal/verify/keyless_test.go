@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -66,11 +67,20 @@ func virtualSigstore(t *testing.T) (*ca.VirtualSigstore, []byte) {
 // the Sigstore bundle as a referrer.
 func signKeyless(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name.Repository, tag string, opts []remote.Option) {
 	t.Helper()
+	signKeylessAt(t, vs, subject, repo, tag, opts, time.Now().Add(5*time.Minute), true)
+}
+
+// signKeylessAt is signKeyless with the Rekor entry integrated at the
+// time logged (the certificate is valid for ten minutes from now), and
+// without the RFC 3161 timestamp when timestamped is false, so that the
+// log's time is the only observer time.
+func signKeylessAt(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name.Repository, tag string, opts []remote.Option, logged time.Time, timestamped bool) {
+	t.Helper()
 	desc, err := remote.Get(repo.Tag(tag), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := vs.Sign(subject, testIssuer, desc.Manifest)
+	e, err := vs.SignAtTime(subject, testIssuer, desc.Manifest, logged)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +112,9 @@ func signKeyless(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name
 	tss, _ := e.Timestamps()
 	var rfc []*protocommon.RFC3161SignedTimestamp
 	for _, ts := range tss {
-		rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
+		if timestamped {
+			rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
+		}
 	}
 	pb := &protobundle.Bundle{
 		MediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
@@ -161,6 +173,40 @@ func TestVerifyKeyless(t *testing.T) {
 			if tc.want == model.VerifyIdentity && !strings.Contains(got.Expected, "keyless issuer "+testIssuer) && !strings.Contains(got.Expected, "~^https") {
 				t.Errorf("expected: %q", got.Expected)
 			}
+		})
+	}
+}
+
+// TestVerifyKeylessValidity: a keyless signature whose certificate was not
+// valid at the time the transparency log recorded it (logged two hours
+// after its ten minutes ended, or an hour before they began), with no
+// other observer time, is rejected as untrusted; the same signature
+// logged inside the window verifies.
+func TestVerifyKeylessValidity(t *testing.T) {
+	r := inProcessRegistry(t)
+	vs, trJSON := virtualSigstore(t)
+	v, _ := loadPolicy(t, "verify:\n- match: "+r.host+"/**\n  keyless: {issuer: "+testIssuer+", subject: "+testSubject+"}\n  trustedRoot: root.json\n", map[string]string{"root.json": string(trJSON)})
+	for _, tc := range []struct {
+		name   string
+		logged time.Duration
+		want   string
+	}{
+		{"inside", 5 * time.Minute, model.VerifyVerified},
+		{"after", 2 * time.Hour, model.VerifyUntrusted},
+		{"before", -time.Hour, model.VerifyUntrusted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, _ := name.NewRepository(r.host + "/validity/" + tc.name)
+			pushRandom(t, repo.Tag("v1").String(), nil)
+			signKeylessAt(t, vs, testSubject, repo, "v1", nil, time.Now().Add(tc.logged), false)
+			got := v.Verify(context.Background(), repo.Tag("v1").String(), nil)
+			if got.Status != tc.want {
+				t.Fatalf("got %+v, want %s", got, tc.want)
+			}
+			if tc.want == model.VerifyUntrusted && !strings.Contains(strings.ToLower(got.Found), "certificate") {
+				t.Errorf("the reason does not name the certificate: %q", got.Found)
+			}
+			t.Logf("%s: %s", tc.name, got.Found)
 		})
 	}
 }

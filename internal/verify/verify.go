@@ -495,12 +495,38 @@ func (e *entry) verifyBundle(b *sgbundle.Bundle, digest []byte) (found string, i
 	if errors.As(err, &mismatch) {
 		return bundleIdentity(b), true, err
 	}
+	if why := outsideValidity(b); why != "" {
+		return "", false, fmt.Errorf("%s: %w", why, err)
+	}
 	if e.identity == nil {
 		if vc, verr := b.VerificationContent(); verr == nil && vc.Certificate() != nil {
 			return "", false, fmt.Errorf("a keyless signature (%s), the policy wants a key", bundleIdentity(b))
 		}
 	}
 	return "", false, err
+}
+
+// outsideValidity says, for a keyless bundle whose certificate was not
+// valid at a time the transparency log recorded the signature, when it was
+// valid and when it was logged ("" otherwise): sigstore-go reports only
+// that no log entry verified.
+func outsideValidity(b *sgbundle.Bundle) string {
+	vc, err := b.VerificationContent()
+	if err != nil || vc.Certificate() == nil {
+		return ""
+	}
+	c := vc.Certificate()
+	entries, err := b.TlogEntries()
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if at := e.IntegratedTime(); at.Before(c.NotBefore) || at.After(c.NotAfter) {
+			return fmt.Sprintf("the certificate was valid from %s to %s, not when the transparency log recorded the signature (%s)",
+				c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
 }
 
 // bundleIdentity names the identity of b's certificate: "issuer X,
