@@ -3,15 +3,20 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/model"
@@ -235,5 +240,92 @@ func TestPipelineVerifyIdentity(t *testing.T) {
 		if strings.HasPrefix(f.Rule, "verify/") && f.Rule != pipeline.RuleVerifyIdentity {
 			t.Errorf("unexpected: %s", f)
 		}
+	}
+}
+
+// signKeylessSigTag pushes a keyless cosign .sig tag for repo:tag signed
+// by subject through the virtual Sigstore, as cosign (before bundles)
+// writes it: the simple-signing payload as the layer, the signature, the
+// certificate and its chain, and the Rekor entry with its signed entry
+// timestamp as annotations.
+func signKeylessSigTag(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name.Repository, tag string, opts []remote.Option) {
+	t.Helper()
+	desc, err := remote.Get(repo.Tag(tag), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := simpleSigningPayload(repo, desc.Digest)
+	e, err := vs.Sign(subject, testIssuer, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, _ := e.VerificationContent()
+	sc, _ := e.SignatureContent()
+	entries, _ := e.TlogEntries()
+	certPEM, _ := cryptoutils.MarshalCertificateToPEM(vc.Certificate())
+	var chainPEM []byte
+	fca := vs.FulcioCertificateAuthorities()[0].(*root.FulcioCertificateAuthority)
+	for _, c := range append(append([]*x509.Certificate(nil), fca.Intermediates...), fca.Root) {
+		p, _ := cryptoutils.MarshalCertificateToPEM(c)
+		chainPEM = append(chainPEM, p...)
+	}
+	digest := sha256.Sum256(payload)
+	body := fmt.Appendf(nil, `{"apiVersion":"0.0.1","kind":"hashedrekord","spec":{"data":{"hash":{"algorithm":"sha256","value":"%x"}},"signature":{"content":"%s","publicKey":{"content":"%s"}}}}`,
+		digest[:], base64.StdEncoding.EncodeToString(sc.Signature()), base64.StdEncoding.EncodeToString(certPEM))
+	logID, _ := vs.RekorLogID()
+	integrated := entries[0].IntegratedTime().Unix()
+	set, err := vs.RekorSignPayload(tlog.RekorPayload{Body: base64.StdEncoding.EncodeToString(body), IntegratedTime: integrated, LogIndex: 1000, LogID: logID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _ := json.Marshal(map[string]any{"SignedEntryTimestamp": set, "Payload": map[string]any{
+		"body": base64.StdEncoding.EncodeToString(body), "integratedTime": integrated, "logIndex": 1000, "logID": logID,
+	}})
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
+		Layer: static.NewLayer(payload, SimpleSigningMediaType),
+		Annotations: map[string]string{
+			SignatureAnnotation:   base64.StdEncoding.EncodeToString(sc.Signature()),
+			CertificateAnnotation: string(certPEM),
+			ChainAnnotation:       string(chainPEM),
+			RekorBundleAnnotation: string(rb),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(repo.Tag(desc.Digest.Algorithm+"-"+desc.Digest.Hex+".sig"), img, opts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyKeylessSigTag: a keyless signature in the legacy .sig tag form
+// (certificate, chain and Rekor bundle annotations) verifies offline
+// against the trusted root when the identity matches; another subject is
+// verify/identity; a key entry does not accept it.
+func TestVerifyKeylessSigTag(t *testing.T) {
+	r := inProcessRegistry(t)
+	vs, trJSON := virtualSigstore(t)
+	k := newTestKey(t)
+	v, _ := loadPolicy(t, "verify:\n- match: "+r.host+"/keyless/*\n  keyless: {issuer: "+testIssuer+", subject: "+testSubject+"}\n  trustedRoot: root.json\n"+
+		"- match: "+r.host+"/keyed/*\n  key: k.pub\n", map[string]string{"root.json": string(trJSON), "k.pub": k.pem})
+	for _, tc := range []struct {
+		path, signer, want, found string
+	}{
+		{"keyless/app", testSubject, model.VerifyVerified, "issuer " + testIssuer + ", subject " + testSubject},
+		{"keyless/other", "mallory@example.com", model.VerifyIdentity, "subject mallory@example.com"},
+		{"keyed/app", testSubject, model.VerifyUntrusted, "a keyless signature, the policy wants a key"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			repo, _ := name.NewRepository(r.host + "/" + tc.path)
+			pushRandom(t, repo.Tag("v1").String(), nil)
+			signKeylessSigTag(t, vs, tc.signer, repo, "v1", nil)
+			got := v.Verify(context.Background(), repo.Tag("v1").String(), nil)
+			if got.Status != tc.want || !strings.Contains(got.Found, tc.found) {
+				t.Fatalf("got %+v, want %s with %q", got, tc.want, tc.found)
+			}
+			if tc.want == model.VerifyVerified && got.Signature != "sig-tag" {
+				t.Errorf("verified by %q, want the .sig tag", got.Signature)
+			}
+		})
 	}
 }

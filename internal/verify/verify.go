@@ -562,19 +562,20 @@ func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idEr
 	if err != nil {
 		return 0, "", false, errors.New(registryReason(err))
 	}
-	var errs []string
+	var errs, ids []string
 	for _, l := range m.Layers {
 		sigB64, ok := l.Annotations[SignatureAnnotation]
 		if !ok {
 			continue
 		}
 		n++
-		if e.keyVer == nil {
-			if _, keyless := l.Annotations[CertificateAnnotation]; keyless {
-				errs = append(errs, "a keyless .sig signature: publish verifies keyless signatures in Sigstore bundles only (sign with cosign v3, or use a key entry)")
-			} else {
-				errs = append(errs, "a key signature, the policy wants a keyless identity")
-			}
+		_, keyless := l.Annotations[CertificateAnnotation]
+		switch {
+		case e.keyVer == nil && !keyless:
+			errs = append(errs, "a key signature, the policy wants a keyless identity")
+			continue
+		case e.keyVer != nil && keyless:
+			errs = append(errs, "a keyless signature, the policy wants a key")
 			continue
 		}
 		sig, err := base64.StdEncoding.DecodeString(sigB64)
@@ -592,7 +593,19 @@ func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idEr
 			errs = append(errs, registryReason(err))
 			continue
 		}
-		if err := e.keyVer.VerifySignature(bytes.NewReader(sig), bytes.NewReader(payload)); err != nil {
+		who := "key"
+		if keyless {
+			id, isID, err := e.verifyKeylessSigTag(l.Annotations, payload, sig)
+			if isID {
+				ids = append(ids, id)
+				continue
+			}
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			who = id
+		} else if err := e.keyVer.VerifySignature(bytes.NewReader(sig), bytes.NewReader(payload)); err != nil {
 			errs = append(errs, "the signature does not verify with the policy's key")
 			continue
 		}
@@ -605,10 +618,13 @@ func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idEr
 			errs = append(errs, fmt.Sprintf("the signature is for %s, not this image (%s)", ss.Critical.Image.Digest, d))
 			continue
 		}
-		return n, "key", false, nil
+		return n, who, false, nil
 	}
 	if n == 0 {
 		return 0, "", false, nil
+	}
+	if len(ids) > 0 && len(errs) == 0 {
+		return n, strings.Join(unique(ids), "; "), true, errors.New("another identity")
 	}
 	return n, "", false, errors.New(strings.Join(unique(errs), "; "))
 }
