@@ -45,7 +45,6 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 	type subject struct {
 		repo    name.Repository
 		digests []v1.Hash // the image's own digest first (unless reduced), then its children
-		own     bool      // digests[0] is the image's own digest (the referrers API is asked)
 	}
 	var subjects []subject
 	out := &sigSet{}
@@ -54,7 +53,7 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 		if err != nil {
 			return nil, err
 		}
-		s := subject{repo: ref.Context(), own: !im.Reduced}
+		s := subject{repo: ref.Context()}
 		if im.Reduced {
 			out.warnings = append(out.warnings, fmt.Sprintf("%s: --platforms reduced the image index to a new digest, so the signatures of its source digest %s are not carried (each platform's are)", im.Ref, im.SourceDigest))
 		} else {
@@ -140,8 +139,7 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 			fail := func(what string, err error) error {
 				return fmt.Errorf("%s: %s (--signatures=false leaves the signatures out): %w", s.repo, what, err)
 			}
-			if s.own && len(s.digests) > 0 {
-				d := s.digests[0]
+			for _, d := range s.digests {
 				idx, err := remote.Referrers(s.repo.Digest(d.String()), append(append([]remote.Option(nil), o.Remote...), remote.WithContext(gctx))...)
 				if err != nil && !notFound(err) {
 					return fail("listing the referrers of "+d.String(), err)

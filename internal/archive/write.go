@@ -81,9 +81,9 @@ type PackageOptions struct {
 	// Signatures carries the signatures of every image and of every
 	// platform child stored, as the mirror copies them (publish run):
 	// their cosign signature and attestation tags (sha256-<hex>.sig,
-	// .att), their referrers tag schema index (sha256-<hex>) and, for
-	// each image's own digest, the referrers the OCI referrers API lists
-	// (Sigstore bundles). Each is a KindSignature entry of index.json.
+	// .att), their referrers tag schema index (sha256-<hex>) and the
+	// referrers the OCI referrers API lists (Sigstore bundles). Each is a
+	// KindSignature entry of index.json.
 	// An image index reduced to Platforms has a new digest: its own
 	// signatures sign a digest the archive does not have, so they are
 	// left out and PackageResult.Warnings says so (its children's stay).

@@ -484,11 +484,13 @@ func (e *engine) signatures(ctx context.Context, st *imageState, srcRepo, dstRep
 		errs = append(errs, err)
 		mu.Unlock()
 	}
-	for i, d := range digests {
+	for _, d := range digests {
 		base := d.Algorithm + "-" + d.Hex
 		// The referrers API first: a referrer's manifest must be at the
-		// destination before the fallback index that lists it.
-		if i == 0 {
+		// destination before the fallback index that lists it. Every
+		// platform child is asked too: a per-platform signature is a
+		// referrer of the child.
+		{
 			refs, err := e.referrers(ctx, st, srcRepo, d)
 			if err != nil {
 				return err
