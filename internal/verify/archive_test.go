@@ -29,7 +29,8 @@ import (
 // signatures in the archive, publish verify counts them, publish push puts
 // them beside the images at the site, and the same key policy, pointed at
 // the site's registry, verifies every image there. A second push finds them
-// all present. With --signatures=false none travel.
+// all present. publish run leaves the source's referrers at its
+// destination too. With --signatures=false none travel.
 func TestArchiveCarriesSignatures(t *testing.T) {
 	for _, reg := range []struct {
 		name string
@@ -120,6 +121,22 @@ func TestArchiveCarriesSignatures(t *testing.T) {
 			}
 			if again := push(); again.Signatures != want || again.SignaturesPut != 0 {
 				t.Errorf("second push: %d signatures, %d put", again.Signatures, again.SignaturesPut)
+			}
+
+			// publish run: the destination has the source's referrers too.
+			if _, err := pipeline.Run(ctx, f.options(v)); err != nil {
+				t.Fatal(err)
+			}
+			for _, img := range []string{"bundle", "worker"} {
+				src, _ := name.NewRepository(f.src.host + "/tiny/" + img)
+				dst, _ := name.NewRepository(f.dst.host + "/mirror/tiny/" + img)
+				desc, err := remote.Get(src.Tag("v1.0.0"), f.src.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, b := referrers(t, src.Digest(desc.Digest.String()), f.src.opts), referrers(t, dst.Digest(desc.Digest.String()), nil); !slices.Equal(a, b) || len(a) != 1 {
+					t.Errorf("run: %s referrers: source %v, destination %v", img, a, b)
+				}
 			}
 
 			// --signatures=false: none in the archive.
