@@ -158,9 +158,10 @@ func TestTektonCheckRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]struct{ old, new, want string }{
-		"unknown field":    {"  steps:\n", "  stepz: []\n  steps:\n", "stepz"},
-		"undeclared param": {"$(params.image)", "$(params.nosuchparam)", "nosuchparam"},
-		"not a Task":       {"kind: Task", "kind: Pipeline", "want tekton.dev/v1 Task"},
+		"unknown field":      {"  steps:\n", "  stepz: []\n  steps:\n", `unknown field "stepz"`},
+		"step without image": {"      image: $(params.image)\n", "", "missing field(s): spec.steps[0].Image"},
+		"undeclared param":   {"$(params.image)", "$(params.nosuchparam)", `non-existent variable in "$(params.nosuchparam)"`},
+		"not a Task":         {"kind: Task", "kind: Pipeline", "want tekton.dev/v1 Task"},
 	}
 	dir := t.TempDir()
 	for name, c := range cases {
