@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -219,5 +220,39 @@ func TestCheckReleaseTag(t *testing.T) {
 	}
 	if _, code := run(); code != 2 {
 		t.Errorf("no tag: exit %d, want 2", code)
+	}
+}
+
+var usesLine = regexp.MustCompile(`^\s*(?:-\s+)?uses:\s*(\S+)(.*)$`)
+var pinned = regexp.MustCompile(`^[\w.-]+/[\w./-]+@[0-9a-f]{40}$`)
+var versionComment = regexp.MustCompile(`^\s+# v[0-9]+\.[0-9]+\.[0-9]+\s*$`)
+
+// Our own workflows pin every action by its full commit SHA with the version
+// in a comment, and grant contents: read at the top: a job that needs more
+// says so itself.
+func TestOwnWorkflowsPinned(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(root, ".github/workflows/*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no workflows: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		for i, l := range strings.Split(string(data), "\n") {
+			m := usesLine.FindStringSubmatch(l)
+			if m == nil || strings.HasPrefix(m[1], "./") {
+				continue
+			}
+			if !pinned.MatchString(m[1]) || !versionComment.MatchString(m[2]) {
+				t.Errorf("%s:%d: %s: pin by the full commit SHA with `# vX.Y.Z` after it", rel, i+1, strings.TrimSpace(l))
+			}
+		}
+		w := loadYAML(t, filepath.ToSlash(rel))
+		if p := obj(w["permissions"]); len(p) != 1 || str(p["contents"]) != "read" {
+			t.Errorf("%s: workflow permissions %v, want contents: read only", rel, p)
+		}
 	}
 }
