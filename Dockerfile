@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 #
-# The publish image: the GitHub Action (action.yml builds it), the GitLab job
-# image and the Tekton step image.
+# The publish image: the GitHub Action (action.yml runs the released one, built
+# by .github/workflows/release.yml from this file), the GitLab job image and
+# the Tekton step image.
 #
 #   docker build --build-arg VERSION=v1.2.3 -t ghcr.io/operator-publish/publish:v1.2.3 .
 

@@ -119,8 +119,13 @@ func commandFlags(t *testing.T, command string) map[string]bool {
 func TestActionYAML(t *testing.T) {
 	a := loadYAML(t, "action.yml")
 	runs := obj(a["runs"])
-	if str(runs["using"]) != "docker" || str(runs["image"]) != "Dockerfile" {
-		t.Errorf("runs: %v, want using docker, image Dockerfile", runs)
+	// The published image of this version, not the Dockerfile: the runner
+	// pulls it instead of building publish on every workflow run.
+	if str(runs["using"]) != "docker" || str(runs["image"]) != ActionImage() {
+		t.Errorf("runs: %v, want using docker, image %s (internal/ci ReleaseVersion)", runs, ActionImage())
+	}
+	if !regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+$`).MatchString(ReleaseVersion) {
+		t.Errorf("ReleaseVersion %q is not a release tag vX.Y.Z", ReleaseVersion)
 	}
 	if args := list(runs["args"]); len(args) != 1 || str(args[0]) != "${{ inputs.command }}" {
 		t.Errorf("runs.args = %v, want [${{ inputs.command }}]: every other input travels as INPUT_*", args)
