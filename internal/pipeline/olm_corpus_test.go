@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -21,7 +24,10 @@ import (
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/olm/olmtest"
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/operator-publish/publish/internal/testenv"
 	"sigs.k8s.io/yaml"
 )
@@ -29,10 +35,20 @@ import (
 // TestRunOLMCorpus is the upstream OLM story with real parts: the corpus
 // in a package repo, source and destination Debian registries with TLS and
 // htpasswd, the catalog repo behind a Git smart-HTTP server. `publish run`
-// for an olm cluster mirrors everything, pushes the catalog image to the
-// destination and commits a CatalogSource; `opm render` of that image
-// lists every package and bundle, each bundle image at the destination by
-// digest; a rerun commits nothing.
+// for an olm cluster with catalogKinds [CatalogSource, ClusterCatalog] and
+// every redirection kind mirrors everything, pushes the catalog image to
+// the destination and commits a CatalogSource and a ClusterCatalog naming
+// it by digest, and the mirror sets and node files of the mirrored
+// repositories; `opm render` of that image lists every package and
+// bundle, each bundle image at the destination by digest; `opm serve` of
+// it answers operator-registry's gRPC client with every bundle, and every
+// bundle's image and related images resolve at the destination through
+// the rendered redirection (olm.Resolve; checkResolvable); a rerun
+// commits nothing. Then one version is delisted (one that alone needs a
+// repository and shares another with a listed version; see
+// docs/testing.md) and a third run drops its bundle from the served
+// catalog, moves the ClusterCatalog's digest, and drops the redirection
+// entries of the repository only it needed while keeping the shared one.
 func TestRunOLMCorpus(t *testing.T) {
 	opm := os.Getenv("OPM")
 	if opm == "" {
@@ -121,8 +137,10 @@ func TestRunOLMCorpus(t *testing.T) {
 		},
 		Catalog: gitops.Options{URL: catalogURL, Branch: "main", Username: gs.Username, Password: gs.Password},
 		OLM: OLMOptions{
-			BaseImage: src.Host + "/operator-framework/opm:v1.60.0",
-			Images:    []string{src.Host + "/operator-framework/olm:v0.38.0"},
+			BaseImage:    src.Host + "/operator-framework/opm:v1.60.0",
+			Images:       []string{src.Host + "/operator-framework/olm:v0.38.0"},
+			CatalogKinds: []string{target.KindCatalogSource, target.KindClusterCatalog},
+			Redirect:     olm.RedirectKinds,
 		},
 	}
 	res, err := Run(ctx, opts)
@@ -134,11 +152,7 @@ func TestRunOLMCorpus(t *testing.T) {
 	}
 
 	// The CatalogSource in the catalog repo.
-	clone := t.TempDir()
-	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: catalogURL, ReferenceName: "refs/heads/main",
-		Auth: &githttp.BasicAuth{Username: gs.Username, Password: gs.Password}}); err != nil {
-		t.Fatal(err)
-	}
+	clone := cloneCatalog(t, catalogURL, gs)
 	data, err := os.ReadFile(filepath.Join(clone, "rendered", "edge", CatalogSourceFile))
 	if err != nil {
 		t.Fatal(err)
@@ -194,6 +208,16 @@ func TestRunOLMCorpus(t *testing.T) {
 	}
 	t.Logf("catalog image %s: %d packages, %d bundles", cs.Spec.Image, len(rendered.Packages), len(rendered.Bundles))
 
+	// The ClusterCatalog names the same image; the redirection is what the
+	// state's mappings give; opm serve's bundles resolve through it.
+	first := checkClusterCatalog(t, clone, cs.Spec.Image)
+	state := readState(t, clone)
+	ms := checkRedirection(t, clone, state)
+	served := checkResolvable(t, ctx, opm, cs.Spec.Image, ms, dst)
+	if len(served) != bundles {
+		t.Errorf("opm serve lists %d bundles, want %d", len(served), bundles)
+	}
+
 	// Nothing changed: the same catalog image digest, no commit.
 	res, err = Run(ctx, opts)
 	if err != nil {
@@ -202,6 +226,299 @@ func TestRunOLMCorpus(t *testing.T) {
 	if res.Commit != "" {
 		t.Errorf("second run committed %s", res.Commit)
 	}
+
+	// Delist one version: its bundle leaves the catalog, the
+	// ClusterCatalog's digest moves, its own repositories leave the
+	// redirection and the ones another listed version needs stay.
+	victim, only, common := pickDelist(t, state)
+	t.Logf("delisting %s %s: repositories only it needs %v, shared with a listed version %v", victim.art, victim.version, only, common)
+	var delisted string
+	for _, p := range corpus.Packages {
+		if p.Package == victim.art && p.Version == victim.version {
+			delisted = csvName(t, p.Dir)
+			if err := os.RemoveAll(filepath.Dir(p.ManifestPath)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if delisted == "" {
+		t.Fatalf("no corpus manifest for %s %s", victim.art, victim.version)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wt.Commit("delist "+victim.art+" "+victim.version, &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = Run(ctx, opts)
+	if err != nil {
+		t.Fatalf("delist run: %v", err)
+	}
+	if len(res.Changes.Delisted) != 1 || res.Commit == "" {
+		t.Fatalf("delist run: commit %q, changes %+v", res.Commit, res.Changes)
+	}
+	clone = cloneCatalog(t, catalogURL, gs)
+	data, err = os.ReadFile(filepath.Join(clone, "rendered", "edge", CatalogSourceFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &cs); err != nil {
+		t.Fatal(err)
+	}
+	if second := checkClusterCatalog(t, clone, cs.Spec.Image); second == first {
+		t.Errorf("the ClusterCatalog still names %s after the delisting", first)
+	}
+	state = readState(t, clone)
+	ms = checkRedirection(t, clone, state)
+	covered := map[string]bool{}
+	for _, m := range ms {
+		covered[m.Source] = true
+	}
+	for _, r := range only {
+		if covered[r] {
+			t.Errorf("%s is still redirected, though only the delisted %s %s needed it", r, victim.art, victim.version)
+		}
+	}
+	for _, r := range common {
+		if !covered[r] {
+			t.Errorf("%s left the redirection with the delisted %s %s, though a listed version still needs it", r, victim.art, victim.version)
+		}
+	}
+	served = checkResolvable(t, ctx, opm, cs.Spec.Image, ms, dst)
+	if served[victim.art+"/"+delisted] {
+		t.Errorf("opm serve still lists the delisted bundle %s/%s", victim.art, delisted)
+	}
+	if len(served) != bundles-1 {
+		t.Errorf("after the delisting opm serve lists %d bundles, want %d", len(served), bundles-1)
+	}
+}
+
+// cloneCatalog clones the main branch of the catalog repo at url.
+func cloneCatalog(t *testing.T, url string, gs *testenv.GitServer) string {
+	t.Helper()
+	clone := t.TempDir()
+	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: url, ReferenceName: "refs/heads/main",
+		Auth: &githttp.BasicAuth{Username: gs.Username, Password: gs.Password}}); err != nil {
+		t.Fatal(err)
+	}
+	return clone
+}
+
+func readState(t *testing.T, clone string) *gitops.State {
+	t.Helper()
+	st, err := gitops.ReadState(clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// checkClusterCatalog checks rendered/edge's ClusterCatalog against the
+// CRD's shape the target promises (by digest, no polling) and that it
+// names image, the CatalogSource's; it returns the image.
+func checkClusterCatalog(t *testing.T, clone, image string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(clone, "rendered", "edge", target.ClusterCatalogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cc struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Source struct {
+				Type  string `json:"type"`
+				Image struct {
+					Ref                 string `json:"ref"`
+					PollIntervalMinutes int    `json:"pollIntervalMinutes"`
+				} `json:"image"`
+			} `json:"source"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &cc); err != nil {
+		t.Fatal(err)
+	}
+	if cc.Kind != "ClusterCatalog" || cc.Spec.Source.Type != "Image" || cc.Spec.Source.Image.Ref != image || cc.Spec.Source.Image.PollIntervalMinutes != 0 {
+		t.Errorf("ClusterCatalog does not name %s by digest:\n%s", image, data)
+	}
+	return cc.Spec.Source.Image.Ref
+}
+
+// checkRedirection checks that the committed ImageDigestMirrorSet,
+// ImageTagMirrorSet, containerd hosts.toml and CRI-O drop-in are exactly
+// what the mappings of publish/state.yaml give (olm.Mirrors), and returns
+// those mirrors: what the checks of the redirection resolve through.
+func checkRedirection(t *testing.T, clone string, state *gitops.State) []olm.Mirror {
+	t.Helper()
+	ms, err := olm.Mirrors(state.Artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 {
+		t.Fatal("no mirrored repository in publish/state.yaml")
+	}
+	want := map[string][]byte{}
+	for kind, file := range map[string]string{olm.RedirectIDMS: target.IDMSFile, olm.RedirectITMS: target.ITMSFile} {
+		if data, _ := olm.MirrorSet(kind, olm.DefaultSourceName, ms); data != nil {
+			want["rendered/edge/"+file] = data
+		}
+	}
+	hosts, err := olm.ContainerdHosts(ms, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h, data := range hosts {
+		want[target.NodeConfigDir+"/edge/containerd/certs.d/"+h+"/hosts.toml"] = data
+	}
+	want[target.NodeConfigDir+"/edge/"+target.RegistriesConfFile] = olm.RegistriesConf(ms, false)
+	for p, data := range want {
+		got, err := os.ReadFile(filepath.Join(clone, filepath.FromSlash(p)))
+		if err != nil {
+			t.Errorf("redirection file %s: %v", p, err)
+		} else if !bytes.Equal(got, data) {
+			t.Errorf("%s is not what publish/state.yaml's mappings give:\n%s\nwant:\n%s", p, got, data)
+		}
+	}
+	return ms
+}
+
+// checkResolvable serves the catalog image with `opm serve` and lists its
+// bundles through operator-registry's gRPC client, as OLM's catalog
+// operator does; every bundle's image and related images (spec.relatedImages
+// of the CSV served, source references as the CSV keeps them) must be at
+// dst through the redirection of ms: a reference at dst's host already is
+// looked up as it is (the bundle image, which the catalog names at the
+// destination), any other must be covered by olm.Resolve and each
+// reference it resolves to must have a manifest at dst (HEAD, by digest or
+// by tag as the CSV names it). It returns the served bundles as
+// package/CSV name.
+func checkResolvable(t *testing.T, ctx context.Context, opm, image string, ms []olm.Mirror, dst *testenv.Registry) map[string]bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	c, _ := olmtest.Serve(t, ctx, opm, olmtest.ExtractLayer(t, image, dst.Options()...))
+	served := map[string]bool{}
+	heads := map[string]error{}
+	head := func(ref string) error {
+		if err, ok := heads[ref]; ok {
+			return err
+		}
+		r, err := name.ParseReference(ref)
+		if err == nil {
+			_, err = remote.Head(r, append(dst.Options(), remote.WithContext(ctx))...)
+		}
+		heads[ref] = err
+		return err
+	}
+	images := 0
+	for _, b := range olmtest.Bundles(t, ctx, c) {
+		id := b.PackageName + "/" + b.CsvName
+		if served[id] {
+			continue // the same bundle in another channel
+		}
+		served[id] = true
+		var csv struct {
+			Spec struct {
+				RelatedImages []struct {
+					Name  string `json:"name"`
+					Image string `json:"image"`
+				} `json:"relatedImages"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal([]byte(b.CsvJson), &csv); err != nil {
+			t.Fatalf("bundle %s: CSV served: %v", id, err)
+		}
+		refs := []string{b.BundlePath}
+		for _, ri := range csv.Spec.RelatedImages {
+			refs = append(refs, ri.Image)
+		}
+		for _, ref := range refs {
+			images++
+			if strings.HasPrefix(ref, dst.Host+"/") {
+				if err := head(ref); err != nil {
+					t.Errorf("bundle %s: image %s is not at the destination: %v", id, ref, err)
+				}
+				continue
+			}
+			cands, err := olm.Resolve(ref, ms)
+			if err != nil {
+				t.Errorf("bundle %s: %v", id, err)
+				continue
+			}
+			if len(cands) == 0 {
+				t.Errorf("bundle %s: related image %s is not covered by the redirection", id, ref)
+			}
+			for _, cand := range cands {
+				if err := head(cand); err != nil {
+					t.Errorf("bundle %s: related image %s resolves to %s, missing at the destination: %v", id, ref, cand, err)
+				}
+			}
+		}
+	}
+	t.Logf("opm serve of %s: %d bundles, %d images (%d distinct) resolvable at the destination", image, len(served), images, len(heads))
+	return served
+}
+
+// delistPick is a version of publish/state.yaml.
+type delistPick struct{ art, version string }
+
+// pickDelist picks the version to delist from state: the first present
+// version (in state order) of an artifact with another present version
+// that alone needs some source repository and shares another with a
+// present version, and returns it with those repositories (sorted).
+func pickDelist(t *testing.T, state *gitops.State) (delistPick, []string, []string) {
+	t.Helper()
+	repos := func(v model.VersionRecord) map[string]bool {
+		out := map[string]bool{}
+		for _, img := range v.Images {
+			r, err := name.ParseReference(img.Source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[r.Context().RegistryStr()+"/"+r.Context().RepositoryStr()] = true
+		}
+		return out
+	}
+	users := map[string]int{}
+	for _, a := range state.Artifacts {
+		for _, v := range a.Versions {
+			if a.Present && v.Present {
+				for r := range repos(v) {
+					users[r]++
+				}
+			}
+		}
+	}
+	for _, a := range state.Artifacts {
+		present := 0
+		for _, v := range a.Versions {
+			if v.Present {
+				present++
+			}
+		}
+		if !a.Present || present < 2 {
+			continue
+		}
+		for _, v := range a.Versions {
+			if !v.Present {
+				continue
+			}
+			var only, shared []string
+			for r := range repos(v) {
+				if users[r] == 1 {
+					only = append(only, r)
+				} else {
+					shared = append(shared, r)
+				}
+			}
+			if len(only) > 0 && len(shared) > 0 {
+				sort.Strings(only)
+				sort.Strings(shared)
+				return delistPick{a.Name, v.Version}, only, shared
+			}
+		}
+	}
+	t.Fatal("no corpus version alone needs a repository and shares another: pick the delisted version differently")
+	return delistPick{}, nil, nil
 }
 
 // csvName is metadata.name of the CSV in a corpus bundle directory.
