@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -141,6 +142,7 @@ func TestRunOLMCorpus(t *testing.T) {
 			Images:       []string{src.Host + "/operator-framework/olm:v0.38.0"},
 			CatalogKinds: []string{target.KindCatalogSource, target.KindClusterCatalog},
 			Redirect:     olm.RedirectKinds,
+			Extensions:   []olm.ExtensionOptions{{Package: installPkg, Namespace: "keycloak", ServiceAccount: "keycloak-installer"}},
 		},
 	}
 	res, err := Run(ctx, opts)
@@ -213,6 +215,8 @@ func TestRunOLMCorpus(t *testing.T) {
 	first := checkClusterCatalog(t, clone, cs.Spec.Image)
 	state := readState(t, clone)
 	ms := checkRedirection(t, clone, state)
+	extFile := filepath.Join(clone, "rendered", "edge", target.ClusterExtensionFile(installPkg))
+	ext := checkInstaller(t, extFile, corpus)
 	served := checkResolvable(t, ctx, opm, cs.Spec.Image, ms, dst)
 	if len(served) != bundles {
 		t.Errorf("opm serve lists %d bundles, want %d", len(served), bundles)
@@ -230,31 +234,33 @@ func TestRunOLMCorpus(t *testing.T) {
 	// Delist one version: its bundle leaves the catalog, the
 	// ClusterCatalog's digest moves, its own repositories leave the
 	// redirection and the ones another listed version needs stay.
-	victim, only, common := pickDelist(t, state)
-	t.Logf("delisting %s %s: repositories only it needs %v, shared with a listed version %v", victim.art, victim.version, only, common)
-	var delisted string
+	victims, only, common := pickDelist(t, state)
+	t.Logf("delisting %v: repositories only they need %v, shared with a listed version %v", victims, only, common)
+	delisted := map[string]bool{} // package/CSV name
 	for _, p := range corpus.Packages {
-		if p.Package == victim.art && p.Version == victim.version {
-			delisted = csvName(t, p.Dir)
-			if err := os.RemoveAll(filepath.Dir(p.ManifestPath)); err != nil {
-				t.Fatal(err)
+		for _, v := range victims {
+			if p.Package == v.art && p.Version == v.version {
+				delisted[p.Package+"/"+csvName(t, p.Dir)] = true
+				if err := os.RemoveAll(filepath.Dir(p.ManifestPath)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
-	if delisted == "" {
-		t.Fatalf("no corpus manifest for %s %s", victim.art, victim.version)
+	if len(delisted) != len(victims) {
+		t.Fatalf("corpus manifests of %v: %v", victims, delisted)
 	}
 	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wt.Commit("delist "+victim.art+" "+victim.version, &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.com"}}); err != nil {
+	if _, err := wt.Commit(fmt.Sprintf("delist %v", victims), &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.com"}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = Run(ctx, opts)
 	if err != nil {
 		t.Fatalf("delist run: %v", err)
 	}
-	if len(res.Changes.Delisted) != 1 || res.Commit == "" {
+	if len(res.Changes.Delisted) != len(victims) || res.Commit == "" {
 		t.Fatalf("delist run: commit %q, changes %+v", res.Commit, res.Changes)
 	}
 	clone = cloneCatalog(t, catalogURL, gs)
@@ -276,21 +282,70 @@ func TestRunOLMCorpus(t *testing.T) {
 	}
 	for _, r := range only {
 		if covered[r] {
-			t.Errorf("%s is still redirected, though only the delisted %s %s needed it", r, victim.art, victim.version)
+			t.Errorf("%s is still redirected, though only the delisted %v needed it", r, victims)
 		}
 	}
 	for _, r := range common {
 		if !covered[r] {
-			t.Errorf("%s left the redirection with the delisted %s %s, though a listed version still needs it", r, victim.art, victim.version)
+			t.Errorf("%s left the redirection with the delisted %v, though a listed version still needs it", r, victims)
 		}
 	}
+	// The installer rules of the unchanged package come from the last
+	// catalog image's notes now, and are the same.
+	if again, _ := os.ReadFile(filepath.Join(clone, "rendered", "edge", target.ClusterExtensionFile(installPkg))); !bytes.Equal(again, ext) {
+		t.Errorf("the ClusterExtension of the unchanged %s changed with the delisting of %v:\n%s\nwas:\n%s", installPkg, victims, again, ext)
+	}
 	served = checkResolvable(t, ctx, opm, cs.Spec.Image, ms, dst)
-	if served[victim.art+"/"+delisted] {
-		t.Errorf("opm serve still lists the delisted bundle %s/%s", victim.art, delisted)
+	for id := range delisted {
+		if served[id] {
+			t.Errorf("opm serve still lists the delisted bundle %s", id)
+		}
 	}
-	if len(served) != bundles-1 {
-		t.Errorf("after the delisting opm serve lists %d bundles, want %d", len(served), bundles-1)
+	if len(served) != bundles-len(victims) {
+		t.Errorf("after the delisting opm serve lists %d bundles, want %d", len(served), bundles-len(victims))
 	}
+}
+
+// installPkg is the corpus package the test renders a ClusterExtension
+// with a service account for: its bundle ships CRDs, ClusterRoles,
+// Services and a Secret, whose installer RBAC is derived.
+const installPkg = "edp-keycloak-operator"
+
+// checkInstaller checks that the committed ClusterExtension file of
+// installPkg is olm.ClusterExtension with the union of olm.Installer over
+// the package's corpus bundles (read from disk), and returns it.
+func checkInstaller(t *testing.T, file string, corpus *testenv.Corpus) []byte {
+	t.Helper()
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []olm.InstallerRules
+	for _, p := range corpus.Packages {
+		if p.Package != installPkg {
+			continue
+		}
+		b, err := bundle.Load(p.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := olm.Installer(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) == 0 {
+		t.Fatalf("no corpus bundle of %s", installPkg)
+	}
+	want, err := olm.ClusterExtension(olm.ExtensionOptions{Package: installPkg, Namespace: "keycloak", ServiceAccount: "keycloak-installer", Catalog: olm.DefaultSourceName, Rules: olm.Merge(rs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is not the installer RBAC derived from the bundles:\n%s\nwant:\n%s", file, got, want)
+	}
+	return got
 }
 
 // cloneCatalog clones the main branch of the catalog repo at url.
@@ -382,9 +437,10 @@ func checkRedirection(t *testing.T, clone string, state *gitops.State) []olm.Mir
 }
 
 // checkResolvable serves the catalog image with `opm serve` and lists its
-// bundles through operator-registry's gRPC client, as OLM's catalog
-// operator does; every bundle's image and related images (spec.relatedImages
-// of the CSV served, source references as the CSV keeps them) must be at
+// bundles through operator-registry's gRPC client (ListBundles, then
+// GetBundle for each CSV), as OLM's catalog operator does; every bundle's
+// image and related images (spec.relatedImages of the CSV served, source
+// references as the CSV keeps them) must be at
 // dst through the redirection of ms: a reference at dst's host already is
 // looked up as it is (the bundle image, which the catalog names at the
 // destination), any other must be covered by olm.Resolve and each
@@ -409,7 +465,7 @@ func checkResolvable(t *testing.T, ctx context.Context, opm, image string, ms []
 		heads[ref] = err
 		return err
 	}
-	images := 0
+	images, empty := 0, 0
 	for _, b := range olmtest.Bundles(t, ctx, c) {
 		id := b.PackageName + "/" + b.CsvName
 		if served[id] {
@@ -424,11 +480,21 @@ func checkResolvable(t *testing.T, ctx context.Context, opm, image string, ms []
 				} `json:"relatedImages"`
 			} `json:"spec"`
 		}
-		if err := json.Unmarshal([]byte(b.CsvJson), &csv); err != nil {
+		// ListBundles leaves the CSV out when the bundle has an image (as
+		// the SQLite server did); GetBundle serves it.
+		full, err := c.GetBundle(ctx, b.PackageName, b.ChannelName, b.CsvName)
+		if err != nil {
+			t.Fatalf("GetBundle %s: %v", id, err)
+		}
+		if err := json.Unmarshal([]byte(full.CsvJson), &csv); err != nil {
 			t.Fatalf("bundle %s: CSV served: %v", id, err)
 		}
 		refs := []string{b.BundlePath}
 		for _, ri := range csv.Spec.RelatedImages {
+			if ri.Image == "" {
+				empty++ // upstream CSVs with an empty relatedImages entry: nothing to pull
+				continue
+			}
 			refs = append(refs, ri.Image)
 		}
 		for _, ref := range refs {
@@ -454,18 +520,20 @@ func checkResolvable(t *testing.T, ctx context.Context, opm, image string, ms []
 			}
 		}
 	}
-	t.Logf("opm serve of %s: %d bundles, %d images (%d distinct) resolvable at the destination", image, len(served), images, len(heads))
+	t.Logf("opm serve of %s: %d bundles, %d images (%d distinct) resolvable at the destination; %d empty relatedImages entries", image, len(served), images, len(heads), empty)
 	return served
 }
 
 // delistPick is a version of publish/state.yaml.
 type delistPick struct{ art, version string }
 
-// pickDelist picks the version to delist from state: the first present
-// version (in state order) of an artifact with another present version
-// that alone needs some source repository and shares another with a
-// present version, and returns it with those repositories (sorted).
-func pickDelist(t *testing.T, state *gitops.State) (delistPick, []string, []string) {
+// pickDelist picks the versions to delist from state, in state order: the
+// first present version that alone needs some source repository, and the
+// first other present version of an artifact with another present
+// version that shares a repository with a version left listed (no corpus
+// version does both). It returns them with the repositories only they
+// need and those a listed version still needs (sorted, non-empty).
+func pickDelist(t *testing.T, state *gitops.State) (victims []delistPick, only, common []string) {
 	t.Helper()
 	repos := func(v model.VersionRecord) map[string]bool {
 		out := map[string]bool{}
@@ -479,46 +547,84 @@ func pickDelist(t *testing.T, state *gitops.State) (delistPick, []string, []stri
 		return out
 	}
 	users := map[string]int{}
-	for _, a := range state.Artifacts {
-		for _, v := range a.Versions {
-			if a.Present && v.Present {
-				for r := range repos(v) {
-					users[r]++
-				}
-			}
-		}
+	type ver struct {
+		pick    delistPick
+		repos   map[string]bool
+		sibling bool // its artifact has another present version
 	}
+	var vs []ver
 	for _, a := range state.Artifacts {
 		present := 0
 		for _, v := range a.Versions {
-			if v.Present {
+			if a.Present && v.Present {
 				present++
 			}
 		}
-		if !a.Present || present < 2 {
-			continue
-		}
 		for _, v := range a.Versions {
-			if !v.Present {
-				continue
-			}
-			var only, shared []string
-			for r := range repos(v) {
-				if users[r] == 1 {
-					only = append(only, r)
-				} else {
-					shared = append(shared, r)
+			if a.Present && v.Present {
+				rs := repos(v)
+				for r := range rs {
+					users[r]++
 				}
-			}
-			if len(only) > 0 && len(shared) > 0 {
-				sort.Strings(only)
-				sort.Strings(shared)
-				return delistPick{a.Name, v.Version}, only, shared
+				vs = append(vs, ver{delistPick{a.Name, v.Version}, rs, present > 1})
 			}
 		}
 	}
-	t.Fatal("no corpus version alone needs a repository and shares another: pick the delisted version differently")
-	return delistPick{}, nil, nil
+	first := -1
+	for i, v := range vs {
+		for r := range v.repos {
+			if users[r] == 1 && first < 0 {
+				first = i
+			}
+		}
+	}
+	if first < 0 {
+		t.Fatal("no corpus version alone needs a repository")
+	}
+	for i, v := range vs {
+		if i == first || !v.sibling {
+			continue
+		}
+		for r := range v.repos {
+			n := users[r] - 1
+			if vs[first].repos[r] {
+				n--
+			}
+			if n > 0 {
+				victims = []delistPick{vs[first].pick, v.pick}
+				for r := range union(vs[first].repos, v.repos) {
+					k := 0
+					if vs[first].repos[r] {
+						k++
+					}
+					if v.repos[r] {
+						k++
+					}
+					if users[r] == k {
+						only = append(only, r)
+					} else {
+						common = append(common, r)
+					}
+				}
+				sort.Strings(only)
+				sort.Strings(common)
+				return victims, only, common
+			}
+		}
+	}
+	t.Fatal("no second corpus version shares a repository with a version left listed")
+	return nil, nil, nil
+}
+
+func union(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // csvName is metadata.name of the CSV in a corpus bundle directory.
