@@ -145,9 +145,13 @@ type ClusterExtension struct {
 	Channels  []string `yaml:"channels,omitempty"` // default any
 	Version   string   `yaml:"version,omitempty"`  // a version or range, e.g. ">=1.2.0 <2.0.0"
 	// ServiceAccount, for operator-controller before v1.11, which installs
-	// with it: a ServiceAccount of that name bound to cluster-admin is
-	// rendered too. v1.11 and later ignore it.
+	// with it: a ServiceAccount of that name is rendered too, with the RBAC
+	// InstallerRBAC says. v1.11 and later ignore it.
 	ServiceAccount string `yaml:"serviceAccount,omitempty"`
+	// InstallerRBAC is what the service account is granted: "bundle" (the
+	// default) the rules derived from the package's bundles,
+	// "cluster-admin" cluster-admin (docs/olm.md).
+	InstallerRBAC string `yaml:"installerRBAC,omitempty"`
 }
 
 // CatalogSource configures the rendered CatalogSource

@@ -47,6 +47,24 @@ type Entry struct {
 	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
 	// Bundle then holds what Build needs of the CSV and channels only.
 	prebuilt *declcfg.Bundle
+	// installer are the installer rules of a previous catalog's entry,
+	// from its NotesFile (nil: not recorded).
+	installer *InstallerRules
+}
+
+// Installer returns the installer rules of e's bundle (Installer): derived
+// from the bundle when it was read, else recorded in the last catalog
+// image's NotesFile; false when e was taken from a catalog image that did
+// not record them (its bundle must be read again).
+func (e Entry) Installer() (InstallerRules, bool) {
+	if e.prebuilt != nil {
+		if e.installer == nil {
+			return InstallerRules{}, false
+		}
+		return *e.installer, true
+	}
+	r, err := Installer(e.Bundle)
+	return r, err == nil
 }
 
 // Format is how a catalog's olm.bundle entries carry the bundle's

@@ -1,101 +1,28 @@
 package olm
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/pkg/api"
-	"github.com/operator-framework/operator-registry/pkg/client"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"github.com/operator-publish/publish/internal/olm/olmtest"
 )
-
-// listenPort returns the TCP port process pid listens on, 0 while it
-// listens on none: opm serve -p 0 takes a free port and does not print it,
-// so the port is read from /proc (its sockets in LISTEN state).
-func listenPort(pid int) int {
-	inodes := map[string]bool{}
-	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	for _, fd := range fds {
-		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-		if err == nil && strings.HasPrefix(l, "socket:[") {
-			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-		}
-	}
-	for _, f := range []string{"tcp6", "tcp"} {
-		fh, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", pid, f))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) < 10 || fs[3] != "0A" || !inodes[fs[9]] {
-				continue
-			}
-			_, port, _ := strings.Cut(fs[1], ":")
-			if p, err := strconv.ParseUint(port, 16, 16); err == nil && p > 0 {
-				fh.Close()
-				return int(p)
-			}
-		}
-		fh.Close()
-	}
-	return 0
-}
 
 // checkServeGRPC serves the catalog layer extracted at root with `opm
 // serve` (the catalog image's command, its cache included) on a free port
 // and queries it with operator-registry's gRPC client, as OLM's catalog
 // operator does: every package of cfg with its channels and their heads,
 // and every bundle, is there.
-func checkServeGRPC(t *testing.T, opm string, env []string, root string, cfg *declcfg.DeclarativeConfig) {
+func checkServeGRPC(t *testing.T, opm string, root string, cfg *declcfg.DeclarativeConfig) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, opm, "serve", filepath.Join(root, ConfigsDir), "--cache-dir="+filepath.Join(root, "tmp", "cache"), "--cache-enforce-integrity", "-p", "0", "--pprof-addr", "")
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-
-	var port int
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		select {
-		case <-done:
-			return false, fmt.Errorf("opm serve exited")
-		default:
-		}
-		port = listenPort(cmd.Process.Pid)
-		return port != 0, nil
-	}); err != nil {
-		t.Fatalf("opm serve did not listen: %v", err)
-	}
-	c, err := client.NewClient(fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		ok, _ := c.HealthCheck(ctx, time.Second)
-		return ok, nil
-	}); err != nil {
-		t.Fatalf("opm serve is not healthy: %v", err)
-	}
+	c, port := olmtest.Serve(t, ctx, opm, root)
 
 	// Packages.
 	ps, err := c.Registry.ListPackages(ctx, &api.ListPackageRequest{})
@@ -159,16 +86,9 @@ func checkServeGRPC(t *testing.T, opm string, env []string, root string, cfg *de
 	}
 
 	// Every bundle.
-	it, err := c.ListBundles(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	seen := map[string]bool{}
-	for b := it.Next(); b != nil; b = it.Next() {
+	for _, b := range olmtest.Bundles(t, ctx, c) {
 		seen[b.PackageName+"/"+b.CsvName] = true
-	}
-	if it.Error() != nil {
-		t.Fatal(it.Error())
 	}
 	for _, b := range cfg.Bundles {
 		if !seen[b.Package+"/"+b.Name] {

@@ -10,7 +10,8 @@ import (
 // NotesFile is where the catalog image keeps, beside /configs and outside
 // what OLM reads, the facts of each bundle's CSV that an olm.csv.metadata
 // entry leaves out and the next catalog needs: spec.replaces, spec.skips
-// and spec.icon[0]. With them a run reuses an unchanged bundle's entry
+// and spec.icon[0]; and the rules its ClusterExtension's installer
+// service account needs (Installer). With them a run reuses an unchanged bundle's entry
 // from the last catalog image in either format instead of reading the
 // bundle image again (LoadPrevious). Path relative to the image root.
 const NotesFile = "operator-publish/bundles.json"
@@ -28,6 +29,9 @@ type bundleNote struct {
 	Replaces string   `json:"replaces,omitempty"`
 	Skips    []string `json:"skips,omitempty"`
 	Icon     string   `json:"icon,omitempty"`
+	// Installer are the bundle's installer rules (nil in catalog images
+	// written before they were recorded).
+	Installer *InstallerRules `json:"installer,omitempty"`
 }
 
 type iconNote struct {
@@ -51,6 +55,9 @@ func Notes(pkgs []Package) ([]byte, error) {
 				sum := sha256.Sum256([]byte(csv.Spec.Icon[0].Data))
 				bn.Icon = hex.EncodeToString(sum[:])
 				n.Icons[bn.Icon] = iconNote{Data: csv.Spec.Icon[0].Data, MediaType: csv.Spec.Icon[0].MediaType}
+			}
+			if r, ok := e.Installer(); ok {
+				bn.Installer = &r
 			}
 			n.Bundles[e.Image] = bn
 		}

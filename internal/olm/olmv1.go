@@ -8,6 +8,8 @@ import (
 
 	mmsemver "github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
@@ -98,18 +100,38 @@ type ExtensionOptions struct {
 	// (spec.source.catalog.selector on CatalogNameLabel); "" any catalog.
 	Catalog string
 	// ServiceAccount, when set, is spec.serviceAccount.name, and a
-	// ServiceAccount of that name in Namespace bound to cluster-admin is
-	// rendered before the ClusterExtension: operator-controller releases
-	// before v1.11 install with that account's permissions and require it;
-	// v1.11 and later ignore the field (they install with their own
+	// ServiceAccount of that name in Namespace with its RBAC is rendered
+	// before the ClusterExtension: operator-controller releases before
+	// v1.11 install with that account's permissions and require it; v1.11
+	// and later ignore the field (they install with their own
 	// cluster-admin account).
 	ServiceAccount string
+	// InstallerRBAC is what the service account is granted:
+	// InstallerRBACBundle (the default, "") a ClusterRole and a Role
+	// named <name>-installer with Rules and the ClusterExtension's
+	// finalizer rule; InstallerRBACClusterAdmin a binding to cluster-admin.
+	InstallerRBAC string
+	// Rules are the installer rules derived from the package's bundles
+	// (Merge of Installer over every listed version); filled in by the
+	// olm target.
+	Rules InstallerRules
 }
 
-// ClusterExtension returns the YAML documents of o: the ServiceAccount and
-// its ClusterRoleBinding when o.ServiceAccount is set, then the
+// finalizerRule lets the installer set blockOwnerDeletion on what it
+// creates, on clusters with the OwnerReferencesPermissionEnforcement
+// admission plug-in (operator-controller's "Derive minimal
+// ServiceAccount" page, step 3).
+func finalizerRule(name string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions/finalizers"}, Verbs: []string{"update"}, ResourceNames: []string{name}}
+}
+
+// ClusterExtension returns the YAML documents of o: when o.ServiceAccount
+// is set, the ServiceAccount, then its ClusterRole, ClusterRoleBinding,
+// Role and RoleBinding (all named <name>-installer) with o.Rules, or its
+// ClusterRoleBinding to cluster-admin (o.InstallerRBAC); then the
 // ClusterExtension. Errors: a missing package or namespace, names that are
-// not DNS names, a version range that is not one.
+// not DNS names, a version range that is not one, an unknown
+// InstallerRBAC.
 func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 	if o.Name == "" {
 		o.Name = o.Package
@@ -142,6 +164,11 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 	if msgs := validation.IsDNS1123Subdomain(o.ServiceAccount); o.ServiceAccount != "" && len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("ClusterExtension %s: serviceAccount %q: %v", o.Name, o.ServiceAccount, msgs))
 	}
+	switch o.InstallerRBAC {
+	case "", InstallerRBACBundle, InstallerRBACClusterAdmin:
+	default:
+		errs = append(errs, fmt.Errorf("ClusterExtension %s: installerRBAC %q: want %s (the default) or %s", o.Name, o.InstallerRBAC, InstallerRBACBundle, InstallerRBACClusterAdmin))
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -159,20 +186,47 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 		"namespace": o.Namespace,
 		"source":    map[string]any{"sourceType": "Catalog", "catalog": catalog},
 	}
-	var docs []map[string]any
+	var docs []any
 	if o.ServiceAccount != "" {
 		spec["serviceAccount"] = map[string]any{"name": o.ServiceAccount}
-		docs = append(docs,
-			map[string]any{
-				"apiVersion": "v1", "kind": "ServiceAccount",
-				"metadata": map[string]any{"name": o.ServiceAccount, "namespace": o.Namespace},
-			},
-			map[string]any{
-				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-				"metadata": map[string]any{"name": o.Name + "-installer"},
-				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-				"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": o.ServiceAccount, "namespace": o.Namespace}},
+		installer := o.Name + "-installer"
+		subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: o.ServiceAccount, Namespace: o.Namespace}}
+		docs = append(docs, map[string]any{
+			"apiVersion": "v1", "kind": "ServiceAccount",
+			"metadata": map[string]any{"name": o.ServiceAccount, "namespace": o.Namespace},
+		})
+		if o.InstallerRBAC == InstallerRBACClusterAdmin {
+			docs = append(docs, rbacv1.ClusterRoleBinding{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+				ObjectMeta: metav1.ObjectMeta{Name: installer},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects:   subjects,
 			})
+		} else {
+			docs = append(docs,
+				rbacv1.ClusterRole{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+					ObjectMeta: metav1.ObjectMeta{Name: installer},
+					Rules:      MergeRules(append([]rbacv1.PolicyRule{finalizerRule(o.Name)}, o.Rules.Cluster...)),
+				},
+				rbacv1.ClusterRoleBinding{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+					ObjectMeta: metav1.ObjectMeta{Name: installer},
+					RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: installer},
+					Subjects:   subjects,
+				},
+				rbacv1.Role{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+					ObjectMeta: metav1.ObjectMeta{Name: installer, Namespace: o.Namespace},
+					Rules:      MergeRules(o.Rules.Namespace),
+				},
+				rbacv1.RoleBinding{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+					ObjectMeta: metav1.ObjectMeta{Name: installer, Namespace: o.Namespace},
+					RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: installer},
+					Subjects:   subjects,
+				})
+		}
 	}
 	docs = append(docs, map[string]any{
 		"apiVersion": "olm.operatorframework.io/v1",
@@ -186,6 +240,7 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		data = bytes.ReplaceAll(data, []byte("  creationTimestamp: null\n"), nil)
 		if i > 0 {
 			buf.WriteString("---\n")
 		}

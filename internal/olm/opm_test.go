@@ -1,13 +1,11 @@
 package olm
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,27 +22,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/olm/olmtest"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
-// requireOPM returns the opm binary: $OPM, else opm in PATH. Like
-// testenv.Require it skips under -short and when opm is missing, and fails
-// instead when PUBLISH_REQUIRE_INTEGRATION=1. hack/opm/build.sh builds it.
-func requireOPM(t *testing.T) string {
-	t.Helper()
-	testenv.Short(t, "integration test")
-	bin := os.Getenv("OPM")
-	if bin == "" {
-		bin = "opm"
-	}
-	p, err := exec.LookPath(bin)
-	if err == nil {
-		return p
-	}
-	msg := "integration test needs opm (operator-registry v1.60.0): run hack/opm/build.sh and set OPM to the path it prints"
-	testenv.Skipf(t, "%s (%v)", msg, err)
-	return ""
-}
+// requireOPM returns the opm binary (olmtest.RequireOPM).
+func requireOPM(t *testing.T) string { t.Helper(); return olmtest.RequireOPM(t) }
 
 // opmEnv is the environment for opm reaching reg: its CA and credentials.
 func opmEnv(t *testing.T, reg *testenv.Registry) []string {
@@ -257,7 +240,7 @@ func TestCatalogImageOpm(t *testing.T) {
 	})
 
 	t.Run("opm serve answers gRPC", func(t *testing.T) {
-		checkServeGRPC(t, opm, env, extractCatalogLayer(t, reg, digest), cfg)
+		checkServeGRPC(t, opm, extractCatalogLayer(t, reg, digest), cfg)
 	})
 }
 
@@ -348,58 +331,8 @@ func checkImageConfig(t *testing.T, reg *testenv.Registry, d name.Digest) {
 }
 
 // extractCatalogLayer writes the top layer of the catalog image's first
-// platform image into a directory and returns it.
+// platform image into a directory and returns it (olmtest.ExtractLayer).
 func extractCatalogLayer(t *testing.T, reg *testenv.Registry, d name.Digest) string {
 	t.Helper()
-	idx, err := remote.Index(d, reg.Options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, _ := idx.IndexManifest()
-	img, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := layers[len(layers)-1].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	root := t.TempDir()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(root, filepath.FromSlash(h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, os.FileMode(h.Mode).Perm()); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			data, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(p, os.FileMode(h.Mode).Perm()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return root
+	return olmtest.ExtractLayer(t, d.String(), reg.Options()...)
 }

@@ -148,8 +148,13 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 		}
 		prebuilt := b
 		prebuilt.CsvJSON = csvJSON
+		var installer *InstallerRules
+		if n != nil {
+			installer = n.Bundles[b.Image].Installer
+		}
 		p.entries[b.Image] = Entry{
-			Image: b.Image,
+			installer: installer,
+			Image:     b.Image,
 			Bundle: &bundle.Bundle{
 				CSV: csv, CSVName: csv.Name, Version: csv.Spec.Version.String(), Package: b.Package,
 				Channels: chs, DefaultChannel: def, Description: csv.Annotations["description"], DisplayName: csv.Spec.DisplayName,

@@ -200,3 +200,37 @@ func RegistriesConf(ms []Mirror, plainHTTP bool) []byte {
 	}
 	return b.Bytes()
 }
+
+// Resolve returns the references a node pulls ref (a source reference, as
+// a CSV keeps it) from through the redirection rendered from ms, in the
+// order the runtime tries them and before the source itself: the
+// destination repository of ref's source repository with ref's digest
+// when ms names that repository by digest (the ImageDigestMirrorSet entry;
+// containerd's and CRI-O's files send the same pull there), with ref's tag
+// when by tag (the ImageTagMirrorSet entry). nil means the redirection
+// does not cover ref and the node pulls it from its source. Errors: ref
+// is not an image reference. This is how the tests check that every
+// related image of a served catalog resolves at the destination
+// (docs/olm.md, "Image redirection").
+func Resolve(ref string, ms []Mirror) ([]string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("image %q: %w", ref, err)
+	}
+	src := hostName(r.Context().RegistryStr()) + "/" + r.Context().RepositoryStr()
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].Source >= src })
+	var out []string
+	for ; i < len(ms) && ms[i].Source == src; i++ {
+		switch r := r.(type) {
+		case name.Digest:
+			if ms[i].ByDigest {
+				out = append(out, ms[i].Destination+"@"+r.DigestStr())
+			}
+		case name.Tag:
+			if ms[i].ByTag {
+				out = append(out, ms[i].Destination+":"+r.TagStr())
+			}
+		}
+	}
+	return out, nil
+}

@@ -165,3 +165,35 @@ func TestRegistriesConf(t *testing.T) {
 		t.Errorf("quay.io/coreos/etcd-operator-extra matched %s", reg.Prefix)
 	}
 }
+
+// TestResolve: a source reference resolves to its repository's mirror
+// with its digest or tag, as the mirror sets name them; a repository or a
+// kind of reference the redirection does not cover resolves to nothing.
+func TestResolve(t *testing.T) {
+	ms, err := Mirrors(redirectArts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]string{
+		"quay.io/coreos/etcd-operator" + dB:        "dst.local:5000/mirror/coreos/etcd-operator" + dB,
+		"quay.io/coreos/etcd-operator:v0.9.5":      "dst.local:5000/mirror/coreos/etcd-operator:v0.9.5",
+		"busybox:1.36":                             "dst.local:5000/mirror/library/busybox:1.36",
+		"index.docker.io/library/busybox:1.37":     "dst.local:5000/mirror/library/busybox:1.37",
+		"ghcr.io/fluxcd/source-controller:v1":      "", // mirrored by digest only: no ImageTagMirrorSet entry
+		"docker.io/library/busybox" + dA:           "", // by tag only
+		"quay.io/coreos/old-helper" + dB:           "", // only a delisted version needed it
+		"quay.io/coreos/etcd-operator-extra" + dA:  "", // never a prefix
+		"ghcr.io/fluxcd/source-controller:v1" + dA: "dst.local:5000/mirror/fluxcd/source-controller" + dA,
+	} {
+		got, err := Resolve(ref, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("Resolve(%s) = %v, want %q", ref, got, want)
+		}
+	}
+	if _, err := Resolve("Not A Reference", ms); err == nil {
+		t.Error("a bad reference resolves")
+	}
+}

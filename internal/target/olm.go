@@ -1,9 +1,13 @@
 package target
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -15,6 +19,8 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/render"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // DefaultOPMImage is the catalog base image when publish.yaml names none:
@@ -234,7 +240,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		m := v.Manifest
 		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
 			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
-				if e, ok := prev.Entry(mc.DstHost()+"/"+mc.DestinationRepository(ref)+"@"+d, t.s.OLM.BundleFormat); ok {
+				if e, ok := prev.Entry(mc.DstHost()+"/"+mc.DestinationRepository(ref)+"@"+d, t.s.OLM.BundleFormat); ok && t.hasInstaller(m.Artifact, e) {
 					t.reused[v.Key()] = e
 					continue
 				}
@@ -262,6 +268,28 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		t.s.logf("olm: %d unchanged bundles taken from the last catalog image, %d read again", len(t.reused), n)
 	}
 	return nil
+}
+
+// derivesInstaller reports whether a ClusterExtension of package pkg
+// gets installer RBAC derived from its bundles (a service account without
+// installerRBAC cluster-admin).
+func (t *olmTarget) derivesInstaller(pkg string) bool {
+	for _, e := range t.s.OLM.Extensions {
+		if e.Package == pkg && e.ServiceAccount != "" && e.InstallerRBAC != olm.InstallerRBACClusterAdmin {
+			return true
+		}
+	}
+	return false
+}
+
+// hasInstaller reports whether the reused entry e of package pkg has what
+// the ClusterExtensions need: its installer rules when they are derived.
+func (t *olmTarget) hasInstaller(pkg string, e olm.Entry) bool {
+	if !t.derivesInstaller(pkg) {
+		return true
+	}
+	_, ok := e.Installer()
+	return ok
 }
 
 // previousCatalog reads the catalog image of the cluster's last publish
@@ -384,7 +412,22 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		}
 		t.s.logf("olm: signed the catalog image %s: %s", digest, what)
 	}
-	if err := t.writeObjects(root, digest.String(), arts); err != nil {
+	rules := map[string]olm.InstallerRules{}
+	for _, p := range pkgs {
+		if !t.derivesInstaller(p.Name) {
+			continue
+		}
+		var rs []olm.InstallerRules
+		for _, e := range p.Entries {
+			r, ok := e.Installer()
+			if !ok {
+				return "", fmt.Errorf("olm target: %s: the installer rules of %s are unknown", p.Name, e.Image)
+			}
+			rs = append(rs, r)
+		}
+		rules[p.Name] = olm.Merge(rs...)
+	}
+	if err := t.writeObjects(root, digest.String(), arts, rules); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
@@ -398,13 +441,56 @@ func (t *olmTarget) Preview(string, []model.ArtifactRecord, string) (string, err
 
 // RenderFromState renders the CatalogSource from the catalog image
 // recorded in publish/state.yaml (no registry access, so the catalog image
-// is not rebuilt).
+// is not rebuilt). The installer rules of the ClusterExtensions are the
+// ones the last run rendered into root (installerRulesAt): deriving them
+// needs the bundles.
 func (t *olmTarget) RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error {
 	key := state.Rendered[t.s.Cluster]
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix), arts)
+	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix), arts, nil)
+}
+
+// installerRulesAt reads the rules of the ClusterRole and Role
+// <name>-installer from the ClusterExtension file a run rendered into
+// root for e; false when there is none.
+func (t *olmTarget) installerRulesAt(root string, e olm.ExtensionOptions, file string) (olm.InstallerRules, bool, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return olm.InstallerRules{}, false, nil
+	}
+	if err != nil {
+		return olm.InstallerRules{}, false, err
+	}
+	name := e.Name
+	if name == "" {
+		name = e.Package
+	}
+	var r olm.InstallerRules
+	found := false
+	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Rules []rbacv1.PolicyRule `json:"rules"`
+		}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return olm.InstallerRules{}, false, fmt.Errorf("%s: %w", file, err)
+		}
+		if obj.Metadata.Name != name+"-installer" {
+			continue
+		}
+		switch obj.Kind {
+		case "ClusterRole":
+			r.Cluster, found = obj.Rules, true
+		case "Role":
+			r.Namespace = obj.Rules
+		}
+	}
+	return r, found, nil
 }
 
 // writeObjects replaces rendered/<cluster> by the objects that point the
@@ -413,7 +499,11 @@ func (t *olmTarget) RenderFromState(root string, arts []model.ArtifactRecord, st
 // the ImageDigestMirrorSet and ImageTagMirrorSet, and node-config/<cluster>
 // by the containerd and CRI-O files, as imageRedirection asks, for the
 // images the present versions of arts need.
-func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord) error {
+//
+// rules are the installer rules of each package whose ClusterExtension
+// derives them; nil takes them from the files already in root
+// (RenderFromState).
+func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules) error {
 	o := t.s.OLM
 	v0, v1, err := o.kinds()
 	if err != nil {
@@ -450,15 +540,29 @@ func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord
 		}
 		for i, e := range o.Extensions {
 			e.Catalog = name
-			data, err := olm.ClusterExtension(e)
-			if err != nil {
-				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions[%d]: %w", t.s.Cluster, i, err))
-			}
 			n := e.Name
 			if n == "" {
 				n = e.Package
 			}
 			p := dir + "/" + ClusterExtensionFile(n)
+			if t.derivesInstaller(e.Package) && e.ServiceAccount != "" && e.InstallerRBAC != olm.InstallerRBACClusterAdmin {
+				if rules != nil {
+					e.Rules = rules[e.Package]
+				} else {
+					r, ok, err := t.installerRulesAt(root, e, p)
+					if err != nil {
+						return err
+					}
+					if !ok {
+						return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions[%d]: the installer RBAC of %s is derived from its bundles, which publish render does not read: run publish run --target olm first (or set installerRBAC: %s)", t.s.Cluster, i, n, olm.InstallerRBACClusterAdmin))
+					}
+					e.Rules = r
+				}
+			}
+			data, err := olm.ClusterExtension(e)
+			if err != nil {
+				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions[%d]: %w", t.s.Cluster, i, err))
+			}
 			if _, dup := files[p]; dup {
 				return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.clusterExtensions: two ClusterExtensions are named %s", t.s.Cluster, n))
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/olm"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 const testDigest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -54,7 +55,7 @@ func TestOLMCatalogKinds(t *testing.T) {
 	if got := names(renderedFiles(t, OLMOptions{})); strings.Join(got, ",") != CatalogSourceFile {
 		t.Errorf("default: %v", got)
 	}
-	ext := []olm.ExtensionOptions{{Package: "etcd", Namespace: "etcd", Channels: []string{"singlenamespace-alpha"}}, {Package: "flux", Name: "flux-v2", Namespace: "flux", Version: ">=2.0.0 <3", ServiceAccount: "flux-installer"}}
+	ext := []olm.ExtensionOptions{{Package: "etcd", Namespace: "etcd", Channels: []string{"singlenamespace-alpha"}}, {Package: "flux", Name: "flux-v2", Namespace: "flux", Version: ">=2.0.0 <3", ServiceAccount: "flux-installer", InstallerRBAC: olm.InstallerRBACClusterAdmin}}
 	got := renderedFiles(t, OLMOptions{CatalogKinds: []string{KindClusterCatalog}, Extensions: ext})
 	if strings.Join(names(got), ",") != "clustercatalog.yaml,clusterextension-etcd.yaml,clusterextension-flux-v2.yaml" {
 		t.Fatalf("ClusterCatalog only: %v", names(got))
@@ -65,7 +66,7 @@ func TestOLMCatalogKinds(t *testing.T) {
 	if ce := got["clusterextension-etcd.yaml"]; !strings.Contains(ce, "olm.operatorframework.io/metadata.name: operator-publish") || strings.Contains(ce, "ServiceAccount") {
 		t.Errorf("ClusterExtension etcd:\n%s", ce)
 	}
-	if ce := got["clusterextension-flux-v2.yaml"]; !strings.Contains(ce, "kind: ServiceAccount") || !strings.Contains(ce, "kind: ClusterRoleBinding") || !strings.Contains(ce, "name: flux-installer") {
+	if ce := got["clusterextension-flux-v2.yaml"]; !strings.Contains(ce, "kind: ServiceAccount") || !strings.Contains(ce, "kind: ClusterRoleBinding") || !strings.Contains(ce, "name: flux-installer") || !strings.Contains(ce, "name: cluster-admin") || strings.Contains(ce, "kind: Role") {
 		t.Errorf("ClusterExtension flux with a service account:\n%s", ce)
 	}
 	got = renderedFiles(t, OLMOptions{CatalogImage: "registry.local/olm/catalog:v1", CatalogKinds: []string{KindCatalogSource, KindClusterCatalog}, ClusterCatalog: olm.CatalogOptions{Name: "ours", PollIntervalMinutes: 15}})
@@ -97,5 +98,44 @@ func TestOLMv1Check(t *testing.T) {
 		if err := tg.Check(); err == nil || !strings.Contains(err.Error(), "publish.yaml clusters.edge.olm") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestOLMInstallerFromState: `publish render` cannot derive a
+// ClusterExtension's installer RBAC (it reads no bundle): it keeps the
+// rules the last run rendered, and without them says to run publish run
+// or choose cluster-admin.
+func TestOLMInstallerFromState(t *testing.T) {
+	o := OLMOptions{CatalogKinds: []string{KindClusterCatalog}, Extensions: []olm.ExtensionOptions{{Package: "etcd", Namespace: "etcd", ServiceAccount: "etcd-installer"}}}
+	tg, err := New(OLM, Settings{Cluster: "edge", OLM: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := &gitops.State{Rendered: map[string]string{"edge": "olm registry.local/olm/catalog@" + testDigest}}
+	root := t.TempDir()
+	if err := tg.RenderFromState(root, nil, state); err == nil || !strings.Contains(err.Error(), "publish run --target olm") || !strings.Contains(err.Error(), "installerRBAC: cluster-admin") {
+		t.Fatalf("no rules rendered yet: %v", err)
+	}
+	// What a run rendered: the rules come back as they were.
+	ext := o.Extensions[0]
+	ext.Catalog = olm.DefaultSourceName
+	ext.Rules = olm.InstallerRules{
+		Cluster:   []rbacv1.PolicyRule{{APIGroups: []string{"etcd.database.coreos.com"}, Resources: []string{"etcdclusters"}, Verbs: []string{"*"}}},
+		Namespace: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}, ResourceNames: []string{"etcd-operator"}}},
+	}
+	want, err := olm.ClusterExtension(ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "rendered", "edge", ClusterExtensionFile("etcd"))
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.RenderFromState(root, nil, state); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != string(want) {
+		t.Errorf("ClusterExtension rendered from the state:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -9,9 +9,22 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/target"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -72,7 +85,8 @@ func mirrorSetCRDs(t *testing.T) string {
 
 // TestOLMv1DryRun: the ClusterCatalog (by digest, and by tag with
 // polling), the ClusterExtensions (with and without the service account
-// and its RBAC for operator-controller before v1.11), and the
+// and its RBAC for operator-controller before v1.11: cluster-admin when
+// asked for, and the rules derived from a bundle, see installerRBAC), and the
 // ImageDigestMirrorSet and ImageTagMirrorSet that the olm target renders
 // from a publish.yaml pass a server-side dry run on kube-apiserver with
 // operator-controller v1.11.0's and openshift/api's CRDs, their CEL rules
@@ -105,6 +119,7 @@ clusters:
       - package: flux
         namespace: flux
         serviceAccount: flux-installer
+        installerRBAC: cluster-admin
       imageRedirection: [ImageDigestMirrorSet, ImageTagMirrorSet, containerd, CRI-O]
   polled:
     target: olm
@@ -166,6 +181,8 @@ clusters:
 		t.Errorf("catalogKinds [ClusterCatalog] rendered a CatalogSource")
 	}
 
+	t.Run("installer RBAC derived from a bundle", func(t *testing.T) { installerRBAC(t, ctx, srv, k) })
+
 	// What the CRD forbids, and the target therefore never writes.
 	bad := objects(t, "digest-polled", []byte(`apiVersion: olm.operatorframework.io/v1
 kind: ClusterCatalog
@@ -178,4 +195,128 @@ spec:
 	if err := k.apply(ctx, bad, true); err == nil || !strings.Contains(err.Error(), "pollIntervalMinutes") {
 		t.Errorf("a ClusterCatalog polling a digest: %v, want the CRD's refusal", err)
 	}
+}
+
+// installerRBAC: the installer service account, ClusterRole, Role and
+// bindings that olm.ClusterExtension renders from a corpus bundle's rules
+// (olm.Installer) are created on the server and the ClusterExtension
+// passes the dry run; then, acting as that service account
+// (impersonation), a server-side dry run of what operator-controller does
+// when it installs the bundle passes RBAC, escalation check included: the
+// bundle's CRDs, its shipped objects, the CSV's deployments and their
+// service accounts, and a ClusterRole (created for real) and
+// ClusterRoleBinding granting the CSV's permissions and
+// clusterPermissions. Deleting a CRD the bundle does not ship is refused.
+func installerRBAC(t *testing.T, ctx context.Context, srv *apiServer, k *kube) {
+	shared := testenv.RequireShared(t)
+	b, err := bundle.Load(filepath.Join(shared, "corpus", "community-operators", "edp-keycloak-operator", "1.33.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := olm.Installer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns, sa = "keycloak", "keycloak-installer"
+	k.namespace(t, ctx, ns)
+	data, err := olm.ClusterExtension(olm.ExtensionOptions{Package: b.Package, Namespace: ns, ServiceAccount: sa, Catalog: "operator-publish", Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, u := range objects(t, "clusterextension", data) {
+		kinds[u.GetKind()]++
+		if err := k.apply(ctx, u, u.GetKind() == "ClusterExtension"); err != nil {
+			t.Fatalf("%s %s: %v\n%s", u.GetKind(), u.GetName(), err, data)
+		}
+	}
+	if kinds["ClusterRole"] != 1 || kinds["Role"] != 1 || kinds["ClusterRoleBinding"] != 1 || kinds["RoleBinding"] != 1 || strings.Contains(string(data), "cluster-admin") {
+		t.Fatalf("rendered %v:\n%s", kinds, data)
+	}
+
+	cfg := rest.CopyConfig(srv.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa}
+	as := kubeFor(t, cfg)
+	apply := func(u *unstructured.Unstructured, dryRun bool) error {
+		if u.GetNamespace() == "" {
+			if m, err := as.mapper.RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version); err == nil && m.Scope.Name() == meta.RESTScopeNameNamespace {
+				u.SetNamespace(ns)
+			}
+		}
+		return as.apply(ctx, u, dryRun)
+	}
+	// Dry runs, but for the ClusterRole of the CSV's permissions: it is
+	// created, as the binding's authorization check reads it.
+	try := func(u *unstructured.Unstructured) error {
+		return apply(u, u.GetKind() != "ClusterRole" || !strings.HasSuffix(u.GetName(), ".generated"))
+	}
+	n := 0
+	for _, o := range b.Loaded.Objects {
+		if o.GetKind() == "ClusterServiceVersion" {
+			continue
+		}
+		u := o.DeepCopy()
+		if err := try(u); err != nil {
+			t.Errorf("as the installer, %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		n++
+	}
+	spec := b.CSV.Spec.InstallStrategy.StrategySpec
+	var granted []any
+	for _, p := range append(spec.ClusterPermissions, spec.Permissions...) {
+		for _, r := range p.Rules {
+			granted = append(granted, toMap(t, r))
+		}
+	}
+	generated := b.Package + ".generated"
+	var csvObjs []*unstructured.Unstructured
+	csvObjs = append(csvObjs,
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": generated}, "rules": granted}},
+		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": generated},
+			"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": generated}, "subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "x", "namespace": ns}}}})
+	for _, d := range spec.DeploymentSpecs {
+		csvObjs = append(csvObjs,
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": d.Name, "namespace": ns}, "spec": toMap(t, d.Spec)}},
+			&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": d.Spec.Template.Spec.ServiceAccountName, "namespace": ns}}})
+	}
+	for _, u := range csvObjs {
+		if err := try(u); err != nil {
+			t.Errorf("as the installer, %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		n++
+	}
+	// Not the bundle's: another CRD.
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := as.dyn.Resource(crdGVR).Delete(ctx, "clusterextensions.olm.operatorframework.io", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+		t.Errorf("as the installer, deleting a CRD the bundle does not ship: %v, want forbidden", err)
+	}
+	t.Logf("the installer of %s may do the %d applies of its install (%d cluster rules, %d namespace rules)", b.CSVName, n, len(rules.Cluster), len(rules.Namespace))
+}
+
+// kubeFor is apiServer.client for another rest.Config.
+func kubeFor(t *testing.T, cfg *rest.Config) *kube {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kube{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+}
+
+// toMap is v as JSON-decoded unstructured content.
+func toMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
