@@ -103,6 +103,8 @@ func TestCommandFlags(t *testing.T) {
 		"verify":  join(logGroup),
 		"adopt":   join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run", "refresh-after"}),
 		"status":  join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait", "refresh-after"}),
+		"import": join([]string{"config", "dst-username", "dst-password"}, tlsGroup, retryGroup, catalogGroup, commitGroup, renderGroup, logGroup,
+			[]string{"kubeconfig", "context", "manifests-dir", "dry-run", "output"}),
 		"version": join(logGroup),
 	}
 	root := newRootCmd()

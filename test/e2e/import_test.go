@@ -108,7 +108,7 @@ func TestImport(t *testing.T) {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "app.alauda.io/v1alpha1", "kind": "ArtifactVersion",
 			"metadata": map[string]any{"name": name, "namespace": "cpaas-system",
-				"labels": map[string]any{"cpaas.io/artifact-version": "tiny", "cpaas.io/library": "platform"},
+				"labels":          map[string]any{"cpaas.io/artifact-version": "tiny", "cpaas.io/library": "platform"},
 				"ownerReferences": []any{map[string]any{"apiVersion": "app.alauda.io/v1alpha1", "kind": "Artifact", "name": "tiny", "uid": string(live.GetUID())}}},
 			"spec": map[string]any{"tag": tag, "present": true},
 		}}
