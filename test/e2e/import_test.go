@@ -253,6 +253,22 @@ func TestImport(t *testing.T) {
 		if !reflect.DeepEqual(before, after) {
 			t.Errorf("applying the catalog changed the cluster beyond the added fields:\nbefore %v\nafter  %v", before, after)
 		}
+
+		// A later run (the incremental way: only tiny is read again) keeps
+		// the imported names and names the new version itself.
+		e.pushTiny("1.2.0")
+		e.writeManifest("tiny", "1.2.0", e.src.Ref("tiny/bundle:v1.2.0"))
+		e.commit("tiny 1.2.0")
+		if out, errOut, code := e.publish(); code != 0 || strings.Contains(errOut, "reading the whole package repo") {
+			t.Fatalf("publish run: exit %d\n%s\n%s", code, out, errOut)
+		}
+		_, tree = e.catalog()
+		for _, n := range []string{"tiny-v1.0.0", "tiny-v1.1.0", "tiny.v1.2.0"} {
+			fileIn(t, tree, "rendered/global/tiny/artifactversion_"+n+".yaml")
+		}
+		if _, err := tree.File("rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"); err == nil {
+			t.Error("the incremental run renamed an imported ArtifactVersion")
+		}
 	})
 
 	t.Run("already-published", func(t *testing.T) {
