@@ -210,14 +210,7 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 	fs.StringVarP(&output, "output", "o", "text", "text or json")
 	source.registerConfig(fs)
 	rf.register(fs)
-	dst.fs = fs
-	// The destination's credentials only: the bundles are read where the
-	// Artifacts say they are (no --dst-registry).
-	fs.StringVar(&dst.creds.Username, "dst-username", "", "destination registry user name, to read the bundles for --manifests-dir (default: docker config)")
-	fs.StringVar(&dst.creds.Password, "dst-password", "", "destination registry password or token (read access)")
-	secret(fs, "dst-password")
-	alias(fs, "dst-username", "username", false)
-	alias(fs, "dst-password", "password", false)
+	dst.registerCreds(fs, "read access, to read the bundles for --manifests-dir")
 	tls.register(fs)
 	retry.register(fs)
 	cf.register(fs, "push", "catalog Git repo: URL or local path")
