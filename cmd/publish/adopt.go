@@ -14,6 +14,7 @@ func newAdoptCmd(_ *invocation) *cobra.Command {
 		o                   adopt.Options
 		kubeconfig, context string
 		refreshAfter        time.Duration
+		catalogOperator     string
 	)
 	cmd := &cobra.Command{
 		Use:   "adopt",
@@ -31,6 +32,10 @@ The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
 in-cluster service account.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			co, err := refreshOperator(catalogOperator, refreshAfter)
+			if err != nil {
+				return err
+			}
 			client, err := kubeClient(kubeconfig, context, "operator-publish adopt")
 			if err != nil {
 				return err
@@ -42,7 +47,7 @@ in-cluster service account.`,
 			if err != nil || refreshAfter <= 0 || o.DryRun {
 				return err
 			}
-			rs, err := status.Refresh(cmd.Context(), client, o.Namespace, refreshAfter, time.Now())
+			rs, err := status.RefreshWith(cmd.Context(), client, status.RefreshOptions{Namespace: o.Namespace, Grace: refreshAfter, Now: time.Now(), CatalogOperator: co})
 			status.PrintRestarted(cmd.OutOrStdout(), rs)
 			if err == nil && len(rs) == 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "refresh: every version Present for %s is in its PackageManifest (or none is served): nothing restarted\n", refreshAfter)
@@ -55,7 +60,24 @@ in-cluster service account.`,
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
 	fs.StringVar(&context, "context", "", "kubeconfig context (default: the current one)")
 	fs.DurationVar(&refreshAfter, "refresh-after", 0, "opt-in: after adopting, restart the catalog pods of a PackageManifest that still lacks a version Present for this long (e.g. 10m); needs list and delete on pods (docs/after-sync.md#refresh)")
+	fs.StringVar(&catalogOperator, "refresh-catalog-operator", "", "opt-in, with --refresh-after: also restart this catalog-operator Deployment, NAMESPACE/NAME (the platform's: "+status.DefaultCatalogOperator.String()+"), when a version Present for that long is an upgrade its PackageManifest does not show yet; needs patch on that Deployment (docs/after-sync.md#refresh)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate the updates on the API server (dryRun=All) without storing them")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// refreshOperator parses --refresh-catalog-operator, which needs
+// --refresh-after.
+func refreshOperator(flag string, refreshAfter time.Duration) (status.ObjectRef, error) {
+	if flag == "" {
+		return status.ObjectRef{}, nil
+	}
+	if refreshAfter <= 0 {
+		return status.ObjectRef{}, usagef("--refresh-catalog-operator needs --refresh-after (the grace period, e.g. 10m)")
+	}
+	co, err := status.ParseObjectRef(flag)
+	if err != nil {
+		return co, usagef("--refresh-catalog-operator %w", err)
+	}
+	return co, nil
 }

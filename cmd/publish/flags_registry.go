@@ -36,6 +36,13 @@ type dstRegistryFlags struct {
 // access" for run, "read access" for plan).
 func (d *dstRegistryFlags) register(fs *pflag.FlagSet, access string) {
 	d.registerName(fs)
+	d.registerCreds(fs, access)
+}
+
+// registerCreds adds the credentials alone (import: the bundles are read
+// where the cluster's Artifacts say they are, no --dst-registry).
+func (d *dstRegistryFlags) registerCreds(fs *pflag.FlagSet, access string) {
+	d.fs = fs
 	fs.StringVar(&d.creds.Username, "dst-username", "", "destination registry user name (default: docker config)")
 	fs.StringVar(&d.creds.Password, "dst-password", "", "destination registry password or token ("+access+")")
 	secret(fs, "dst-password")

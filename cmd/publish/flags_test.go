@@ -100,10 +100,12 @@ func TestCommandFlags(t *testing.T) {
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key"}),
-		"create":  join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
-		"verify":  join(logGroup, []string{"key"}),
-		"adopt":   join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run", "refresh-after"}),
-		"status":  join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait", "refresh-after"}),
+		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
+		"verify": join(logGroup, []string{"key"}),
+		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run", "refresh-after", "refresh-catalog-operator"}),
+		"status": join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait", "refresh-after", "refresh-catalog-operator"}),
+		"import": join([]string{"config", "dst-username", "dst-password"}, tlsGroup, retryGroup, catalogGroup, commitGroup, renderGroup, logGroup,
+			[]string{"kubeconfig", "context", "manifests-dir", "dry-run", "output"}),
 		"version": join(logGroup),
 	}
 	root := newRootCmd()

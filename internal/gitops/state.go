@@ -124,10 +124,12 @@ var (
 
 // validate checks what rendering relies on: artifact names that can name
 // objects, one entry per artifact and per tag, semver versions, valid tags
-// and digests.
+// and digests, recorded ArtifactVersion names (objectName) that are valid
+// and recorded once.
 func (s *State) validate() error {
 	var errs []error
 	names := map[string]bool{}
+	objects := map[string]bool{} // recorded ArtifactVersion names
 	for i, a := range s.Artifacts {
 		where := fmt.Sprintf("artifacts[%d] (%s)", i, a.Name)
 		if len(a.Name) > 253 || !dns1123.MatchString(a.Name) {
@@ -155,6 +157,15 @@ func (s *State) validate() error {
 			}
 			if v.BundleDigest != "" && !digestRE.MatchString(v.BundleDigest) {
 				errs = append(errs, fmt.Errorf("%s: bundleDigest %q is not a sha256 digest", vw, v.BundleDigest))
+			}
+			if v.ObjectName != "" {
+				if len(v.ObjectName) > 253 || !dns1123.MatchString(v.ObjectName) {
+					errs = append(errs, fmt.Errorf("%s: objectName %q is not a valid object name", vw, v.ObjectName))
+				}
+				if objects[v.ObjectName] {
+					errs = append(errs, fmt.Errorf("%s: objectName %s recorded twice", vw, v.ObjectName))
+				}
+				objects[v.ObjectName] = true
 			}
 		}
 	}

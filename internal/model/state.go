@@ -33,6 +33,13 @@ type VersionRecord struct {
 	// relative to the package repo (slash-separated); `publish plan` reads
 	// the other versions of a changed artifact from there. Not rendered.
 	Path string `json:"path,omitempty"`
+	// ObjectName is the name of the version's ArtifactVersion object when
+	// it is not the one publish derives (<artifact>.<tag>,
+	// render.ArtifactVersionName): recorded by `publish import` for an
+	// ArtifactVersion that violet or `kubectl artifact` created, so that
+	// every later render keeps the name the cluster has. Empty: the
+	// derived name. State files without it read as before.
+	ObjectName string `json:"objectName,omitempty"`
 }
 
 // Image records one mirrored image: the lock of what a version names.

@@ -490,7 +490,8 @@ func markUnpublished(vs []*model.Version, state []model.ArtifactRecord, changed 
 
 // carryOver fills what current lacks from the previous state: display name
 // and description of an artifact, bundle digest and mirrored images of a
-// version (same tag) that was not read in this run. With mapping, the
+// version (same tag) that was not read in this run, and the recorded
+// ArtifactVersion object name of a version (same tag). With mapping, the
 // registry and repository of known artifacts come from the state too (used
 // when no destination registry is given).
 func carryOver(current, previous []model.ArtifactRecord, mapping bool) {
@@ -517,8 +518,12 @@ func carryOver(current, previous []model.ArtifactRecord, mapping bool) {
 			old[v.Tag] = v
 		}
 		for j, v := range current[i].Versions {
-			if ov, ok := old[v.Tag]; ok && v.BundleDigest == "" {
+			ov, ok := old[v.Tag]
+			if ok && v.BundleDigest == "" {
 				current[i].Versions[j].BundleDigest, current[i].Versions[j].Images = ov.BundleDigest, ov.Images
+			}
+			if ok && v.ObjectName == "" {
+				current[i].Versions[j].ObjectName = ov.ObjectName // imported: the cluster's name is kept
 			}
 		}
 	}

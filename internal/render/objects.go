@@ -58,6 +58,16 @@ func ArtifactVersionName(artifact, tag string) string {
 
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]`)
 
+// VersionObjectName is the ArtifactVersion object name of version v of
+// artifact: the name the state records (model.VersionRecord.ObjectName,
+// kept from an imported object), else ArtifactVersionName.
+func VersionObjectName(artifact string, v model.VersionRecord) string {
+	if v.ObjectName != "" {
+		return v.ObjectName
+	}
+	return ArtifactVersionName(artifact, v.Tag)
+}
+
 // Sort orders artifacts by name and their versions by semver (then tag).
 //
 // Deprecated: use model.SortRecords.
@@ -225,7 +235,7 @@ func Objects(cfg Config, arts []model.ArtifactRecord) []Object {
 				"apiVersion": APIVersion,
 				"kind":       "ArtifactVersion",
 				"metadata": Object{
-					"name":      ArtifactVersionName(a.Name, v.Tag),
+					"name":      VersionObjectName(a.Name, v),
 					"namespace": cfg.Namespace,
 					"labels": Object{
 						LabelArtifactVersion: a.Name,
