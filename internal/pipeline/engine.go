@@ -54,8 +54,12 @@ type scope struct {
 	// state is the published state: whole (full), or its header with the
 	// entries of the touched artifacts only (incremental).
 	state *gitops.State
-	// oldState is the tip's state file, had whether it exists.
+	// oldState is the tip's state file of the cluster
+	// (gitops.StatePath), nil when it has none; legacy says the tip has
+	// the older single state file of every cluster, which the full read
+	// upgrades (migrateCatalog).
 	oldState []byte
+	legacy   bool
 	// idx and key (incremental): the state split by artifact, and the
 	// render key of the overlays, equal to the recorded one.
 	idx *gitops.StateIndex
@@ -73,6 +77,9 @@ type scope struct {
 	diffErr error
 	// written is the commit the last render wrote, for push.
 	written *catalog.Written
+	// migrated says the full read upgraded the catalog of the older
+	// layout in dir (migrateCatalog): its changes go into the commit.
+	migrated bool
 }
 
 // scopeOptions says what the scope is for.
@@ -142,7 +149,11 @@ func (s *scope) openTip(ctx context.Context) error {
 		tip.Close()
 		return err
 	}
-	s.oldState, _, err = tip.ReadFile(gitops.StatePath)
+	s.oldState, _, err = tip.ReadFile(gitops.StatePath(s.o.Cluster))
+	if err != nil {
+		return err
+	}
+	_, s.legacy, err = tip.ReadFile(gitops.LegacyStatePath)
 	return err
 }
 
@@ -253,10 +264,13 @@ func (s *scope) catalogSide() error {
 	if s.tip.Head() == "" {
 		return catalog.FullReadRequired("the catalog branch has no commits")
 	}
-	if s.oldState == nil {
-		return catalog.FullReadRequired("the catalog has no %s yet", gitops.StatePath)
+	if s.legacy {
+		return catalog.FullReadRequired("the catalog has the older single %s: upgrading it to one state file and one generated base per cluster", gitops.LegacyStatePath)
 	}
-	idx, err := gitops.SplitState(s.oldState)
+	if s.oldState == nil {
+		return catalog.FullReadRequired("the catalog has no %s yet", gitops.StatePath(o.Cluster))
+	}
+	idx, err := gitops.SplitState(gitops.StatePath(o.Cluster), s.oldState)
 	if err != nil {
 		return catalog.FullReadRequired("%v", err)
 	}
@@ -270,10 +284,10 @@ func (s *scope) catalogSide() error {
 	} else if !ok {
 		return catalog.FullReadRequired("the catalog has no %s/%s", render.RenderedDir, o.Cluster)
 	}
-	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization); err != nil {
+	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization(o.Cluster)); err != nil {
 		return err
 	} else if !ok {
-		return catalog.FullReadRequired("the catalog has no %s", render.GeneratedKustomization)
+		return catalog.FullReadRequired("the catalog has no %s", render.GeneratedKustomization(o.Cluster))
 	}
 	overlay, err := s.tip.Files("", func(p string, isDir bool) bool {
 		return isDir && (p == render.RenderedDir || p == "publish")
@@ -398,6 +412,9 @@ func (s *scope) readCatalog() error {
 	if err := writeFiles(s.dir, s.base); err != nil {
 		return err
 	}
+	if s.migrated, err = migrateCatalog(s.dir); err != nil {
+		return err
+	}
 	s.state, err = prepareCatalog(s.dir, s.tip.Head() == "", s.o, s.tgt)
 	return err
 }
@@ -494,17 +511,18 @@ func (s *scope) push(ctx context.Context) error {
 	return err
 }
 
-// withState returns changes (sorted by path) with publish/state.yaml set
-// to data, unless that is what the tip has.
+// withState returns changes (sorted by path) with the cluster's state file
+// (gitops.StatePath) set to data, unless that is what the tip has.
 func (s *scope) withState(changes []catalog.Change, data []byte) []catalog.Change {
+	sp := gitops.StatePath(s.o.Cluster)
 	out := make([]catalog.Change, 0, len(changes)+1)
 	for _, c := range changes {
-		if c.Path != gitops.StatePath {
+		if c.Path != sp {
 			out = append(out, c)
 		}
 	}
 	if s.oldState == nil || !bytes.Equal(s.oldState, data) {
-		out = append(out, catalog.Change{Path: gitops.StatePath, Data: data})
+		out = append(out, catalog.Change{Path: sp, Data: data})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -811,7 +829,7 @@ func scopedScan(source, prefix string, idx *gitops.StateIndex, dr, since *diff.R
 				continue
 			}
 			if v.Path == "" {
-				return nil, catalog.FullReadRequired("%s does not record manifest paths (written by an older publish)", gitops.StatePath)
+				return nil, catalog.FullReadRequired("%s does not record manifest paths (written by an older publish)", idx.Path)
 			}
 			out = append(out, v.Path)
 		}
@@ -852,7 +870,7 @@ func scopedScan(source, prefix string, idx *gitops.StateIndex, dr, since *diff.R
 			st, err := os.Lstat(full)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
-					return nil, nil, nil, nil, catalog.FullReadRequired("%s is recorded in %s but gone without a change in the package repo's history", p, gitops.StatePath)
+					return nil, nil, nil, nil, catalog.FullReadRequired("%s is recorded in %s but gone without a change in the package repo's history", p, idx.Path)
 				}
 				return nil, nil, nil, nil, err
 			}

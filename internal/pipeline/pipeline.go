@@ -658,26 +658,40 @@ func updatedVersions(dr *diff.Result, dirty [][2]string, prev, next []model.Arti
 	return out
 }
 
+// otherStates reports whether the catalog root dir holds the state file
+// of a cluster other than cluster.
+func otherStates(dir, cluster string) bool {
+	des, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(gitops.StateDir)))
+	for _, d := range des {
+		if c, ok := gitops.StateCluster(gitops.StateDir + "/" + d.Name()); ok && c != cluster {
+			return true
+		}
+	}
+	return false
+}
+
 // prepareCatalog reads the state of the catalog root dir (a fresh clone, or
 // the files of the branch tip), seeds a first publish from the template
 // (empty: the branch has no commit yet) and checks the cluster overlay when
 // the target renders through it.
 func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops.State, error) {
-	state, err := gitops.ReadState(dir)
+	state, err := gitops.ReadState(dir, o.Cluster)
+	hasState := gitops.HasState(dir)
 	if err == nil {
 		// A repo with files but no state is someone else's project (or the
 		// package repo itself): refused before anything is mirrored, unless
 		// the user said so (--init-catalog, or an absent or empty
 		// --catalog-path).
-		_, serr := os.Stat(filepath.Join(dir, filepath.FromSlash(gitops.StatePath)))
 		var entries []gitops.Entry
 		if entries, err = gitops.DirEntries(dir); err == nil {
-			if cerr := gitops.CheckCatalog(serr == nil, entries, o.Catalog); cerr != nil {
+			if cerr := gitops.CheckCatalog(hasState, entries, o.Catalog); cerr != nil {
 				return nil, inputErr(cerr)
 			}
 		}
 	}
-	if err == nil && (empty || len(state.Artifacts) == 0) {
+	// A cluster new to a catalog that others were published to seeds
+	// nothing: the template's files were added by the first publish.
+	if err == nil && (empty || len(state.Artifacts) == 0 && !otherStates(dir, o.Cluster)) {
 		// First publish: add the template's files that the repo lacks.
 		err = (&gitops.Repo{Dir: dir}).Seed(publish.CatalogTemplate, "catalog-repo-template")
 	} else if err != nil {

@@ -53,7 +53,12 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if err != nil {
 		return render.Changes{}, err
 	}
-	state, err := gitops.ReadState(o.CatalogDir)
+	// A catalog of the layout before state per cluster is upgraded in
+	// place, as the first run would (commit it with the render).
+	if _, err := migrateCatalog(o.CatalogDir); err != nil {
+		return render.Changes{}, err
+	}
+	state, err := gitops.ReadState(o.CatalogDir, ro.Cluster)
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
@@ -68,7 +73,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if mc.DstHost() == "" {
 		for _, m := range ms {
 			if _, ok := prev[m.Artifact]; !ok {
-				return render.Changes{}, inputErr(fmt.Errorf("%s: artifact %s is not in publish/state.yaml yet: pass --dst-registry so its repository can be mapped", m.Path, m.Artifact))
+				return render.Changes{}, inputErr(fmt.Errorf("%s: artifact %s is not in %s yet (cluster %s was not published to it): pass --dst-registry so its repository can be mapped", m.Path, m.Artifact, gitops.StatePath(ro.Cluster), ro.Cluster))
 			}
 		}
 	}

@@ -288,7 +288,7 @@ func TestCorpus(t *testing.T) {
 	if kinds["artifact"] != len(packages) || kinds["artifactversion"] != len(corpus.Packages) {
 		t.Errorf("rendered %d Artifacts and %d ArtifactVersions, want %d and %d", kinds["artifact"], kinds["artifactversion"], len(packages), len(corpus.Packages))
 	}
-	for _, p := range []string{"publish/state.yaml", "kustomize/clusters/global/kustomization.yaml", "argocd/application.yaml", "flux/kustomization.yaml"} {
+	for _, p := range []string{"publish/state/global.yaml", "kustomize/clusters/global/kustomization.yaml", "argocd/application.yaml", "flux/kustomization.yaml"} {
 		fileIn(t, tree, p)
 	}
 
@@ -322,8 +322,8 @@ func TestCorpus(t *testing.T) {
 	}
 	avFile := fmt.Sprintf("rendered/global/%s/artifactversion_%s.v%s.yaml", gone.Package, gone.Package, gone.Version)
 	want := []string{
-		fmt.Sprintf("publish/generated/%s/artifactversion_%s.v%s.yaml", gone.Package, gone.Package, gone.Version),
-		"publish/state.yaml",
+		fmt.Sprintf("publish/generated/global/%s/artifactversion_%s.v%s.yaml", gone.Package, gone.Package, gone.Version),
+		"publish/state/global.yaml",
 		avFile,
 	}
 	if got := changedFiles(t, commits[1], commits[0]); strings.Join(got, " ") != strings.Join(want, " ") {
@@ -347,7 +347,7 @@ func TestCorpus(t *testing.T) {
 	if len(commits) != 3 {
 		t.Fatalf("delisting an artifact made %d commits", len(commits)-2)
 	}
-	want = []string{"publish/state.yaml"}
+	want = []string{"publish/state/global.yaml"}
 	for _, dir := range []string{"publish/generated", "rendered/global"} {
 		want = append(want, dir+"/etcd/artifact_etcd.yaml")
 		for _, p := range single {
