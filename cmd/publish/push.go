@@ -125,7 +125,7 @@ is pushed to --oci instead.`,
 			}
 			if res.Catalog != nil {
 				printResult(cmd, res.Catalog)
-				inv.reportRun(res.Catalog.Changes, res.Catalog.Commit)
+				inv.reportRun(res.Catalog.Changes, res.Catalog.Commit, res.Catalog.Clusters)
 			}
 			return nil
 		},

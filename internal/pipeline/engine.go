@@ -44,6 +44,9 @@ type scope struct {
 	o   Options
 	tgt target.Target
 	tip *catalog.Tip
+	// ownTip: the scope opened tip and closes it; else the run's clusters
+	// share it (openScopeOn) and the run closes it.
+	ownTip bool
 	// dir is a temporary directory: the tip's whole catalog (full), or
 	// its overlays, the files outside rendered/ and publish/
 	// (incremental).
@@ -101,13 +104,33 @@ type scopeOptions struct {
 // overlay, manifests that do not parse), and a change detection that
 // fails on the incremental way.
 func openScope(ctx context.Context, o Options, so scopeOptions, tgt target.Target) (*scope, error) {
-	s := &scope{o: o, tgt: tgt}
+	s := &scope{o: o, tgt: tgt, ownTip: true}
 	if err := s.openTip(ctx); err != nil {
 		return nil, err
 	}
 	if s.tip.NewBranch() {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
+	return s, s.read(ctx, so)
+}
+
+// openScopeOn is openScope on a tip the caller opened and closes: the
+// clusters of one run share it, and its one commit.
+func openScopeOn(ctx context.Context, o Options, so scopeOptions, tgt target.Target, tip *catalog.Tip) (*scope, error) {
+	s := &scope{o: o, tgt: tgt, tip: tip}
+	if err := s.openTip(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.read(ctx, so); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// read reads the scope the incremental way when it applies, else the
+// full way; on an error the scope is closed.
+func (s *scope) read(ctx context.Context, so scopeOptions) error {
+	o := s.o
 	err := s.incremental(ctx, so)
 	var full *catalog.FullReadRequiredError
 	if errors.As(err, &full) {
@@ -116,16 +139,16 @@ func openScope(ctx context.Context, o Options, so scopeOptions, tgt target.Targe
 	}
 	if err != nil {
 		s.Close()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // openCatalogScope opens the catalog branch tip and reads it whole, with
 // no package repo: `publish push --catalog`, which brings its versions
 // from the archive.
 func openCatalogScope(ctx context.Context, o Options, tgt target.Target) (*scope, error) {
-	s := &scope{o: o, tgt: tgt, full: true}
+	s := &scope{o: o, tgt: tgt, full: true, ownTip: true}
 	if err := s.openTip(ctx); err != nil {
 		return nil, err
 	}
@@ -139,16 +162,24 @@ func openCatalogScope(ctx context.Context, o Options, tgt target.Target) (*scope
 	return s, nil
 }
 
+// openTip opens the catalog branch tip, unless the scope was given one
+// (openScopeOn), and reads the cluster's state file from it.
 func (s *scope) openTip(ctx context.Context) error {
-	tip, err := catalog.OpenTip(ctx, s.o.Catalog)
-	if err != nil {
-		return err
+	if s.tip == nil {
+		tip, err := catalog.OpenTip(ctx, s.o.Catalog)
+		if err != nil {
+			return err
+		}
+		s.tip = tip
 	}
-	s.tip = tip
+	var err error
 	if s.dir, err = os.MkdirTemp("", "publish-catalog-"); err != nil {
-		tip.Close()
+		if s.ownTip {
+			s.tip.Close()
+		}
 		return err
 	}
+	tip := s.tip
 	s.oldState, _, err = tip.ReadFile(gitops.StatePath(s.o.Cluster))
 	if err != nil {
 		return err
@@ -157,9 +188,12 @@ func (s *scope) openTip(ctx context.Context) error {
 	return err
 }
 
-// Close removes the temporary directory and closes the tip.
+// Close removes the temporary directory and closes the tip it opened.
 func (s *scope) Close() error {
 	err := os.RemoveAll(s.dir)
+	if !s.ownTip {
+		return err
+	}
 	if cerr := s.tip.Close(); err == nil {
 		err = cerr
 	}
@@ -303,8 +337,8 @@ func (s *scope) catalogSide() error {
 	}
 	if k, err := inc.Key(s.dir); err != nil {
 		return err
-	} else if k != s.key {
-		return catalog.FullReadRequired("the overlays or the render configuration changed since the last publish")
+	} else if o.renderKey(k) != s.key {
+		return catalog.FullReadRequired("the overlays, the render configuration or the cluster's artifact selection changed since the last publish")
 	}
 	s.idx = idx
 	return nil
@@ -336,6 +370,63 @@ func (s *scope) readTouched() error {
 		}
 	}
 	return nil
+}
+
+// selected returns the versions of vs whose artifacts the cluster's
+// selection takes (ClusterOptions.Include, Exclude); those left out are
+// delisted on this cluster, as if their manifests were gone. A pattern
+// that matches no artifact of the package repo or of the cluster's state
+// is a warning.
+func (s *scope) selected(vs []*model.Version) []*model.Version {
+	c := s.o.cluster
+	if c.selection() == "" {
+		return vs
+	}
+	names := map[string]bool{}
+	for _, v := range vs {
+		names[v.Manifest.Artifact] = true
+	}
+	if s.idx != nil {
+		for _, n := range s.idx.Names() {
+			names[n] = true
+		}
+	}
+	for _, a := range s.state.Artifacts {
+		names[a.Name] = true
+	}
+	if s.full {
+		for field, ps := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
+			for _, p := range ps {
+				hit := false
+				for n := range names {
+					if ok, _ := path.Match(p, n); ok {
+						hit = true
+						break
+					}
+				}
+				if !hit {
+					s.o.warnf("publish.yaml clusters.%s.%s: pattern %q matches no artifact", c.Name, field, p)
+				}
+			}
+		}
+	}
+	var out []*model.Version
+	for _, v := range vs {
+		if c.selects(v.Manifest.Artifact) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// targetState is the state as the target reads it: with the target's
+// part of the cluster's render key (targetKey).
+func (s *scope) targetState() *gitops.State {
+	c := *s.state
+	if k, ok := c.Rendered[s.o.Cluster]; ok {
+		c.Rendered = map[string]string{s.o.Cluster: targetKey(k)}
+	}
+	return &c
 }
 
 // coversAll reports whether the scope holds every artifact of the state.
@@ -419,13 +510,12 @@ func (s *scope) readCatalog() error {
 	return err
 }
 
-// reopen opens the branch's new tip after a rejected push, for the next
-// attempt: the versions and the touched artifacts stay those already read
-// and mirrored. On the incremental way, a new tip whose overlays or state
-// no longer allow it is an error saying to run again (nothing was
-// written).
+// reopen reads the branch's new tip (s.tip, which the caller replaced)
+// after a rejected push, for the next attempt: the versions and the
+// touched artifacts stay those already read and mirrored. On the
+// incremental way, a new tip whose overlays or state no longer allow it is
+// an error saying to run again (nothing was written).
 func (s *scope) reopen(ctx context.Context) error {
-	s.tip.Close()
 	os.RemoveAll(s.dir)
 	if err := s.openTip(ctx); err != nil {
 		return err
@@ -453,11 +543,17 @@ func (s *scope) render(ctx context.Context, next []model.ArtifactRecord, preview
 		changes, err = s.tgt.(target.Incremental).RenderArtifacts(s.tip, s.dir, next)
 		return changes, s.key, "", err
 	}
+	// A changed artifact selection renders the cluster whole.
 	prevKey := s.state.Rendered[s.o.Cluster]
+	if s.o.renderKey(targetKey(prevKey)) != prevKey {
+		prevKey = ""
+	}
+	prevKey = targetKey(prevKey)
 	if preview {
 		warning, err = s.tgt.Preview(s.dir, next, prevKey)
 	} else {
 		key, err = s.tgt.Render(ctx, s.dir, next, prevKey)
+		key = s.o.renderKey(key)
 	}
 	if err != nil {
 		return nil, "", "", err

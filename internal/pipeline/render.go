@@ -29,6 +29,9 @@ type RenderOptions struct {
 	// CatalogSource from the catalog image recorded in publish/state.yaml.
 	Target string
 	OLM    OLMOptions
+	// Include and Exclude select the cluster's artifacts
+	// (ClusterOptions).
+	Include, Exclude []string
 }
 
 // Render writes publish/generated and rendered/<cluster> into CatalogDir
@@ -72,14 +75,24 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	}
 	if mc.DstHost() == "" {
 		for _, m := range ms {
-			if _, ok := prev[m.Artifact]; !ok {
+			if _, ok := prev[m.Artifact]; !ok && (ClusterOptions{Include: o.Include, Exclude: o.Exclude}).selects(m.Artifact) {
 				return render.Changes{}, inputErr(fmt.Errorf("%s: artifact %s is not in %s yet (cluster %s was not published to it): pass --dst-registry so its repository can be mapped", m.Path, m.Artifact, gitops.StatePath(ro.Cluster), ro.Cluster))
 			}
 		}
 	}
 	// Without --dst-registry every artifact is known: registry and
 	// repository come from the state (carryOver).
-	current, err := Artifacts(DestinationOf(mc), model.NewVersions(ms), nil)
+	sel := ClusterOptions{Name: ro.Cluster, Include: o.Include, Exclude: o.Exclude}
+	if err := sel.checkPatterns(); err != nil {
+		return render.Changes{}, err
+	}
+	var vs []*model.Version
+	for _, v := range model.NewVersions(ms) {
+		if sel.selects(v.Manifest.Artifact) {
+			vs = append(vs, v)
+		}
+	}
+	current, err := Artifacts(DestinationOf(mc), vs, nil)
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
