@@ -88,6 +88,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		}
 	}
 	p.clusters = all
+	o.Declared = inv.config.ClusterNames()
 	o.Verify = inv.imageVerifier()
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
 	if err := reg.apply(&o.Mirror); err != nil {

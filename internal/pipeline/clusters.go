@@ -436,6 +436,10 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 	if tip.NewBranch() {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
+	if err := warnRemoved(o, tip); err != nil {
+		tip.Close()
+		return nil, err
+	}
 	var crs []*clusterRun
 	defer func() {
 		t := tip
@@ -540,4 +544,37 @@ func dockerConfigHas(host string) bool {
 	}
 	a, err := authn.DefaultKeychain.Resolve(reg)
 	return err == nil && a != authn.Anonymous
+}
+
+// warnRemoved warns about every rendered/<cluster> of the tip whose
+// cluster publish.yaml no longer declares (Options.Declared): it is kept
+// as it is, since removing it would make Argo CD or Flux prune the
+// cluster's objects.
+func warnRemoved(o Options, tip *catalog.Tip) error {
+	if len(o.Declared) == 0 {
+		return nil
+	}
+	declared := map[string]bool{}
+	for _, c := range o.Declared {
+		declared[c] = true
+	}
+	var gone []string
+	_, err := tip.Files(render.RenderedDir, func(p string, isDir bool) bool {
+		c, nested := strings.CutPrefix(p, render.RenderedDir+"/")
+		if !isDir || !nested || strings.Contains(c, "/") {
+			return false
+		}
+		if !declared[c] {
+			gone = append(gone, c)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(gone)
+	for _, c := range gone {
+		o.warnf("cluster %s is not in publish.yaml any more: %s/%s is kept as it is (removing it would make Argo CD or Flux prune its objects); remove it by hand once no cluster syncs it", c, render.RenderedDir, c)
+	}
+	return nil
 }

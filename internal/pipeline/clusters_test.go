@@ -62,11 +62,12 @@ func TestRunClusters(t *testing.T) {
 	f.addOther(t)
 	var log syncBuffer
 	o := Options{
-		Source:  f.source,
-		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-		Catalog: catalogOpts(f.catalog),
-		Lint:    lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}}, // other reuses tiny's bundle
-		Log:     slog.New(slog.NewTextHandler(&log, nil)),
+		Source:   f.source,
+		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog:  catalogOpts(f.catalog),
+		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}}, // other reuses tiny's bundle
+		Log:      slog.New(slog.NewTextHandler(&log, nil)),
+		Declared: []string{"a", "b", "c"},
 		Clusters: []ClusterOptions{
 			{Name: "a"},
 			{Name: "b", Include: []string{"tiny"}, Render: render.Config{Namespace: "b-system"}},
@@ -78,7 +79,13 @@ func TestRunClusters(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
+	if !strings.Contains(log.String(), "cluster global is not in publish.yaml any more: rendered/global is kept") {
+		t.Errorf("no warning about the cluster gone from publish.yaml:\n%s", log.String())
+	}
 	dir, repo, _ := f.cloneCatalog(t)
+	if _, err := os.Stat(filepath.Join(dir, "rendered/global/tiny/artifact_tiny.yaml")); err != nil {
+		t.Errorf("rendered/global: %v", err)
+	}
 	head, _ := repo.CommitObject(mustHash(t, repo))
 	if res.Commit == "" || head.Hash.String() != res.Commit || head.NumParents() != 1 || head.ParentHashes[0].String() != before {
 		t.Fatalf("not one commit on the tip: %s", res.Commit)

@@ -103,6 +103,11 @@ type Options struct {
 	// used. Empty: the one cluster those fields describe. `publish run`
 	// makes one commit for all of them.
 	Clusters []ClusterOptions
+	// Declared are the clusters publish.yaml declares (nil: none, or no
+	// publish.yaml): a rendered/<cluster> of another cluster is kept as it
+	// is, with a warning (removing it would make Argo CD or Flux prune its
+	// objects).
+	Declared []string
 	// fullRead makes the engine read the whole package repo and catalog
 	// even where the incremental way applies: the equivalence tests.
 	fullRead bool
