@@ -676,6 +676,24 @@ func updatedVersions(dr *diff.Result, dirty [][2]string, prev, next []model.Arti
 	return out
 }
 
+// seedOverlay writes, in a catalog seeded by its first publish, the
+// overlay of cluster when the template has none: the template's global
+// overlay, for cluster (its generated base, its name).
+func seedOverlay(dir, cluster string) error {
+	p := filepath.Join(dir, filepath.FromSlash(render.ClustersDir), cluster, "kustomization.yaml")
+	if _, err := os.Stat(filepath.Dir(p)); err == nil {
+		return nil
+	}
+	data, err := publish.CatalogTemplate.ReadFile("catalog-repo-template/" + render.ClustersDir + "/global/kustomization.yaml")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(strings.ReplaceAll(string(data), "global", cluster)), 0o644)
+}
+
 // otherStates reports whether the catalog root dir holds the state file
 // of a cluster other than cluster.
 func otherStates(dir, cluster string) bool {
@@ -712,6 +730,9 @@ func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops
 	if err == nil && (empty || len(state.Artifacts) == 0 && !otherStates(dir, o.Cluster)) {
 		// First publish: add the template's files that the repo lacks.
 		err = (&gitops.Repo{Dir: dir}).Seed(publish.CatalogTemplate, "catalog-repo-template")
+		if err == nil && empty && t.Kustomize() {
+			err = seedOverlay(dir, o.Cluster)
+		}
 	} else if err != nil {
 		err = inputErr(err)
 	}
