@@ -103,6 +103,12 @@ func (o Options) forCluster(c ClusterOptions) Options {
 		}
 		o.Mirror.DstRegistry = c.DstRegistry
 	}
+	o.runClusters = nil
+	for _, rc := range o.Clusters {
+		if t, err := target.New(rc.Target, target.Settings{Cluster: rc.Name}); err == nil && t.Kustomize() {
+			o.runClusters = append(o.runClusters, rc.Name)
+		}
+	}
 	o.Clusters = nil
 	o.cluster = c
 	return o

@@ -196,3 +196,32 @@ func TestClusterPatternMatchesNothing(t *testing.T) {
 		t.Error("a got tiny")
 	}
 }
+
+// TestFirstPublishClusters: the first publish of two clusters into an
+// empty catalog seeds an overlay for each, and a rerun commits nothing
+// (each cluster's render key covers both overlays).
+func TestFirstPublishClusters(t *testing.T) {
+	f := newFixture(t)
+	o := Options{
+		Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog),
+		Clusters: []ClusterOptions{{Name: "global"}, {Name: "edge", Render: render.Config{Namespace: "edge-system"}}},
+	}
+	res, err := Run(context.Background(), o)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("first publish: %v", err)
+	}
+	if !strings.Contains(f.catalogFile(t, "kustomize/clusters/edge/kustomization.yaml"), "- ../../../publish/generated/edge") {
+		t.Error("no overlay seeded for edge")
+	}
+	if !strings.Contains(f.catalogFile(t, "rendered/edge/tiny/artifact_tiny.yaml"), "namespace: edge-system") {
+		t.Error("edge not rendered")
+	}
+	var log syncBuffer
+	o.Log = slog.New(slog.NewTextHandler(&log, nil))
+	if res, err := Run(context.Background(), o); err != nil || res.Commit != "" {
+		t.Fatalf("rerun: %v, commit %q", err, res.Commit)
+	}
+	if why := tookFullRead(log.String()); why != "" {
+		t.Errorf("the rerun read everything: %s", why)
+	}
+}

@@ -111,8 +111,10 @@ type Options struct {
 	// fullRead makes the engine read the whole package repo and catalog
 	// even where the incremental way applies: the equivalence tests.
 	fullRead bool
-	// cluster is the cluster of a run of several (forCluster).
-	cluster ClusterOptions
+	// cluster is the cluster of a run of several (forCluster), and
+	// runClusters the names of all of them.
+	cluster     ClusterOptions
+	runClusters []string
 }
 
 // run is the run-time state of one Run or PlanRun, apart from the Options
@@ -730,8 +732,12 @@ func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops
 	if err == nil && (empty || len(state.Artifacts) == 0 && !otherStates(dir, o.Cluster)) {
 		// First publish: add the template's files that the repo lacks.
 		err = (&gitops.Repo{Dir: dir}).Seed(publish.CatalogTemplate, "catalog-repo-template")
-		if err == nil && empty && t.Kustomize() {
-			err = seedOverlay(dir, o.Cluster)
+		// Every cluster of the run gets its overlay, in every cluster's
+		// scope: the render key covers every overlay.
+		for _, c := range append([]string{o.Cluster}, o.runClusters...) {
+			if err == nil && empty && t.Kustomize() {
+				err = seedOverlay(dir, c)
+			}
 		}
 	} else if err != nil {
 		err = inputErr(err)
