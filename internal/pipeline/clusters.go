@@ -210,10 +210,14 @@ func (sh *shared) mirror(ctx context.Context, mc *mirror.Client, dst string, vs 
 		if err != nil {
 			return rep, err
 		}
-		all := append(append([]mirror.Target(nil), related...), bundles...)
-		for i, r := range rep.Images {
-			if i < len(all) {
-				done[all[i]] = r
+		// The report holds one result per image (by its source
+		// reference; a bundle's destination ends in its tag).
+		for _, t := range append(append([]mirror.Target(nil), related...), bundles...) {
+			for _, r := range rep.Images {
+				if r.Source == t.Ref && (t.Tag == "" || strings.HasSuffix(r.Destination, ":"+t.Tag)) {
+					done[t] = r
+					break
+				}
 			}
 		}
 	}

@@ -143,13 +143,26 @@ func TestRunClusters(t *testing.T) {
 		t.Fatalf("check: %v %+v", err, rep.Findings)
 	}
 
-	// Nothing changed: no commit.
+	// Nothing changed: no commit, and a plan per cluster with no file.
 	if res, err := Run(context.Background(), o); err != nil || res.Commit != "" {
 		t.Fatalf("rerun: %v %s", err, res.Commit)
+	}
+	plans, err := PlanClusters(context.Background(), PlanOptions{Options: o})
+	if err != nil || len(plans) != 3 || plans[2].Cluster != "c" {
+		t.Fatalf("plans: %v %d", err, len(plans))
+	}
+	for _, p := range plans {
+		if len(p.Files) != 0 {
+			t.Errorf("plan of %s after the run: %v", p.Cluster, p.Files)
+		}
 	}
 
 	// b now gets other instead of tiny: tiny is delisted on b only.
 	o.Clusters[1].Include = []string{"other"}
+	plans, err = PlanClusters(context.Background(), PlanOptions{Options: o})
+	if err != nil || len(plans[0].Files) != 0 || len(plans[1].Files) == 0 || len(plans[2].Files) != 0 {
+		t.Fatalf("plans of b's new selection: %v", err)
+	}
 	res, err = Run(context.Background(), o)
 	if err != nil || res.Commit == "" {
 		t.Fatalf("include changed: %v %+v", err, res)
