@@ -104,7 +104,12 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			return render.Changes{}, err
 		}
 	}
-	err = tgt.RenderFromState(o.CatalogDir, next, state)
+	// The target reads its own part of the recorded render key.
+	ts := *state
+	if k, ok := ts.Rendered[ro.Cluster]; ok {
+		ts.Rendered = map[string]string{ro.Cluster: targetKey(k)}
+	}
+	err = tgt.RenderFromState(o.CatalogDir, next, &ts)
 	return render.Diff(state.Artifacts, next), err
 }
 
