@@ -50,7 +50,7 @@ func BenchmarkPlanStages(b *testing.B) {
 			repo, _ := diffbench.Cached(p)
 			catalog := b.TempDir()
 			os.MkdirAll(filepath.Join(catalog, "kustomize/clusters/global"), 0o755)
-			os.WriteFile(filepath.Join(catalog, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated\n"), 0o644)
+			os.WriteFile(filepath.Join(catalog, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated/global\n"), 0o644)
 			mc, _ := mirror.New(mirror.Options{DstRegistry: "reg.example.com/mirror"})
 			ctx := context.Background()
 			// The catalog as the last publish left it: rendered whole, its

@@ -108,11 +108,11 @@ func BenchmarkCommitPush(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				state, ok, err := tip.State()
+				state, ok, err := tip.ReadFile(gitops.StatePath("global"))
 				if err != nil || !ok {
 					b.Fatalf("state: %v", err)
 				}
-				dirs := []string{"publish/generated/" + art, "rendered/global/" + art}
+				dirs := []string{"publish/generated/global/" + art, "rendered/global/" + art}
 				files := map[string][]byte{}
 				for _, d := range dirs {
 					fs, err := tip.Files(d, nil)
@@ -124,7 +124,7 @@ func BenchmarkCommitPush(b *testing.B) {
 						files[p] = append(data, fmt.Sprintf("# run %d\n", i)...)
 					}
 				}
-				files[catalog.StatePath] = append(state, fmt.Sprintf("# run %d\n", i)...)
+				files[gitops.StatePath("global")] = append(state, fmt.Sprintf("# run %d\n", i)...)
 				t1 := time.Now()
 				w, err := tip.Commit(catalog.Replace(dirs, files), catalog.CommitOptionsFor(o, "publish one version", t1))
 				if err != nil || w.Commit.IsZero() {

@@ -287,7 +287,7 @@ func seedCatalog(b *testing.B, bare, src, commit string, history int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := render.Write(r.Dir, nil, render.Files{gitops.StatePath: data}); err != nil {
+	if err := render.Write(r.Dir, nil, render.Files{gitops.StatePath("global"): data}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := r.Commit("seed", time.Now()); err != nil {

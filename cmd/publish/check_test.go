@@ -30,7 +30,7 @@ func checkCatalog(t *testing.T) string {
 		t.Fatal(err)
 	}
 	os.MkdirAll(filepath.Join(dir, "kustomize/clusters/global"), 0o755)
-	os.WriteFile(filepath.Join(dir, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated/global\n"), 0o644)
 	wt, _ := repo.Worktree()
 	publish := func(msg string, vs ...model.VersionRecord) {
 		arts := []model.ArtifactRecord{{Name: "tiny", Present: true, Registry: "reg.example.com", Repository: "ops/tiny-bundle", Versions: vs}}
@@ -39,7 +39,7 @@ func checkCatalog(t *testing.T) string {
 			t.Fatal(err)
 		}
 		data, _ := (&gitops.State{Artifacts: arts, Rendered: map[string]string{"global": key}}).Marshal()
-		os.WriteFile(filepath.Join(dir, gitops.StatePath), data, 0o644)
+		os.WriteFile(filepath.Join(dir, gitops.StatePath("global")), data, 0o644)
 		wt.AddWithOptions(&git.AddOptions{All: true})
 		if _, err := wt.Commit(msg, &git.CommitOptions{Author: &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}}); err != nil {
 			t.Fatal(err)

@@ -16,12 +16,15 @@ import (
 // --catalog; lint renders nothing and has none).
 type renderFlags struct {
 	cluster, target    string
+	clusters           []string
 	namespace, library string
 	pullSecrets        []string
+	fs                 *pflag.FlagSet
 }
 
 func (r *renderFlags) register(fs *pflag.FlagSet) {
-	r.registerCluster(fs, "global", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster>")
+	r.fs = fs
+	r.registerCluster(fs, "", "cluster overlay: kustomize/clusters/<cluster> in the catalog repo, rendered to rendered/<cluster> (default: publish.yaml cluster:, else global)")
 	fs.StringVar(&r.target, "target", "", "what the cluster runs: alauda (Artifact and ArtifactVersion objects) or olm (upstream OLM: catalog image and CatalogSource) (default: publish.yaml clusters.<cluster>.target, else alauda)")
 	fs.StringVar(&r.namespace, "namespace", "cpaas-system", "namespace of the Artifact and ArtifactVersion objects")
 	fs.StringVar(&r.library, "library", "platform", "value of the cpaas.io/library label")
@@ -40,29 +43,138 @@ type renderSettings struct {
 	Target  string
 	Render  render.Config
 	OLM     pipeline.OLMOptions
+	// Include, Exclude and DstRegistry are publish.yaml
+	// clusters.<cluster>'s (pipeline.ClusterOptions).
+	Include, Exclude []string
+	DstRegistry      string
 }
 
-// resolve checks the flags and resolves the target: --target, else
-// publish.yaml clusters.<cluster>.target (cfg, nil for none), else alauda.
-// Errors are usage errors (exit 2) naming the flag.
+// clusterOptions is the pipeline's view of rs, with its OCI reference.
+func (rs renderSettings) clusterOptions(oci string) pipeline.ClusterOptions {
+	return pipeline.ClusterOptions{
+		Name: rs.Cluster, Target: rs.Target, OLM: rs.OLM, OCI: oci, Render: rs.Render,
+		Include: rs.Include, Exclude: rs.Exclude, DstRegistry: rs.DstRegistry,
+	}
+}
+
+// registerClusters adds --clusters: the commands that serve several
+// clusters in one run (run, plan, render).
+func (r *renderFlags) registerClusters(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&r.clusters, "clusters", nil, "serve these clusters of publish.yaml (comma-separated; violet's flag) (default: publish.yaml cluster:, else every cluster publish.yaml declares, else global)")
+}
+
+// resolve checks the flags and resolves the one cluster of a command that
+// serves one: --cluster, else publish.yaml cluster: (its first), else
+// global; and its target: --target, else publish.yaml
+// clusters.<cluster>.target (cfg, nil for none), else alauda. Errors are
+// usage errors (exit 2) naming the flag.
 func (r *renderFlags) resolve(cfg *config.Config) (renderSettings, error) {
-	if r.cluster == "" || strings.ContainsAny(r.cluster, `/\`) || r.cluster == "." || r.cluster == ".." {
-		return renderSettings{}, usagef("--cluster %q: want a plain overlay name such as global (kustomize/clusters/<name>)", r.cluster)
+	cluster := r.cluster
+	if cluster == "" {
+		cluster = "global"
+		if d := cfg.DefaultClusters(); len(d) > 0 {
+			cluster = d[0]
+		}
+	}
+	return r.resolveOne(cfg, cluster, "--cluster")
+}
+
+func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (renderSettings, error) {
+	if cluster == "" || strings.ContainsAny(cluster, `/\`) || cluster == "." || cluster == ".." {
+		return renderSettings{}, usagef("%s %q: want a plain overlay name such as global (kustomize/clusters/<name>)", flag, cluster)
 	}
 	name := r.target
 	if name == "" {
-		name = cfg.Target(r.cluster)
+		name = cfg.Target(cluster)
 	}
 	k, err := target.Lookup(name)
 	if err != nil {
 		return renderSettings{}, &usageError{err}
 	}
+	cs := cfg.ClusterSettings(cluster)
+	rc := render.Config{Namespace: r.namespace, Library: r.library, ImagePullSecrets: r.pullSecrets}
+	if cs.Namespace != "" {
+		rc.Namespace = cs.Namespace
+	}
+	if cs.Library != "" {
+		rc.Library = cs.Library
+	}
+	if len(cs.ImagePullSecrets) > 0 {
+		rc.ImagePullSecrets = cs.ImagePullSecrets
+	}
 	return renderSettings{
-		Cluster: r.cluster,
-		Target:  k.Name,
-		Render:  render.Config{Namespace: r.namespace, Library: r.library, ImagePullSecrets: r.pullSecrets},
-		OLM:     cfg.ClusterOLM(r.cluster).TargetOptions(),
+		Cluster:     cluster,
+		Target:      k.Name,
+		Render:      rc,
+		OLM:         cfg.ClusterOLM(cluster).TargetOptions(),
+		Include:     cs.Include,
+		Exclude:     cs.Exclude,
+		DstRegistry: cs.DstRegistry,
 	}, nil
+}
+
+// resolveClusters resolves the clusters of a command that serves several
+// (run, plan, render): --cluster X (one); else --clusters a,b, each of
+// which publish.yaml must declare (global needs no declaration when
+// publish.yaml declares none); else publish.yaml cluster:; else every
+// cluster publish.yaml declares (clusters:), sorted; else global. Each
+// gets its publish.yaml clusters.<name> settings, the flags as defaults.
+// Errors are usage errors naming the flag and publish.yaml.
+func (r *renderFlags) resolveClusters(cfg *config.Config) ([]renderSettings, error) {
+	var names []string
+	flag := "--cluster"
+	declared := cfg.ClusterNames()
+	switch {
+	case r.cluster != "" && len(r.clusters) > 0:
+		return nil, usagef("--cluster %s and --clusters %s: give one of them", r.cluster, strings.Join(r.clusters, ","))
+	case r.cluster != "":
+		names = []string{r.cluster}
+	case len(r.clusters) > 0:
+		flag = "--clusters"
+		known := map[string]bool{}
+		for _, n := range declared {
+			known[n] = true
+		}
+		if len(declared) == 0 {
+			known["global"] = true
+		}
+		for _, n := range r.clusters {
+			n = strings.TrimSpace(n)
+			if !known[n] {
+				where := config.FileName + " declares no cluster (only global is served without a clusters: section)"
+				if len(declared) > 0 {
+					where = config.FileName + " declares " + strings.Join(declared, ", ")
+				}
+				if cfg != nil && cfg.Path != "" {
+					where = strings.Replace(where, config.FileName, cfg.Path, 1)
+				}
+				return nil, usagef("--clusters: cluster %q is not declared in publish.yaml (%s): add clusters.%s to publish.yaml, or fix --clusters", n, where, n)
+			}
+			names = append(names, n)
+		}
+	case len(cfg.DefaultClusters()) > 0:
+		names = cfg.DefaultClusters()
+		flag = "publish.yaml cluster:"
+	case len(declared) > 0:
+		names = declared
+		flag = "publish.yaml clusters:"
+	default:
+		names = []string{"global"}
+	}
+	seen := map[string]bool{}
+	var out []renderSettings
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		rs, err := r.resolveOne(cfg, n, flag)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs)
+	}
+	return out, nil
 }
 
 // ociFlags are the OCI catalog of the cluster: --oci (run, push). The

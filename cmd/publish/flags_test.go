@@ -59,8 +59,10 @@ var (
 	renderGroup  = []string{"cluster", "target", "namespace", "library", "image-pull-secret"}
 	ociGroup     = []string{"oci"}
 	signGroup    = []string{"cosign-key", "cosign-key-password", "cosign-sig-tag"}
-	lintGroup    = []string{"format", "offline", "no-image-check"}
-	logGroup     = []string{"log-format", "quiet", "verbose"}
+	// clustersGroup: the commands that serve several clusters in one run.
+	clustersGroup = []string{"clusters"}
+	lintGroup     = []string{"format", "offline", "no-image-check"}
+	logGroup      = []string{"log-format", "quiet", "verbose"}
 
 	// aliases: hidden spellings that every command with the canonical
 	// flag accepts.
@@ -87,13 +89,13 @@ func join(groups ...[]string) []string {
 // violet spellings are accepted where their flag is.
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
-		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
+		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, logGroup,
 			[]string{"allow-empty", "base", "no-fetch"}),
-		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
+		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),
 		"lint":   join(sourceGroup, srcGroup, tlsGroup, retryGroup, lintGroup, logGroup),
 		"check":  join([]string{"config", "cluster"}, logGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch"}),
-		"render": join(sourceGroup, renderGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
+		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,

@@ -41,7 +41,7 @@ func newImportCmd(inv *invocation) *cobra.Command {
 cluster is changed) and commits to the catalog, as run does (one commit,
 pushed), what the first GitOps sync needs to adopt them instead of creating
 rivals that the platform leaves Pending with reason AlreadyAdd: an entry of
-publish/state.yaml per artifact (registry, repository, every version with
+publish/state/<cluster>.yaml per artifact (registry, repository, every version with
 its tag and the name of its ArtifactVersion, which every later render keeps)
 and their Artifact and ArtifactVersion objects rendered through the cluster
 overlay. With --manifests-dir DIR (the packages directory of the package

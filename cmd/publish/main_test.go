@@ -56,7 +56,9 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestConfigPrecedence: flag > PUBLISH_* > publish.yaml > default.
+// TestConfigPrecedence: flag > PUBLISH_* > publish.yaml > default. The
+// --cluster default is "": every cluster of publish.yaml, else global
+// (resolveClusters).
 func TestConfigPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\ndstRegistry: file.example.com\nnamespace: from-file\nlibrary: from-file\n"), 0o644)
@@ -70,7 +72,7 @@ func TestConfigPrecedence(t *testing.T) {
 	if _, err := inv.applyEnv(fs); err != nil {
 		t.Fatal(err)
 	}
-	for flag, want := range map[string]string{"dst-registry": "file.example.com", "namespace": "from-env", "library": "from-flag", "cluster": "global"} {
+	for flag, want := range map[string]string{"dst-registry": "file.example.com", "namespace": "from-env", "library": "from-flag", "cluster": ""} {
 		if got := fs.Lookup(flag).Value.String(); got != want {
 			t.Errorf("--%s = %q, want %q", flag, got, want)
 		}

@@ -55,14 +55,29 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					o.PR, o.TargetBranch = true, target
 				}
 			}
-			plan, err := pipeline.PlanRun(cmd.Context(), o)
+			plans, err := pipeline.PlanClusters(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
+			// One cluster: its plan, as before clusters; several: one
+			// plan per cluster (a JSON array, docs/plan-json.md).
+			plan := plans[0]
+			var doc any = plan
 			md := plan.Markdown()
+			if len(plans) > 1 {
+				doc, md = plans, ""
+				plan = &pipeline.Plan{Findings: []lint.Finding{}}
+				for _, pl := range plans {
+					md += pl.Markdown() + "\n"
+					plan.Artifacts = append(plan.Artifacts, pl.Artifacts...)
+					plan.Files = append(plan.Files, pl.Files...)
+					plan.Findings = append(plan.Findings, pl.Findings...)
+					plan.Summary.Errors += pl.Summary.Errors
+				}
+			}
 			fmt.Fprint(cmd.OutOrStdout(), md)
 			if planJSON != "" {
-				data, err := json.MarshalIndent(plan, "", "  ")
+				data, err := json.MarshalIndent(doc, "", "  ")
 				if err != nil {
 					return err
 				}
@@ -76,8 +91,12 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 				}
 			}
 			var names []string
+			seen := map[string]bool{}
 			for _, a := range plan.Artifacts {
-				names = append(names, a.Name)
+				if !seen[a.Name] {
+					seen[a.Name] = true
+					names = append(names, a.Name)
+				}
 			}
 			changed := "false"
 			if len(plan.Files) > 0 {

@@ -141,7 +141,7 @@ OCI catalog pushed to --oci.`,
 			}
 			if res.Catalog != nil {
 				printResult(cmd, res.Catalog)
-				inv.reportRun(res.Catalog.Changes, res.Catalog.Commit)
+				inv.reportRun(res.Catalog.Changes, res.Catalog.Commit, res.Catalog.Clusters)
 			}
 			return nil
 		},

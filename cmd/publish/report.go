@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 )
 
@@ -66,9 +68,29 @@ func runSummary(ch render.Changes, commit string) string {
 	return b.String()
 }
 
+// clusterOutput is one entry of the clusters output (ci.OutputClusters).
+// PR and PRNumber stay empty until pull-request delivery.
+type clusterOutput struct {
+	Cluster  string `json:"cluster"`
+	Commit   string `json:"commit"`
+	Changed  bool   `json:"changed"`
+	PR       string `json:"pr"`
+	PRNumber string `json:"prNumber"`
+}
+
+// clustersOutput is the clusters output of a run: a JSON array.
+func clustersOutput(cs []pipeline.ClusterResult) string {
+	out := make([]clusterOutput, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, clusterOutput{Cluster: c.Name, Commit: c.Commit, Changed: c.Commit != ""})
+	}
+	data, _ := json.Marshal(out)
+	return string(data)
+}
+
 // reportRun records the outputs and the job summary of a run (or push
-// --catalog).
-func (inv *invocation) reportRun(ch render.Changes, commit string) {
+// --catalog): cs is what it did per cluster.
+func (inv *invocation) reportRun(ch render.Changes, commit string, cs []pipeline.ClusterResult) {
 	changed := "false"
 	if commit != "" {
 		changed = "true"
@@ -77,10 +99,39 @@ func (inv *invocation) reportRun(ch render.Changes, commit string) {
 		ci.OutputChanged:   changed,
 		ci.OutputArtifacts: strings.Join(changedArtifacts(ch), "\n"),
 		ci.OutputCommit:    commit,
+		ci.OutputClusters:  clustersOutput(cs),
 	})
 	if inv.ci != nil {
-		if err := inv.ci.Summary(runSummary(ch, commit)); err != nil {
+		if err := inv.ci.Summary(runSummaryClusters(ch, commit, cs)); err != nil {
 			inv.warnf("CI summary: %v", err)
 		}
 	}
+}
+
+// runSummaryClusters is runSummary, with one section per cluster when the
+// run served several.
+func runSummaryClusters(ch render.Changes, commit string, cs []pipeline.ClusterResult) string {
+	if len(cs) < 2 {
+		return runSummary(ch, commit)
+	}
+	var b strings.Builder
+	b.WriteString("## publish run\n\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "### Cluster %s\n\n", c.Name)
+		switch {
+		case c.Superseded != "":
+			fmt.Fprintf(&b, "Already published from a newer source commit, `%s`.\n\n", c.Superseded)
+		case c.Changes.Empty() && c.Commit == "":
+			b.WriteString("Nothing changed.\n\n")
+		default:
+			sub := strings.TrimPrefix(runSummary(c.Changes, ""), "## publish run\n\n")
+			b.WriteString(sub + "\n")
+		}
+	}
+	if commit != "" {
+		fmt.Fprintf(&b, "Catalog commit `%s`.\n", commit)
+	} else {
+		b.WriteString("No catalog commit.\n")
+	}
+	return b.String()
 }

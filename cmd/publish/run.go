@@ -22,6 +22,8 @@ type publishFlags struct {
 	render  renderFlags
 	oci     *ociFlags  // run only
 	sign    *signFlags // run only
+	// clusters are the clusters options resolved (resolveClusters).
+	clusters []renderSettings
 }
 
 // register adds every group; write is true for run (copy and commit
@@ -34,6 +36,7 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 	}
 	p.source.register(fs)
 	p.render.register(fs)
+	p.render.registerClusters(fs)
 	p.dst.register(fs, verb+" access")
 	p.src.register(fs)
 	p.tls.register(fs)
@@ -61,10 +64,11 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	if err := p.source.check(allowEmpty, hint); err != nil {
 		return err
 	}
-	rs, err := p.render.resolve(inv.config)
+	all, err := p.render.resolveClusters(inv.config)
 	if err != nil {
 		return err
 	}
+	rs := all[0]
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
 	o.Cluster, o.Target, o.OLM, o.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
 	o.Lint = inv.lintConfig()
@@ -73,6 +77,20 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return err
 		}
 	}
+	if len(all) > 1 || rs.Include != nil || rs.Exclude != nil || rs.DstRegistry != "" {
+		o.Clusters = nil
+		for _, c := range all {
+			oci := ""
+			if p.oci != nil {
+				if oci, err = p.oci.resolve(inv.config, c.Cluster); err != nil {
+					return err
+				}
+			}
+			o.Clusters = append(o.Clusters, c.clusterOptions(oci))
+		}
+	}
+	p.clusters = all
+	o.Declared = inv.config.ClusterNames()
 	o.Verify = inv.imageVerifier()
 	if p.sign != nil {
 		s, err := p.sign.signer()
@@ -130,7 +148,7 @@ are delisted (present: false), never deleted.`,
 				return err
 			}
 			printResult(cmd, res)
-			inv.reportRun(res.Changes, res.Commit)
+			inv.reportRun(res.Changes, res.Commit, res.Clusters)
 			return nil
 		},
 	}
@@ -145,6 +163,10 @@ are delisted (present: false), never deleted.`,
 
 func printResult(cmd *cobra.Command, res *pipeline.Result) {
 	w := cmd.OutOrStdout()
+	if len(res.Clusters) > 1 {
+		printClusters(cmd, res)
+		return
+	}
 	ch := res.Changes
 	for _, s := range []struct {
 		title string
@@ -165,6 +187,38 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 		fmt.Fprintf(w, "commit    %s\n", res.Commit)
 	} else if res.Superseded != "" {
 		fmt.Fprintf(w, "no change: the catalog is already published from a newer source commit, %s\n", res.Superseded)
+	} else if res.Mirror != nil {
+		fmt.Fprintln(w, "no change: nothing committed")
+	}
+}
+
+// printClusters is printResult for a run of several clusters: each change
+// with its cluster ("listed    tiny 1.2.0 (cluster a)"), then the commit.
+func printClusters(cmd *cobra.Command, res *pipeline.Result) {
+	w := cmd.OutOrStdout()
+	for _, c := range res.Clusters {
+		ch := c.Changes
+		for _, s := range []struct {
+			title string
+			items []string
+		}{{"listed", ch.Listed}, {"upgraded", ch.Upgraded}, {"relisted", ch.Relisted}, {"delisted", ch.Delisted}, {"updated", ch.Updated}} {
+			for _, it := range s.items {
+				fmt.Fprintf(w, "%-9s %s (cluster %s)\n", s.title, it, c.Name)
+			}
+		}
+		if o := c.OCI; o != nil {
+			state := "present"
+			if o.Pushed {
+				state = "pushed"
+			}
+			fmt.Fprintf(w, "oci       %s@%s (%s, cluster %s)\n", o.Ref, o.Digest, state, c.Name)
+		}
+		if c.Superseded != "" {
+			fmt.Fprintf(w, "no change on cluster %s: it is already published from a newer source commit, %s\n", c.Name, c.Superseded)
+		}
+	}
+	if res.Commit != "" {
+		fmt.Fprintf(w, "commit    %s\n", res.Commit)
 	} else if res.Mirror != nil {
 		fmt.Fprintln(w, "no change: nothing committed")
 	}

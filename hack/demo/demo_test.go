@@ -309,7 +309,7 @@ func assertTree(t *testing.T, repo *git.Repository, want []string) {
 func catalogFixture(t *testing.T, dir string, queuePresent string) {
 	t.Helper()
 	files := map[string]string{
-		"publish/state.yaml":                           "source:\n  commit: abc\n",
+		"publish/state/global.yaml":                    "source:\n  commit: abc\n",
 		"rendered/global/queue-operator/artifact.yaml": "apiVersion: app.alauda.io/v1alpha1\nkind: Artifact\nmetadata:\n  name: queue-operator\nspec:\n  present: " + queuePresent + "\n",
 		"rendered/global/hello-operator/versions.yaml": "---\napiVersion: app.alauda.io/v1alpha1\nkind: ArtifactVersion\nmetadata:\n  name: hello-operator.v0.2.0\n  labels:\n    cpaas.io/artifact-version: hello-operator\nspec:\n  tag: v0.2.0\n  present: true\n" +
 			"--- # next\napiVersion: app.alauda.io/v1alpha1\nkind: ArtifactVersion\nmetadata:\n  name: hello-operator.v0.3.0\n  labels:\n    cpaas.io/artifact-version: hello-operator\nspec:\n  tag: v0.3.0\n  present: true\n",

@@ -160,7 +160,7 @@ func TestWriteCommitRefusesBadPaths(t *testing.T) {
 }
 
 func TestFullReadRequiredError(t *testing.T) {
-	err := fmtWrap(FullReadRequired("the catalog has no %s yet", StatePath))
+	err := fmtWrap(FullReadRequired("the catalog has no %s yet", "publish/state.yaml"))
 	var fr *FullReadRequiredError
 	if !errors.As(err, &fr) || fr.Reason != "the catalog has no publish/state.yaml yet" {
 		t.Fatalf("%v", err)
@@ -296,7 +296,7 @@ func TestCatalogPath(t *testing.T) {
 			}
 			head := seed(t, bare, "main", fs)
 			tip := openTip(t, o)
-			if data, ok, err := tip.State(); err != nil || !ok || string(data) != "state: 1\n" {
+			if data, ok, err := tip.ReadFile("publish/state.yaml"); err != nil || !ok || string(data) != "state: 1\n" {
 				t.Fatalf("state: %q %v %v", data, ok, err)
 			}
 			got, err := tip.Files("rendered", func(p string, isDir bool) bool { return isDir && p == "rendered/other" })
@@ -329,7 +329,7 @@ func TestEmptyRepoAndNewBranch(t *testing.T) {
 			if tip.Head() != "" {
 				t.Fatalf("empty repo: head %q", tip.Head())
 			}
-			if _, ok, err := tip.State(); ok || err != nil {
+			if _, ok, err := tip.ReadFile("publish/state.yaml"); ok || err != nil {
 				t.Fatalf("empty repo has a state: %v", err)
 			}
 			w := commitPush(t, o, bare, files(catalogFiles()))
@@ -473,7 +473,7 @@ func TestViewsAgree(t *testing.T) {
 		if v.Head() != head {
 			t.Errorf("%T: head %q, want %s", v, v.Head(), head)
 		}
-		if data, ok, err := v.State(); !ok || err != nil || string(data) != "state: 1\n" {
+		if data, ok, err := v.ReadFile("publish/state.yaml"); !ok || err != nil || string(data) != "state: 1\n" {
 			t.Errorf("%T: state %q %v %v", v, data, ok, err)
 		}
 		for _, p := range []string{"rendered", "missing", "rendered/global"} {

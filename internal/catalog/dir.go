@@ -43,9 +43,6 @@ func OpenDir(root string) (*Dir, error) {
 // Head implements View.
 func (d *Dir) Head() string { return d.head }
 
-// State implements View.
-func (d *Dir) State() ([]byte, bool, error) { return d.ReadFile(StatePath) }
-
 // ReadFile implements View.
 func (d *Dir) ReadFile(p string) ([]byte, bool, error) {
 	if err := checkPath(p); err != nil {

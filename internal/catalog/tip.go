@@ -209,9 +209,6 @@ func (t *Tip) Close() error {
 	return errors.Join(err, os.RemoveAll(t.dir))
 }
 
-// State implements View.
-func (t *Tip) State() ([]byte, bool, error) { return t.ReadFile(StatePath) }
-
 // ReadFile implements View.
 func (t *Tip) ReadFile(p string) ([]byte, bool, error) {
 	if t.tree == nil {

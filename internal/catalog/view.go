@@ -8,12 +8,7 @@ package catalog
 
 import (
 	"fmt"
-
-	"github.com/operator-publish/publish/internal/gitops"
 )
-
-// StatePath is where the state file lives, relative to the catalog root.
-const StatePath = gitops.StatePath
 
 // View reads the catalog: the files below the catalog root (--catalog-path
 // when there is one) of one commit. Paths are slash-separated and relative
@@ -29,9 +24,6 @@ type View interface {
 	// Head is the commit the view shows, "" when the branch has no commits
 	// yet (an empty repo, a new branch, or a directory outside Git).
 	Head() string
-	// State returns the bytes of the state file (StatePath) and whether it
-	// exists.
-	State() ([]byte, bool, error)
 	// ReadFile returns the content of the file at p and whether it exists
 	// (a directory does not).
 	ReadFile(p string) ([]byte, bool, error)

@@ -1,7 +1,7 @@
 // Package check is `publish check`: the review of the catalog repo's own
 // pull requests (docs/catalog.md#reviewing-catalog-pull-requests-publish-check).
 // In the catalog repo's CI it re-renders every cluster from
-// publish/generated and the cluster's overlay (internal/render Build, the
+// publish/generated/<cluster> and the cluster's overlay (internal/render Build, the
 // alauda target's render), reports every file of rendered/<cluster> that
 // differs from the render (changed, missing or extra: a hand edit, an
 // overlay changed but not rendered, a broken overlay), validates every
@@ -38,7 +38,7 @@ const (
 	RuleDrift     = "check/drift"      // rendered/ differs from the render: changed, missing or extra file
 	RuleOverlay   = "check/overlay"    // the overlay does not build
 	RuleCRD       = "check/crd"        // an object the CRDs reject
-	RuleState     = "check/state"      // publish/state.yaml does not parse or validate
+	RuleState     = "check/state"      // a state file (publish/state/<cluster>.yaml) does not parse or validate
 	RuleDeleted   = "check/deleted"    // an object removed from rendered/ (delisting never deletes)
 	RuleNoOverlay = "check/no-overlay" // rendered/<cluster> without its overlay: not checked
 )
@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := c.readState(); err != nil {
 		return nil, err
 	}
-	if err := c.generatedBase(); err != nil {
+	if err := c.generatedBases(); err != nil {
 		return nil, err
 	}
 	clusters, err := c.clusters()
@@ -220,13 +220,14 @@ func repoRoot(dir string) string {
 }
 
 type checker struct {
-	o     Options
-	r     *Report
-	head  *catalog.Dir
-	dir   string
-	log   io.Writer
-	v     *crdcheck.Validator
-	state *gitops.State // nil when absent or invalid
+	o    Options
+	r    *Report
+	head *catalog.Dir
+	dir  string
+	log  io.Writer
+	v    *crdcheck.Validator
+	// rendered is the render key the state files record per cluster.
+	rendered map[string]string
 }
 
 // at returns the repository-relative path of a catalog path.
@@ -249,31 +250,75 @@ func (c *checker) logf(format string, args ...any) {
 	fmt.Fprintf(c.log, format+"\n", args...)
 }
 
-// readState reads publish/state.yaml: what check needs of it is which target
-// rendered each cluster; a file that does not parse is a finding.
+// readState reads the state files (publish/state/<cluster>.yaml, or the
+// older publish/state.yaml of a catalog not upgraded yet): what check
+// needs of them is which target rendered each cluster; a file that does
+// not parse is a finding.
 func (c *checker) readState() error {
-	data, ok, err := c.head.State()
+	c.rendered = map[string]string{}
+	if data, ok, err := c.head.ReadFile(gitops.LegacyStatePath); err != nil {
+		return err
+	} else if ok {
+		s, err := gitops.ParseLegacyState(data)
+		if err != nil {
+			c.add(lint.Finding{Rule: RuleState, Path: gitops.LegacyStatePath, Line: 1, Message: err.Error()})
+		} else {
+			for cl, k := range s.Rendered {
+				c.rendered[cl] = k
+			}
+		}
+	}
+	files, err := c.head.Files(gitops.StateDir, nil)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return nil
+	for _, p := range sortedKeys(files) {
+		cl, ok := gitops.StateCluster(p)
+		if !ok {
+			continue
+		}
+		s, err := gitops.ParseState(p, files[p])
+		if err != nil {
+			c.add(lint.Finding{Rule: RuleState, Path: p, Line: 1, Message: err.Error()})
+			continue
+		}
+		c.rendered[cl] = s.Rendered[cl]
 	}
-	s, err := gitops.ParseState(data)
-	if err != nil {
-		c.add(lint.Finding{Rule: RuleState, Path: catalog.StatePath, Line: 1, Message: err.Error()})
-		return nil
-	}
-	c.state = s
 	return nil
 }
 
-// generatedBase checks that publish/generated/kustomization.yaml lists
-// exactly the object files of publish/generated: the overlays are built
-// from those files (render.Build), but the next incremental `publish run`
-// splices that list, and a hand edit of it would stop the run.
-func (c *checker) generatedBase() error {
-	data, ok, err := c.head.ReadFile(render.GeneratedKustomization)
+// generatedBases checks every generated base: publish/generated/<cluster>
+// (and publish/generated itself in a catalog not upgraded yet).
+func (c *checker) generatedBases() error {
+	files, err := c.head.Files(render.GeneratedDir, nil)
+	if err != nil {
+		return err
+	}
+	bases := map[string]bool{}
+	for p := range files {
+		rest := strings.TrimPrefix(p, render.GeneratedDir+"/")
+		if rest == "kustomization.yaml" {
+			bases[render.GeneratedDir] = true
+		} else if cl, r, ok := strings.Cut(rest, "/"); ok && r == "kustomization.yaml" {
+			bases[render.GeneratedBase(cl)] = true
+		}
+	}
+	for _, b := range sortedKeys(bases) {
+		if err := c.generatedBase(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// generatedBase checks that base/kustomization.yaml lists exactly the
+// object files of base (publish/generated/<cluster>): the overlays are
+// built from those files (render.Build), but the next incremental
+// `publish run` splices that list, and a hand edit of it would stop the
+// run.
+func (c *checker) generatedBase(base string) error {
+	kp := base + "/kustomization.yaml"
+	data, ok, err := c.head.ReadFile(kp)
 	if err != nil || !ok {
 		return err
 	}
@@ -281,33 +326,33 @@ func (c *checker) generatedBase() error {
 		Resources []string `json:"resources"`
 	}
 	if err := yamlUnmarshal(data, &k); err != nil {
-		c.add(lint.Finding{Rule: RuleDrift, Path: render.GeneratedKustomization, Line: 1, Message: "does not parse: " + err.Error() + " (it is written by publish: restore it from the catalog's Git history)"})
+		c.add(lint.Finding{Rule: RuleDrift, Path: kp, Line: 1, Message: "does not parse: " + err.Error() + " (it is written by publish: restore it from the catalog's Git history)"})
 		return nil
 	}
-	files, err := c.head.Files(render.GeneratedDir, nil)
+	files, err := c.head.Files(base, nil)
 	if err != nil {
 		return err
 	}
 	listed := map[string]bool{}
 	for _, r := range k.Resources {
 		listed[r] = true
-		if _, ok := files[render.GeneratedDir+"/"+r]; !ok {
-			c.add(lint.Finding{Rule: RuleDrift, Path: render.GeneratedKustomization, Line: keyLine(data, "resources"), Message: fmt.Sprintf("lists %s, which %s does not hold (it is written by publish: restore it from the catalog's Git history)", r, render.GeneratedDir)})
+		if _, ok := files[base+"/"+r]; !ok {
+			c.add(lint.Finding{Rule: RuleDrift, Path: kp, Line: keyLine(data, "resources"), Message: fmt.Sprintf("lists %s, which %s does not hold (it is written by publish: restore it from the catalog's Git history)", r, base)})
 		}
 	}
 	for _, p := range sortedKeys(files) {
-		r := strings.TrimPrefix(p, render.GeneratedDir+"/")
-		if strings.Contains(r, "/") && !listed[r] {
-			c.add(lint.Finding{Rule: RuleDrift, Path: render.GeneratedKustomization, Line: keyLine(data, "resources"), Message: fmt.Sprintf("does not list %s (it is written by publish: restore it from the catalog's Git history)", r)})
+		r := strings.TrimPrefix(p, base+"/")
+		if strings.Count(r, "/") == 1 && !listed[r] {
+			c.add(lint.Finding{Rule: RuleDrift, Path: kp, Line: keyLine(data, "resources"), Message: fmt.Sprintf("does not list %s (it is written by publish: restore it from the catalog's Git history)", r)})
 		}
 	}
 	return nil
 }
 
-// olmRendered reports whether publish/state.yaml records cluster as
+// olmRendered reports whether the cluster's state file records it as
 // rendered by the olm target (its render key starts with "olm ").
 func (c *checker) olmRendered(cluster string) bool {
-	return c.state != nil && strings.HasPrefix(c.state.Rendered[cluster], "olm ")
+	return strings.HasPrefix(c.rendered[cluster], "olm ")
 }
 
 // notOLM is why a cluster of the olm target is not re-rendered.
@@ -401,10 +446,10 @@ func (c *checker) cluster(cl *Cluster) error {
 			return err
 		}
 		c.add(lint.Finding{Rule: RuleOverlay, Path: overlayFile(c.dir, cl.Name), Message: err.Error(),
-			Hint: "fix the overlay: `kustomize build " + render.ClustersDir + "/" + cl.Name + "` must build from " + render.GeneratedDir})
+			Hint: "fix the overlay: `kustomize build " + render.ClustersDir + "/" + cl.Name + "` must build from " + render.GeneratedBase(cl.Name)})
 		return nil
 	}
-	c.logf("check: %s: re-rendered %d files from %s through %s/%s", cl.Name, len(want), render.GeneratedDir, render.ClustersDir, cl.Name)
+	c.logf("check: %s: re-rendered %d files from %s through %s/%s", cl.Name, len(want), render.GeneratedBase(cl.Name), render.ClustersDir, cl.Name)
 	hint := "render it again (`publish render --cluster " + cl.Name + "`, or the next `publish run`) instead of editing " + dir + " by hand"
 	changed := render.Files{}
 	for _, p := range union(have, want) {
@@ -413,13 +458,13 @@ func (c *checker) cluster(cl *Cluster) error {
 		switch {
 		case !inHave:
 			changed[p] = w
-			c.add(lint.Finding{Rule: RuleDrift, Path: p, Message: fmt.Sprintf("missing: %s/%s renders this file from %s, but %s lacks it (deleted by hand, or the overlay or the generated base changed without a render)", render.ClustersDir, cl.Name, render.GeneratedDir, dir), Hint: hint})
+			c.add(lint.Finding{Rule: RuleDrift, Path: p, Message: fmt.Sprintf("missing: %s/%s renders this file from %s, but %s lacks it (deleted by hand, or the overlay or the generated base changed without a render)", render.ClustersDir, cl.Name, render.GeneratedBase(cl.Name), dir), Hint: hint})
 		case !inWant:
-			c.add(lint.Finding{Rule: RuleDrift, Path: p, Line: 1, Message: fmt.Sprintf("extra: %s/%s does not render this file from %s (added by hand, or the overlay or the generated base changed without a render)", render.ClustersDir, cl.Name, render.GeneratedDir), Hint: hint})
+			c.add(lint.Finding{Rule: RuleDrift, Path: p, Line: 1, Message: fmt.Sprintf("extra: %s/%s does not render this file from %s (added by hand, or the overlay or the generated base changed without a render)", render.ClustersDir, cl.Name, render.GeneratedBase(cl.Name)), Hint: hint})
 		case !bytes.Equal(h, w):
 			changed[p] = w
 			line, got, exp := firstDiff(h, w)
-			c.add(lint.Finding{Rule: RuleDrift, Path: p, Line: line, Message: fmt.Sprintf("differs from what %s/%s renders from %s (a hand edit, or the overlay or the generated base changed without a render): line %d is %q, the render has %q", render.ClustersDir, cl.Name, render.GeneratedDir, line, got, exp), Hint: hint})
+			c.add(lint.Finding{Rule: RuleDrift, Path: p, Line: line, Message: fmt.Sprintf("differs from what %s/%s renders from %s (a hand edit, or the overlay or the generated base changed without a render): line %d is %q, the render has %q", render.ClustersDir, cl.Name, render.GeneratedBase(cl.Name), line, got, exp), Hint: hint})
 		}
 	}
 	// What the overlay would render, where it differs: an overlay patch

@@ -19,10 +19,10 @@ import (
 	"github.com/operator-publish/publish/internal/target"
 )
 
-const globalOverlay = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../publish/generated\n"
+const globalOverlay = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../publish/generated/global\n"
 
 // edgeOverlay renames the registry for the edge cluster.
-const edgeOverlay = globalOverlay + "patches:\n- target: {kind: Artifact}\n  patch: |-\n    - op: replace\n      path: /spec/registry\n      value: registry.edge.example.com\n"
+const edgeOverlay = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../../publish/generated/edge\n" + "patches:\n- target: {kind: Artifact}\n  patch: |-\n    - op: replace\n      path: /spec/registry\n      value: registry.edge.example.com\n"
 
 func version(v string, present bool) model.VersionRecord {
 	return model.VersionRecord{Version: v, Tag: "v" + v, Present: present}
@@ -85,19 +85,22 @@ func (c *catalogRepo) read(p string) string {
 // the state and commits.
 func (c *catalogRepo) publish(arts []model.ArtifactRecord, msg string) {
 	c.t.Helper()
-	st := &gitops.State{Artifacts: arts, Rendered: map[string]string{"olmc": "olm reg.example.com/olm/publish-catalog@sha256:" + strings.Repeat("a", 64)}}
+	keys := map[string]string{"olmc": "olm reg.example.com/olm/publish-catalog@sha256:" + strings.Repeat("a", 64)}
 	for _, cl := range []string{"global", "edge"} {
 		key, err := target.RenderInto(c.dir, cl, render.Config{}, arts, "")
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		st.Rendered[cl] = key
+		keys[cl] = key
 	}
-	data, err := st.Marshal()
-	if err != nil {
-		c.t.Fatal(err)
+	for cl, key := range keys {
+		st := &gitops.State{Artifacts: arts, Rendered: map[string]string{cl: key}}
+		data, err := st.Marshal()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.write(gitops.StatePath(cl), string(data))
 	}
-	c.write(gitops.StatePath, string(data))
 	c.commitAll(msg)
 }
 
@@ -210,7 +213,7 @@ func TestMissingAndExtraFile(t *testing.T) {
 
 func TestBrokenOverlay(t *testing.T) {
 	c := newCatalog(t, "")
-	c.write("kustomize/clusters/edge/kustomization.yaml", globalOverlay+"- ../missing-base\n")
+	c.write("kustomize/clusters/edge/kustomization.yaml", strings.Replace(globalOverlay, "generated/global", "generated/edge", 1)+"- ../missing-base\n")
 	r := c.check(Options{})
 	oneFinding(t, r, RuleOverlay, "kustomize/clusters/edge/kustomization.yaml", "kustomize build")
 	for _, cl := range r.Clusters {
@@ -326,9 +329,9 @@ func equalVersions(a, b []VersionChange) bool {
 
 func TestGeneratedKustomization(t *testing.T) {
 	c := newCatalog(t, "")
-	k := c.read(render.GeneratedKustomization)
-	c.write(render.GeneratedKustomization, strings.Replace(k, "- tiny/artifactversion_tiny.v1.0.0.yaml\n", "", 1))
-	f := oneFinding(t, c.check(Options{}), RuleDrift, render.GeneratedKustomization, "does not list tiny/artifactversion_tiny.v1.0.0.yaml")
+	k := c.read(render.GeneratedKustomization("global"))
+	c.write(render.GeneratedKustomization("global"), strings.Replace(k, "- tiny/artifactversion_tiny.v1.0.0.yaml\n", "", 1))
+	f := oneFinding(t, c.check(Options{}), RuleDrift, render.GeneratedKustomization("global"), "does not list tiny/artifactversion_tiny.v1.0.0.yaml")
 	if f.Line < 2 {
 		t.Errorf("line %d, want the resources line", f.Line)
 	}
@@ -336,8 +339,8 @@ func TestGeneratedKustomization(t *testing.T) {
 
 func TestBadState(t *testing.T) {
 	c := newCatalog(t, "")
-	c.write(gitops.StatePath, "apiVersion: nope\n")
-	oneFinding(t, c.check(Options{}), RuleState, gitops.StatePath, "state.yaml")
+	c.write(gitops.StatePath("edge"), "apiVersion: nope\n")
+	oneFinding(t, c.check(Options{}), RuleState, gitops.StatePath("edge"), "edge.yaml")
 }
 
 // TestClusterRemoved: a change that removes a whole rendered/<cluster>

@@ -354,7 +354,7 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("## publish check\n\n")
 	b.WriteString(r.verdict(true) + "\n\n")
-	b.WriteString("| cluster | re-rendered from `" + render.GeneratedDir + "` | rendered files | objects checked against the CRDs | problems |\n|---|---|---|---|---|\n")
+	b.WriteString("| cluster | re-rendered from `" + render.GeneratedDir + "/<cluster>` | rendered files | objects checked against the CRDs | problems |\n|---|---|---|---|---|\n")
 	for _, c := range r.Clusters {
 		if !c.Checked {
 			fmt.Fprintf(&b, "| `%s` | %s | | | |\n", c.Name, mdCell(c.Skipped))
@@ -415,7 +415,7 @@ func (r *Report) Text() string {
 			fmt.Fprintf(&b, "cluster %s: %s\n", c.Name, c.Skipped)
 			continue
 		}
-		fmt.Fprintf(&b, "cluster %s: re-rendered from %s, %s, %s checked against the CRDs, %s\n", c.Name, render.GeneratedDir, lint.Count(c.Files, "rendered file"), lint.Count(c.Objects, "object"), lint.Count(c.Problems, "problem"))
+		fmt.Fprintf(&b, "cluster %s: re-rendered from %s, %s, %s checked against the CRDs, %s\n", c.Name, render.GeneratedBase(c.Name), lint.Count(c.Files, "rendered file"), lint.Count(c.Objects, "object"), lint.Count(c.Problems, "problem"))
 	}
 	fmt.Fprintf(&b, "\n%s\n", r.compared())
 	for _, c := range r.Clusters {

@@ -64,6 +64,11 @@ const (
 	OutputArtifacts = "artifacts" // artifacts listed, upgraded, relisted or delisted, one per line
 	OutputCommit    = "commit"    // the catalog commit, empty when none
 	OutputPlanJSON  = "plan-json" // path of the JSON plan (plan)
+	// OutputClusters is a JSON array, one object per cluster the run
+	// served (run): {"cluster", "commit" (the run's commit when it changed
+	// that cluster, else ""), "changed", "pr" and "prNumber" (empty until
+	// pull-request delivery)}.
+	OutputClusters = "clusters"
 )
 
 // statDir reports whether p is a directory; a variable for tests.

@@ -48,6 +48,7 @@ var inputs = []Input{
 	{Name: "signing-key", Flag: "signing-key"},
 	{Name: "signing-key-password", Flag: "signing-key-password", Secret: true},
 	{Name: "cluster", Flag: "cluster"},
+	{Name: "clusters", Flag: "clusters"},
 	{Name: "dst-registry", Flag: "dst-registry"},
 	{Name: "plain-http", Flag: "plain-http"},
 	{Name: "src-username", Flag: "src-username"},

@@ -166,7 +166,7 @@ func TestActionYAML(t *testing.T) {
 		}
 	}
 	outs := obj(a["outputs"])
-	if got, want := keys(outs), sortedCopy([]string{OutputChanged, OutputArtifacts, OutputCommit, OutputPlanJSON}); !slices.Equal(got, want) {
+	if got, want := keys(outs), sortedCopy([]string{OutputChanged, OutputArtifacts, OutputCommit, OutputPlanJSON, OutputClusters}); !slices.Equal(got, want) {
 		t.Errorf("outputs %v, want %v", got, want)
 	}
 }
@@ -490,13 +490,13 @@ func TestTektonExample(t *testing.T) {
 			declared[kind][str(obj(v)["name"])] = true
 		}
 	}
-	outputs := map[string]bool{OutputChanged: true, OutputArtifacts: true, OutputCommit: true, OutputPlanJSON: true}
+	outputs := map[string]bool{OutputChanged: true, OutputArtifacts: true, OutputCommit: true, OutputPlanJSON: true, OutputClusters: true}
 	for r := range declared["results"] {
 		if !outputs[r] {
 			t.Errorf("result %s is not an output publish sets", r)
 		}
 	}
-	for _, r := range []string{OutputChanged, OutputArtifacts, OutputCommit} {
+	for _, r := range []string{OutputChanged, OutputArtifacts, OutputCommit, OutputClusters} {
 		if !declared["results"][r] {
 			t.Errorf("no result %s", r)
 		}

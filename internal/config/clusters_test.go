@@ -185,3 +185,25 @@ clusters:
 		t.Log(err)
 	}
 }
+
+// TestClusterSelection: include/exclude patterns and per-cluster settings
+// load; a pattern path.Match refuses is an error at its line.
+func TestClusterSelection(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, FileName)
+	os.WriteFile(p, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\ncluster: b\nclusters:\n  b:\n    include: ['cert-*']\n    namespace: ns\n    dstRegistry: reg.example.com/b\n"), 0o644)
+	c, err := Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := c.ClusterSettings("b"); cs.Include[0] != "cert-*" || cs.Namespace != "ns" || cs.DstRegistry != "reg.example.com/b" || c.DefaultClusters()[0] != "b" {
+		t.Errorf("%+v", cs)
+	}
+	if _, ok := c.Values()["cluster"]; ok {
+		t.Error("cluster: sets --cluster")
+	}
+	os.WriteFile(p, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nclusters:\n  b:\n    exclude: ['[a-']\n"), 0o644)
+	if _, err := Load(p, true); err == nil || !strings.Contains(err.Error(), ":5: clusters.b.exclude") {
+		t.Errorf("bad pattern: %v", err)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	pathpkg "path"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -83,6 +85,61 @@ type Cluster struct {
 	// this reference, REGISTRY/REPOSITORY[:TAG] (default tag: the cluster
 	// name); --oci wins.
 	OCI string `yaml:"oci,omitempty"`
+	// Include and Exclude are the artifacts the cluster gets, as name
+	// patterns (path.Match: "cert-*", "hello-operator"): those Include
+	// matches (every artifact when empty) that Exclude does not. An
+	// artifact that leaves the selection is delisted on this cluster only
+	// (present: false), never deleted.
+	Include []string `yaml:"include,omitempty"`
+	Exclude []string `yaml:"exclude,omitempty"`
+	// Namespace, Library, ImagePullSecrets and DstRegistry are the
+	// cluster's values of the top-level settings (the flags --namespace,
+	// --library, --image-pull-secret, --dst-registry), which are the
+	// default. Images are mirrored once per distinct destination; the
+	// credentials of a cluster's own destination host come from the docker
+	// config, else from the --dst-username/--dst-password flags.
+	Namespace        string   `yaml:"namespace,omitempty"`
+	Library          string   `yaml:"library,omitempty"`
+	ImagePullSecrets []string `yaml:"imagePullSecrets,omitempty"`
+	DstRegistry      string   `yaml:"dstRegistry,omitempty"`
+}
+
+// ClusterNames returns the clusters publish.yaml declares (clusters:),
+// sorted; none for a nil configuration.
+func (c *Config) ClusterNames() []string {
+	if c == nil {
+		return nil
+	}
+	out := make([]string, 0, len(c.Clusters))
+	for n := range c.Clusters {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ClusterSettings returns the publish.yaml entry of cluster (zero when
+// none).
+func (c *Config) ClusterSettings(cluster string) Cluster {
+	if c == nil {
+		return Cluster{}
+	}
+	return c.Clusters[cluster]
+}
+
+// DefaultClusters returns the clusters publish.yaml's cluster: names (a
+// comma-separated list), none when it names none.
+func (c *Config) DefaultClusters() []string {
+	if c == nil || c.Cluster == "" {
+		return nil
+	}
+	var out []string
+	for _, n := range strings.Split(c.Cluster, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // OLM configures the upstream OLM target of a cluster. Every field is
@@ -234,6 +291,13 @@ func Load(path string, required bool) (*Config, error) {
 		if err := checkOLM(path, data, name, cl.OLM); err != nil {
 			return nil, err
 		}
+		for field, ps := range map[string][]string{"include": cl.Include, "exclude": cl.Exclude} {
+			for _, p := range ps {
+				if _, err := pathpkg.Match(p, ""); err != nil || p == "" {
+					return nil, &Error{Path: path, Line: clusterKeyLine(data, name, field), Msg: fmt.Sprintf("clusters.%s.%s: %q is not a name pattern (path.Match: *, ?, [a-z])", name, field, p)}
+				}
+			}
+		}
 		if cl.OCI != "" {
 			if _, err := ocicatalog.Tag(cl.OCI, name); err != nil {
 				return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "oci"), Msg: fmt.Sprintf("clusters.%s.oci: %v", name, err)}
@@ -353,7 +417,8 @@ func (c *Config) Values() map[string]string {
 	set("packages-dir", c.PackagesDir)
 	set("catalog", c.Catalog)
 	set("catalog-branch", c.CatalogBranch)
-	set("cluster", c.Cluster)
+	// cluster: is the default selection of clusters (DefaultClusters),
+	// read by the commands that serve several, not a --cluster value.
 	set("dst-registry", c.DstRegistry)
 	if c.PlainHTTP != nil {
 		set("plain-http", strconv.FormatBool(*c.PlainHTTP))

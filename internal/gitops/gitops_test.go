@@ -111,7 +111,7 @@ func TestRedact(t *testing.T) {
 
 func TestState(t *testing.T) {
 	dir := t.TempDir()
-	s, err := ReadState(dir)
+	s, err := ReadState(dir, "global")
 	if err != nil || len(s.Artifacts) != 0 {
 		t.Fatalf("missing state: %+v %v", s, err)
 	}
@@ -124,9 +124,9 @@ func TestState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(dir, "publish"), 0o755)
-	os.WriteFile(filepath.Join(dir, StatePath), data, 0o644)
-	back, err := ReadState(dir)
+	os.MkdirAll(filepath.Join(dir, "publish/state"), 0o755)
+	os.WriteFile(filepath.Join(dir, StatePath("global")), data, 0o644)
+	back, err := ReadState(dir, "global")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,16 +137,16 @@ func TestState(t *testing.T) {
 	if string(again) != string(data) {
 		t.Error("state does not round-trip byte for byte")
 	}
-	os.WriteFile(filepath.Join(dir, StatePath), []byte("kind: PublishState\nartifacts: {}\n"), 0o644)
-	if _, err := ReadState(dir); err == nil || !strings.Contains(err.Error(), StatePath) {
+	os.WriteFile(filepath.Join(dir, StatePath("global")), []byte("kind: PublishState\nartifacts: {}\n"), 0o644)
+	if _, err := ReadState(dir, "global"); err == nil || !strings.Contains(err.Error(), StatePath("global")) {
 		t.Errorf("invalid state: %v", err)
 	}
 }
 
 func TestStateValidation(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "publish"), 0o755)
-	head := "apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishState\nsource: {}\n"
+	os.MkdirAll(filepath.Join(dir, "publish/state"), 0o755)
+	head := "apiVersion: publish.operator-publish.io/v1alpha2\nkind: PublishState\nsource: {}\n"
 	for name, tc := range map[string]struct{ body, want string }{
 		"empty tag":        {"artifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: '', present: true}]}\n", `tag "" is not a valid image tag`},
 		"bad name":         {"artifacts:\n- {name: 'Hello Operator!', present: true, registry: r, repository: p, versions: []}\n", "is not a valid object name"},
@@ -161,20 +161,48 @@ func TestStateValidation(t *testing.T) {
 			content := head + tc.body
 			want := tc.want
 			if name == "wrong apiVersion" {
-				content = strings.Replace(head, "v1alpha1", "v9", 1) + "artifacts: []\n"
+				content = strings.Replace(head, "v1alpha2", "v9", 1) + "artifacts: []\n"
 				want = "apiVersion/kind"
 			}
-			os.WriteFile(filepath.Join(dir, StatePath), []byte(content), 0o644)
-			_, err := ReadState(dir)
+			os.WriteFile(filepath.Join(dir, StatePath("global")), []byte(content), 0o644)
+			_, err := ReadState(dir, "global")
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("got %v, want %q", err, want)
 			}
 		})
 	}
 	// A deleted state next to generated objects is refused.
-	os.Remove(filepath.Join(dir, StatePath))
-	os.MkdirAll(filepath.Join(dir, "publish/generated"), 0o755)
-	if _, err := ReadState(dir); err == nil || !strings.Contains(err.Error(), "restore it") {
+	os.Remove(filepath.Join(dir, StatePath("global")))
+	os.MkdirAll(filepath.Join(dir, "publish/generated/global"), 0o755)
+	if _, err := ReadState(dir, "global"); err == nil || !strings.Contains(err.Error(), "restore it") {
 		t.Errorf("missing state: %v", err)
+	}
+}
+
+// TestLegacyStateSplit: the older single state file (v1alpha1) parses only
+// as the legacy format, and splits into one state per cluster it records,
+// each with that cluster's render key and OCI catalog alone.
+func TestLegacyStateSplit(t *testing.T) {
+	old := "apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishState\nsource: {commit: abc}\nartifacts:\n- {name: op, present: true, registry: r, repository: p, versions: [{version: 1.0.0, tag: v1, present: true}]}\nrendered: {a: 'sha256:1', b: 'sha256:2'}\noci: {b: {ref: 'r/c:b', digest: 'sha256:" + strings.Repeat("c", 64) + "'}}\n"
+	if _, err := ParseState(StatePath("a"), []byte(old)); err == nil || !strings.Contains(err.Error(), "v1alpha2") {
+		t.Errorf("v1alpha1 as a state per cluster: %v", err)
+	}
+	s, err := ParseLegacyState([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := s.Split()
+	if len(per) != 2 || per["a"].Rendered["a"] != "sha256:1" || len(per["a"].Rendered) != 1 || per["a"].OCI != nil || per["b"].OCI["b"].Ref != "r/c:b" || per["b"].Source.Commit != "abc" || len(per["b"].Artifacts) != 1 {
+		t.Fatalf("split: %+v %+v", per["a"], per["b"])
+	}
+	data, err := per["b"].Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := ParseState(StatePath("b"), data); err != nil || back.APIVersion != StateAPIVersion {
+		t.Fatalf("%v %+v", err, back)
+	}
+	if c, ok := StateCluster(StatePath("b")); !ok || c != "b" {
+		t.Errorf("StateCluster: %q %v", c, ok)
 	}
 }

@@ -76,7 +76,7 @@ func checkBranch(ctx context.Context, o Options, url string) error {
 }
 
 // NotCatalogError says that the catalog repo (or --catalog-path) holds files
-// but no publish/state.yaml: it is some other repository, and publishing
+// but no state (publish/state/, or the older publish/state.yaml): it is some other repository, and publishing
 // would write the template and a catalog into it. It is an input error;
 // --init-catalog, or --catalog-path naming an absent or empty directory,
 // says the user means it.
@@ -96,7 +96,7 @@ func (e *NotCatalogError) Error() string {
 	if e.More > 0 {
 		found += fmt.Sprintf(" and %d more", e.More)
 	}
-	return fmt.Sprintf("%s is not a catalog: it has no %s but holds %s. Nothing was mirrored or committed. Check --catalog and --catalog-branch; to make it a catalog anyway, pass --init-catalog, or use --catalog-path DIR naming an absent or empty directory", where, StatePath, found)
+	return fmt.Sprintf("%s is not a catalog: it has no %s but holds %s. Nothing was mirrored or committed. Check --catalog and --catalog-branch; to make it a catalog anyway, pass --init-catalog, or use --catalog-path DIR naming an absent or empty directory", where, StateDir+"/", found)
 }
 
 // forgeFile reports whether a top-level entry is one a forge creates with a
@@ -134,7 +134,7 @@ func DirEntries(dir string) ([]Entry, error) {
 }
 
 // CheckCatalog decides whether a catalog root whose top-level entries are
-// entries, and which has publish/state.yaml when hasState, may be published
+// entries, and which has a state file (HasState) when hasState, may be published
 // to. A tree with the state file is a catalog. Without it, the tree is
 // seeded from the template when it is empty, when o.Path (--catalog-path)
 // is set and the directory is absent or empty, when it holds at the repo

@@ -15,11 +15,38 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// StatePath is where the state file lives in the catalog repo.
-const StatePath = "publish/state.yaml"
+// StateDir holds the state files of the catalog repo, one per cluster:
+// publish/state/<cluster>.yaml (StatePath). Each cluster has its own
+// source commit, so that a cluster published from another commit (or not
+// in a run at all) neither blocks nor hides the others' changes
+// (docs/design.md#state-file).
+const StateDir = "publish/state"
 
-// State is publish/state.yaml: the lock of what has been published. Its
-// format is documented in docs/state.md.
+// LegacyStatePath is the one state file of every cluster that publish
+// wrote before state per cluster (apiVersion LegacyStateAPIVersion): read
+// once by the first run, which writes StatePath for each cluster it
+// records and removes it, in the same commit (pipeline's migration).
+const LegacyStatePath = "publish/state.yaml"
+
+// StatePath is the state file of cluster, relative to the catalog root.
+func StatePath(cluster string) string { return StateDir + "/" + cluster + ".yaml" }
+
+// StateCluster returns the cluster whose state file p is (ok false for
+// any other path).
+func StateCluster(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, StateDir+"/")
+	if !ok || strings.Contains(rest, "/") {
+		return "", false
+	}
+	c, ok := strings.CutSuffix(rest, ".yaml")
+	return c, ok && c != ""
+}
+
+// State is publish/state/<cluster>.yaml: the lock of what has been
+// published to one cluster. Its format is documented in docs/state.md.
+// Rendered and OCI hold the entry of that cluster alone (the maps are
+// those of the older single file, LegacyStatePath, which held every
+// cluster's).
 type State struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -54,48 +81,102 @@ type Source struct {
 	Commit string `json:"commit,omitempty"`
 }
 
-// State file identity.
+// HasState reports whether the catalog root dir holds any state file: one
+// of a cluster (StateDir) or the older LegacyStatePath. A catalog with one
+// was published before.
+func HasState(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(LegacyStatePath))); err == nil {
+		return true
+	}
+	des, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(StateDir)))
+	for _, d := range des {
+		if _, ok := StateCluster(StateDir + "/" + d.Name()); ok && d.Type().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+// State file identity. v1alpha2 is the file per cluster (StatePath);
+// v1alpha1 the older single file (LegacyStatePath), read only to upgrade
+// it. The entries of the artifacts are the same in both.
 const (
-	StateAPIVersion = "publish.operator-publish.io/v1alpha1"
-	StateKind       = "PublishState"
+	StateAPIVersion       = "publish.operator-publish.io/v1alpha2"
+	LegacyStateAPIVersion = "publish.operator-publish.io/v1alpha1"
+	StateKind             = "PublishState"
 )
 
-// ReadState reads publish/state.yaml below root. A missing file is an empty
-// state (first publish), not an error; a file that does not parse is an
-// error naming it.
-func ReadState(root string) (*State, error) {
-	p := filepath.Join(root, filepath.FromSlash(StatePath))
-	data, err := os.ReadFile(p)
+// ReadState reads publish/state/<cluster>.yaml below root. A missing file
+// is an empty state (the cluster's first publish), not an error; a file
+// that does not parse is an error naming it. So is a missing file while
+// publish/generated/<cluster> exists: without the lock, tombstones would
+// silently disappear.
+func ReadState(root, cluster string) (*State, error) {
+	sp := StatePath(cluster)
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(sp)))
 	if errors.Is(err, os.ErrNotExist) {
-		// Without the lock, tombstones would silently disappear: refuse
-		// when the catalog was clearly published before.
-		if _, gerr := os.Stat(filepath.Join(root, "publish", "generated")); gerr == nil {
-			return nil, fmt.Errorf("catalog %s is missing but publish/generated exists: restore it from the catalog's git history (git checkout HEAD~1 -- %s); publish will not guess what was published", StatePath, StatePath)
+		gen := "publish/generated/" + cluster
+		if _, gerr := os.Stat(filepath.Join(root, filepath.FromSlash(gen))); gerr == nil {
+			return nil, fmt.Errorf("catalog %s is missing but %s exists: restore it from the catalog's git history (git checkout HEAD~1 -- %s); publish will not guess what was published", sp, gen, sp)
 		}
 		return &State{APIVersion: StateAPIVersion, Kind: StateKind}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return ParseState(data)
+	return ParseState(sp, data)
 }
 
-// ParseState parses and validates the bytes of publish/state.yaml (as
-// ReadState does for a file). Errors name StatePath and say to restore it.
-func ParseState(data []byte) (*State, error) {
+// ParseState parses and validates the bytes of the state file at p (a
+// catalog path, for the messages: StatePath of a cluster), as ReadState
+// does. Errors name p and say to restore it; a file of the older format
+// (LegacyStateAPIVersion) is refused here: ParseLegacyState reads it.
+func ParseState(p string, data []byte) (*State, error) {
+	return parseState(p, data, StateAPIVersion)
+}
+
+// ParseLegacyState parses and validates LegacyStatePath, the single state
+// file of every cluster written before state per cluster.
+func ParseLegacyState(data []byte) (*State, error) {
+	return parseState(LegacyStatePath, data, LegacyStateAPIVersion)
+}
+
+func parseState(p string, data []byte, apiVersion string) (*State, error) {
 	var s State
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-		return nil, fmt.Errorf("catalog %s: %s (it is written by publish; restore it from the catalog's git history)", StatePath, msg)
+		return nil, fmt.Errorf("catalog %s: %s (it is written by publish; restore it from the catalog's git history)", p, msg)
 	}
-	if s.Kind != StateKind || s.APIVersion != StateAPIVersion {
-		return nil, fmt.Errorf("catalog %s: apiVersion/kind %q/%q, want %s/%s", StatePath, s.APIVersion, s.Kind, StateAPIVersion, StateKind)
+	if s.Kind != StateKind || s.APIVersion != apiVersion {
+		return nil, fmt.Errorf("catalog %s: apiVersion/kind %q/%q, want %s/%s", p, s.APIVersion, s.Kind, apiVersion, StateKind)
 	}
 	if err := s.validate(); err != nil {
-		return nil, fmt.Errorf("catalog %s is not valid (it is written by publish; restore it from the catalog's git history): %w", StatePath, err)
+		return nil, fmt.Errorf("catalog %s is not valid (it is written by publish; restore it from the catalog's git history): %w", p, err)
 	}
 	model.SortRecords(s.Artifacts)
 	return &s, nil
+}
+
+// Split returns the state of each cluster that the older single file s
+// (ParseLegacyState) records a render key or an OCI catalog for: its
+// source and artifacts, with that cluster's render key and OCI catalog
+// alone. What was published before state per cluster was published to
+// every cluster from one source commit, so each cluster starts from it.
+func (s *State) Split() map[string]*State {
+	out := map[string]*State{}
+	add := func(c string) *State {
+		if out[c] == nil {
+			out[c] = &State{APIVersion: StateAPIVersion, Kind: StateKind, Source: s.Source, Artifacts: s.Artifacts}
+		}
+		return out[c]
+	}
+	for c, k := range s.Rendered {
+		add(c).Rendered = map[string]string{c: k}
+	}
+	for c, r := range s.OCI {
+		add(c).OCI = map[string]OCIRecord{c: r}
+	}
+	return out
 }
 
 // Marshal returns the state file bytes: sorted, deterministic.
@@ -199,16 +280,18 @@ func sortedClusters(m map[string]OCIRecord) []string {
 type StateIndex struct {
 	// Header is the state without its artifacts (source, render keys).
 	Header *State
+	// Path is the state file's catalog path (StatePath), for messages.
+	Path   string
 	chunks map[string][]byte
 }
 
-// SplitState indexes data (publish/state.yaml bytes). Errors: the file is
-// not in Marshal's canonical form, or its header does not parse; ReadState
-// then says what is wrong.
-func SplitState(data []byte) (*StateIndex, error) {
+// SplitState indexes data, the bytes of the state file at p (StatePath of
+// a cluster). Errors: the file is not in Marshal's canonical form, or its
+// header does not parse; ReadState then says what is wrong.
+func SplitState(p string, data []byte) (*StateIndex, error) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	var head bytes.Buffer
-	idx := &StateIndex{chunks: map[string][]byte{}}
+	idx := &StateIndex{Path: p, chunks: map[string][]byte{}}
 	in := false
 	var cur []byte
 	flush := func() error {
@@ -227,7 +310,7 @@ func SplitState(data []byte) (*StateIndex, error) {
 			}
 		}
 		if !dns1123.MatchString(name) || idx.chunks[name] != nil {
-			return fmt.Errorf("%s: an artifact entry without a unique plain name", StatePath)
+			return fmt.Errorf("%s: an artifact entry without a unique plain name", p)
 		}
 		idx.chunks[name] = cur
 		cur = nil
@@ -259,12 +342,12 @@ func SplitState(data []byte) (*StateIndex, error) {
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	h, err := ParseState(head.Bytes())
+	h, err := ParseState(p, head.Bytes())
 	if err != nil {
 		return nil, err
 	}
 	if len(h.Artifacts) > 0 {
-		return nil, fmt.Errorf("%s is not in the form publish writes (artifacts in flow style)", StatePath)
+		return nil, fmt.Errorf("%s is not in the form publish writes (artifacts in flow style)", p)
 	}
 	idx.Header = h
 	return idx, nil
@@ -291,14 +374,14 @@ func (x *StateIndex) Artifact(name string) (a model.ArtifactRecord, ok bool, err
 		Artifacts []model.ArtifactRecord `json:"artifacts"`
 	}
 	if err := yaml.UnmarshalStrict(append([]byte("artifacts:\n"), chunk...), &s); err != nil {
-		return a, false, fmt.Errorf("catalog %s, artifact %s: %v (it is written by publish; restore it from the catalog's git history)", StatePath, name, err)
+		return a, false, fmt.Errorf("catalog %s, artifact %s: %v (it is written by publish; restore it from the catalog's git history)", x.Path, name, err)
 	}
 	if len(s.Artifacts) != 1 || s.Artifacts[0].Name != name {
-		return a, false, fmt.Errorf("catalog %s, artifact %s: not one entry", StatePath, name)
+		return a, false, fmt.Errorf("catalog %s, artifact %s: not one entry", x.Path, name)
 	}
 	st := &State{Artifacts: s.Artifacts}
 	if err := st.validate(); err != nil {
-		return a, false, fmt.Errorf("catalog %s is not valid: %w", StatePath, err)
+		return a, false, fmt.Errorf("catalog %s is not valid: %w", x.Path, err)
 	}
 	return s.Artifacts[0], true, nil
 }
@@ -324,7 +407,7 @@ func (x *StateIndex) Marshal(header *State, arts []model.ArtifactRecord) ([]byte
 		if err != nil {
 			return nil, err
 		}
-		sub, err := SplitState(data)
+		sub, err := SplitState(x.Path, data)
 		if err != nil {
 			return nil, err
 		}
@@ -343,7 +426,7 @@ func (x *StateIndex) Marshal(header *State, arts []model.ArtifactRecord) ([]byte
 	empty := []byte("\nartifacts: []\n")
 	i := bytes.Index(head, empty)
 	if i < 0 {
-		return nil, fmt.Errorf("%s: no empty artifacts list in the header", StatePath)
+		return nil, fmt.Errorf("%s: no empty artifacts list in the header", x.Path)
 	}
 	var b bytes.Buffer
 	b.Grow(len(head) + len(names)*512)

@@ -32,7 +32,7 @@ func TestStateIndexMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		idx, err := SplitState(data)
+		idx, err := SplitState(StatePath("global"), data)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -70,11 +70,11 @@ func TestStateIndexMarshal(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("round %d: spliced state differs:\n--- spliced\n%s\n--- whole\n%s", round, got, want)
 		}
-		if _, err := ParseState(got); err != nil {
+		if _, err := ParseState(StatePath("global"), got); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		// The OCI records survive the split of the written file.
-		if again, err := SplitState(got); err != nil {
+		if again, err := SplitState(StatePath("global"), got); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		} else if len(again.Header.OCI) != len(header.OCI) {
 			t.Fatalf("round %d: split header has OCI %v, want %v", round, again.Header.OCI, header.OCI)

@@ -294,7 +294,10 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, error) {
 	if err := writeFiles(dir, files); err != nil {
 		return nil, err
 	}
-	state, err := gitops.ReadState(dir)
+	if _, err := migrateCatalog(dir); err != nil {
+		return nil, err
+	}
+	state, err := gitops.ReadState(dir, o.Cluster)
 	if err != nil {
 		return nil, inputErr(fmt.Errorf("--catalog %s: %w", o.Catalog.URL, err))
 	}

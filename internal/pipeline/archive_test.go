@@ -30,7 +30,7 @@ func TestPushCatalogAsRun(t *testing.T) {
 
 	// The reference: publish run into one catalog.
 	f.run(t)
-	want := f.catalogFile(t, "publish/state.yaml")
+	want := f.catalogFile(t, "publish/state/global.yaml")
 	wantAV := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.1.0.yaml")
 
 	// The site: push --catalog into another, empty catalog.
@@ -49,7 +49,7 @@ func TestPushCatalogAsRun(t *testing.T) {
 	if res.Catalog == nil || res.Catalog.Commit == "" || len(res.Catalog.Changes.Listed) != 1 {
 		t.Fatalf("catalog: %+v", res.Catalog)
 	}
-	if got := f.catalogFile(t, "publish/state.yaml"); got != want {
+	if got := f.catalogFile(t, "publish/state/global.yaml"); got != want {
 		t.Errorf("state.yaml differs from publish run's:\n%s\nwant:\n%s", got, want)
 	}
 	if got := f.catalogFile(t, "rendered/global/tiny/artifactversion_tiny.v1.1.0.yaml"); got != wantAV || got == "" {
@@ -91,7 +91,7 @@ func TestPushCatalogChangedOnly(t *testing.T) {
 	if got := res.Catalog.Changes.Upgraded; len(got) != 1 || !strings.Contains(got[0], "1.2.0") {
 		t.Errorf("upgraded %v", got)
 	}
-	if s := f.catalogFile(t, "publish/state.yaml"); strings.Count(s, "bundleDigest: sha256:") != 3 {
+	if s := f.catalogFile(t, "publish/state/global.yaml"); strings.Count(s, "bundleDigest: sha256:") != 3 {
 		t.Errorf("state:\n%s", s)
 	}
 	// A fresh catalog has none of the versions the archive lacks.
@@ -110,7 +110,7 @@ func TestPushCatalogChangedOnly(t *testing.T) {
 	if got := res.Catalog.Unpublished; len(got) != 2 {
 		t.Errorf("fresh catalog: left out %v", got)
 	}
-	if s := catalogFileOf(t, fresh, "publish/state.yaml"); strings.Count(s, "bundleDigest: sha256:") != 1 || !strings.Contains(s, "1.2.0") {
+	if s := catalogFileOf(t, fresh, "publish/state/global.yaml"); strings.Count(s, "bundleDigest: sha256:") != 1 || !strings.Contains(s, "1.2.0") {
 		t.Errorf("fresh catalog state:\n%s", s)
 	}
 }

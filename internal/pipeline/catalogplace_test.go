@@ -60,12 +60,12 @@ func TestCatalogPath(t *testing.T) {
 		t.Fatal("first run made no commit")
 	}
 	c := tip(t, f.catalog, "main")
-	for _, p := range []string{"deploy/catalog/publish/state.yaml", "deploy/catalog/rendered/global/tiny/artifact_tiny.yaml", "deploy/catalog/kustomize/clusters/global/kustomization.yaml", "deploy/catalog/argocd/application.yaml"} {
+	for _, p := range []string{"deploy/catalog/publish/state/global.yaml", "deploy/catalog/rendered/global/tiny/artifact_tiny.yaml", "deploy/catalog/kustomize/clusters/global/kustomization.yaml", "deploy/catalog/argocd/application.yaml"} {
 		if _, err := c.File(p); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
-	if _, err := c.File("publish/state.yaml"); err == nil {
+	if _, err := c.File("publish/state/global.yaml"); err == nil {
 		t.Error("a state file at the repo root")
 	}
 	if res := f.runWith(t, f.source, cat); res.Commit != "" {
@@ -98,10 +98,10 @@ func TestCatalogInPackageRepo(t *testing.T) {
 			t.Fatal("no commit")
 		}
 		c := tip(t, f.source, "catalog")
-		if _, err := c.File("publish/state.yaml"); err != nil {
+		if _, err := c.File("publish/state/global.yaml"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tip(t, f.source, "master").File("publish/state.yaml"); err == nil {
+		if _, err := tip(t, f.source, "master").File("publish/state/global.yaml"); err == nil {
 			t.Error("the catalog landed on the package branch")
 		}
 		if res := f.runWith(t, f.source, cat); res.Commit != "" {
@@ -125,7 +125,7 @@ func TestCatalogInPackageRepo(t *testing.T) {
 		if len(c.ParentHashes) != 1 || c.ParentHashes[0] != head.Hash {
 			t.Fatalf("the catalog commit %s is not on top of the package commit %s", c.Hash, head.Hash)
 		}
-		for _, p := range []string{"catalog/publish/state.yaml", "packages/tiny/1.0.0/manifest.yaml"} {
+		for _, p := range []string{"catalog/publish/state/global.yaml", "packages/tiny/1.0.0/manifest.yaml"} {
 			if _, err := c.File(p); err != nil {
 				t.Errorf("%s: %v", p, err)
 			}
@@ -170,7 +170,7 @@ func TestRunMissingBranch(t *testing.T) {
 	if res := f.runWith(t, f.source, gitops.Options{URL: f.catalog, Branch: "staging", CreateBranch: true}); res.Commit == "" {
 		t.Fatal("--create-branch: no commit")
 	}
-	if _, err := tip(t, f.catalog, "staging").File("publish/state.yaml"); err != nil {
+	if _, err := tip(t, f.catalog, "staging").File("publish/state/global.yaml"); err != nil {
 		t.Error(err)
 	}
 	if got := tip(t, f.catalog, "main").Hash; got != main {

@@ -44,6 +44,9 @@ type scope struct {
 	o   Options
 	tgt target.Target
 	tip *catalog.Tip
+	// ownTip: the scope opened tip and closes it; else the run's clusters
+	// share it (openScopeOn) and the run closes it.
+	ownTip bool
 	// dir is a temporary directory: the tip's whole catalog (full), or
 	// its overlays, the files outside rendered/ and publish/
 	// (incremental).
@@ -54,8 +57,12 @@ type scope struct {
 	// state is the published state: whole (full), or its header with the
 	// entries of the touched artifacts only (incremental).
 	state *gitops.State
-	// oldState is the tip's state file, had whether it exists.
+	// oldState is the tip's state file of the cluster
+	// (gitops.StatePath), nil when it has none; legacy says the tip has
+	// the older single state file of every cluster, which the full read
+	// upgrades (migrateCatalog).
 	oldState []byte
+	legacy   bool
 	// idx and key (incremental): the state split by artifact, and the
 	// render key of the overlays, equal to the recorded one.
 	idx *gitops.StateIndex
@@ -73,6 +80,9 @@ type scope struct {
 	diffErr error
 	// written is the commit the last render wrote, for push.
 	written *catalog.Written
+	// migrated says the full read upgraded the catalog of the older
+	// layout in dir (migrateCatalog): its changes go into the commit.
+	migrated bool
 }
 
 // scopeOptions says what the scope is for.
@@ -94,13 +104,33 @@ type scopeOptions struct {
 // overlay, manifests that do not parse), and a change detection that
 // fails on the incremental way.
 func openScope(ctx context.Context, o Options, so scopeOptions, tgt target.Target) (*scope, error) {
-	s := &scope{o: o, tgt: tgt}
+	s := &scope{o: o, tgt: tgt, ownTip: true}
 	if err := s.openTip(ctx); err != nil {
 		return nil, err
 	}
 	if s.tip.NewBranch() {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
+	return s, s.read(ctx, so)
+}
+
+// openScopeOn is openScope on a tip the caller opened and closes: the
+// clusters of one run share it, and its one commit.
+func openScopeOn(ctx context.Context, o Options, so scopeOptions, tgt target.Target, tip *catalog.Tip) (*scope, error) {
+	s := &scope{o: o, tgt: tgt, tip: tip}
+	if err := s.openTip(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.read(ctx, so); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// read reads the scope the incremental way when it applies, else the
+// full way; on an error the scope is closed.
+func (s *scope) read(ctx context.Context, so scopeOptions) error {
+	o := s.o
 	err := s.incremental(ctx, so)
 	var full *catalog.FullReadRequiredError
 	if errors.As(err, &full) {
@@ -109,16 +139,16 @@ func openScope(ctx context.Context, o Options, so scopeOptions, tgt target.Targe
 	}
 	if err != nil {
 		s.Close()
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
 }
 
 // openCatalogScope opens the catalog branch tip and reads it whole, with
 // no package repo: `publish push --catalog`, which brings its versions
 // from the archive.
 func openCatalogScope(ctx context.Context, o Options, tgt target.Target) (*scope, error) {
-	s := &scope{o: o, tgt: tgt, full: true}
+	s := &scope{o: o, tgt: tgt, full: true, ownTip: true}
 	if err := s.openTip(ctx); err != nil {
 		return nil, err
 	}
@@ -132,23 +162,38 @@ func openCatalogScope(ctx context.Context, o Options, tgt target.Target) (*scope
 	return s, nil
 }
 
+// openTip opens the catalog branch tip, unless the scope was given one
+// (openScopeOn), and reads the cluster's state file from it.
 func (s *scope) openTip(ctx context.Context) error {
-	tip, err := catalog.OpenTip(ctx, s.o.Catalog)
+	if s.tip == nil {
+		tip, err := catalog.OpenTip(ctx, s.o.Catalog)
+		if err != nil {
+			return err
+		}
+		s.tip = tip
+	}
+	var err error
+	if s.dir, err = os.MkdirTemp("", "publish-catalog-"); err != nil {
+		if s.ownTip {
+			s.tip.Close()
+		}
+		return err
+	}
+	tip := s.tip
+	s.oldState, _, err = tip.ReadFile(gitops.StatePath(s.o.Cluster))
 	if err != nil {
 		return err
 	}
-	s.tip = tip
-	if s.dir, err = os.MkdirTemp("", "publish-catalog-"); err != nil {
-		tip.Close()
-		return err
-	}
-	s.oldState, _, err = tip.ReadFile(gitops.StatePath)
+	_, s.legacy, err = tip.ReadFile(gitops.LegacyStatePath)
 	return err
 }
 
-// Close removes the temporary directory and closes the tip.
+// Close removes the temporary directory and closes the tip it opened.
 func (s *scope) Close() error {
 	err := os.RemoveAll(s.dir)
+	if !s.ownTip {
+		return err
+	}
 	if cerr := s.tip.Close(); err == nil {
 		err = cerr
 	}
@@ -253,10 +298,13 @@ func (s *scope) catalogSide() error {
 	if s.tip.Head() == "" {
 		return catalog.FullReadRequired("the catalog branch has no commits")
 	}
-	if s.oldState == nil {
-		return catalog.FullReadRequired("the catalog has no %s yet", gitops.StatePath)
+	if s.legacy {
+		return catalog.FullReadRequired("the catalog has the older single %s: upgrading it to one state file and one generated base per cluster", gitops.LegacyStatePath)
 	}
-	idx, err := gitops.SplitState(s.oldState)
+	if s.oldState == nil {
+		return catalog.FullReadRequired("the catalog has no %s yet", gitops.StatePath(o.Cluster))
+	}
+	idx, err := gitops.SplitState(gitops.StatePath(o.Cluster), s.oldState)
 	if err != nil {
 		return catalog.FullReadRequired("%v", err)
 	}
@@ -270,10 +318,10 @@ func (s *scope) catalogSide() error {
 	} else if !ok {
 		return catalog.FullReadRequired("the catalog has no %s/%s", render.RenderedDir, o.Cluster)
 	}
-	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization); err != nil {
+	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization(o.Cluster)); err != nil {
 		return err
 	} else if !ok {
-		return catalog.FullReadRequired("the catalog has no %s", render.GeneratedKustomization)
+		return catalog.FullReadRequired("the catalog has no %s", render.GeneratedKustomization(o.Cluster))
 	}
 	overlay, err := s.tip.Files("", func(p string, isDir bool) bool {
 		return isDir && (p == render.RenderedDir || p == "publish")
@@ -289,8 +337,8 @@ func (s *scope) catalogSide() error {
 	}
 	if k, err := inc.Key(s.dir); err != nil {
 		return err
-	} else if k != s.key {
-		return catalog.FullReadRequired("the overlays or the render configuration changed since the last publish")
+	} else if o.renderKey(k) != s.key {
+		return catalog.FullReadRequired("the overlays, the render configuration or the cluster's artifact selection changed since the last publish")
 	}
 	s.idx = idx
 	return nil
@@ -322,6 +370,63 @@ func (s *scope) readTouched() error {
 		}
 	}
 	return nil
+}
+
+// selected returns the versions of vs whose artifacts the cluster's
+// selection takes (ClusterOptions.Include, Exclude); those left out are
+// delisted on this cluster, as if their manifests were gone. A pattern
+// that matches no artifact of the package repo or of the cluster's state
+// is a warning.
+func (s *scope) selected(vs []*model.Version) []*model.Version {
+	c := s.o.cluster
+	if c.selection() == "" {
+		return vs
+	}
+	names := map[string]bool{}
+	for _, v := range vs {
+		names[v.Manifest.Artifact] = true
+	}
+	if s.idx != nil {
+		for _, n := range s.idx.Names() {
+			names[n] = true
+		}
+	}
+	for _, a := range s.state.Artifacts {
+		names[a.Name] = true
+	}
+	if s.full {
+		for field, ps := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
+			for _, p := range ps {
+				hit := false
+				for n := range names {
+					if ok, _ := path.Match(p, n); ok {
+						hit = true
+						break
+					}
+				}
+				if !hit {
+					s.o.warnf("publish.yaml clusters.%s.%s: pattern %q matches no artifact", c.Name, field, p)
+				}
+			}
+		}
+	}
+	var out []*model.Version
+	for _, v := range vs {
+		if c.selects(v.Manifest.Artifact) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// targetState is the state as the target reads it: with the target's
+// part of the cluster's render key (targetKey).
+func (s *scope) targetState() *gitops.State {
+	c := *s.state
+	if k, ok := c.Rendered[s.o.Cluster]; ok {
+		c.Rendered = map[string]string{s.o.Cluster: targetKey(k)}
+	}
+	return &c
 }
 
 // coversAll reports whether the scope holds every artifact of the state.
@@ -398,17 +503,19 @@ func (s *scope) readCatalog() error {
 	if err := writeFiles(s.dir, s.base); err != nil {
 		return err
 	}
+	if s.migrated, err = migrateCatalog(s.dir); err != nil {
+		return err
+	}
 	s.state, err = prepareCatalog(s.dir, s.tip.Head() == "", s.o, s.tgt)
 	return err
 }
 
-// reopen opens the branch's new tip after a rejected push, for the next
-// attempt: the versions and the touched artifacts stay those already read
-// and mirrored. On the incremental way, a new tip whose overlays or state
-// no longer allow it is an error saying to run again (nothing was
-// written).
+// reopen reads the branch's new tip (s.tip, which the caller replaced)
+// after a rejected push, for the next attempt: the versions and the
+// touched artifacts stay those already read and mirrored. On the
+// incremental way, a new tip whose overlays or state no longer allow it is
+// an error saying to run again (nothing was written).
 func (s *scope) reopen(ctx context.Context) error {
-	s.tip.Close()
 	os.RemoveAll(s.dir)
 	if err := s.openTip(ctx); err != nil {
 		return err
@@ -436,11 +543,17 @@ func (s *scope) render(ctx context.Context, next []model.ArtifactRecord, preview
 		changes, err = s.tgt.(target.Incremental).RenderArtifacts(s.tip, s.dir, next)
 		return changes, s.key, "", err
 	}
+	// A changed artifact selection renders the cluster whole.
 	prevKey := s.state.Rendered[s.o.Cluster]
+	if s.o.renderKey(targetKey(prevKey)) != prevKey {
+		prevKey = ""
+	}
+	prevKey = targetKey(prevKey)
 	if preview {
 		warning, err = s.tgt.Preview(s.dir, next, prevKey)
 	} else {
 		key, err = s.tgt.Render(ctx, s.dir, next, prevKey)
+		key = s.o.renderKey(key)
 	}
 	if err != nil {
 		return nil, "", "", err
@@ -494,17 +607,18 @@ func (s *scope) push(ctx context.Context) error {
 	return err
 }
 
-// withState returns changes (sorted by path) with publish/state.yaml set
-// to data, unless that is what the tip has.
+// withState returns changes (sorted by path) with the cluster's state file
+// (gitops.StatePath) set to data, unless that is what the tip has.
 func (s *scope) withState(changes []catalog.Change, data []byte) []catalog.Change {
+	sp := gitops.StatePath(s.o.Cluster)
 	out := make([]catalog.Change, 0, len(changes)+1)
 	for _, c := range changes {
-		if c.Path != gitops.StatePath {
+		if c.Path != sp {
 			out = append(out, c)
 		}
 	}
 	if s.oldState == nil || !bytes.Equal(s.oldState, data) {
-		out = append(out, catalog.Change{Path: gitops.StatePath, Data: data})
+		out = append(out, catalog.Change{Path: sp, Data: data})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -811,7 +925,7 @@ func scopedScan(source, prefix string, idx *gitops.StateIndex, dr, since *diff.R
 				continue
 			}
 			if v.Path == "" {
-				return nil, catalog.FullReadRequired("%s does not record manifest paths (written by an older publish)", gitops.StatePath)
+				return nil, catalog.FullReadRequired("%s does not record manifest paths (written by an older publish)", idx.Path)
 			}
 			out = append(out, v.Path)
 		}
@@ -852,7 +966,7 @@ func scopedScan(source, prefix string, idx *gitops.StateIndex, dr, since *diff.R
 			st, err := os.Lstat(full)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
-					return nil, nil, nil, nil, catalog.FullReadRequired("%s is recorded in %s but gone without a change in the package repo's history", p, gitops.StatePath)
+					return nil, nil, nil, nil, catalog.FullReadRequired("%s is recorded in %s but gone without a change in the package repo's history", p, idx.Path)
 				}
 				return nil, nil, nil, nil, err
 			}

@@ -25,7 +25,7 @@ func (c gitCheckout) opts() *git.CheckoutOptions {
 }
 
 func gitopsReadState(dir string) ([]model.ArtifactRecord, error) {
-	s, err := gitops.ReadState(dir)
+	s, err := gitops.ReadState(dir, "global")
 	if err != nil {
 		return nil, err
 	}

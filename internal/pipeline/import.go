@@ -76,7 +76,7 @@ func Import(ctx context.Context, o Options, im ImportOptions) (*ImportResult, er
 	next := append([]model.ArtifactRecord(nil), state.Artifacts...)
 	for _, a := range arts {
 		if have[a.Name] {
-			return nil, inputErr(fmt.Errorf("artifact %s is already in the catalog's %s: import does not change it", a.Name, gitops.StatePath))
+			return nil, inputErr(fmt.Errorf("artifact %s is already in the catalog's %s: import does not change it", a.Name, gitops.StatePath(o.Cluster)))
 		}
 		next = append(next, a)
 	}
@@ -101,7 +101,7 @@ func Import(ctx context.Context, o Options, im ImportOptions) (*ImportResult, er
 	}
 	// stateFile validates what Marshal writes only when it is read back:
 	// an import that the next run could not read is refused here.
-	if _, err := gitops.ParseState(data); err != nil {
+	if _, err := gitops.ParseState(gitops.StatePath(o.Cluster), data); err != nil {
 		return nil, inputErr(err)
 	}
 	changes = s.withState(changes, data)

@@ -59,3 +59,12 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		l.log.Info(line)
 	}
 }
+
+// withCluster is l with the attribute cluster=name on every record, for
+// the lines of one cluster of a run of several (nil stays nil).
+func withCluster(l *slog.Logger, name string) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return l.With("cluster", name)
+}

@@ -164,7 +164,7 @@ func TestRunOCI(t *testing.T) {
 		if anns[ocicatalog.RevisionAnnotation] != revision {
 			t.Errorf("%s: revision annotation %q, want %s", name, anns[ocicatalog.RevisionAnnotation], revision)
 		}
-		st, err := gitops.ParseState([]byte(f.catalogFile(t, gitops.StatePath)))
+		st, err := gitops.ParseState(gitops.StatePath("global"), []byte(f.catalogFile(t, gitops.StatePath("global"))))
 		if err != nil {
 			t.Fatal(err)
 		}

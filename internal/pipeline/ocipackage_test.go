@@ -105,7 +105,7 @@ func TestPackageOCICatalog(t *testing.T) {
 	if want := renderedFiles(t, f.catalog, "global"); len(want) == 0 || !sameFiles(files, want) {
 		t.Errorf("the OCI catalog holds %d files, the connected side's rendered/global %d, or they differ", len(files), len(want))
 	}
-	st, err := gitops.ParseState([]byte(f.catalogFile(t, gitops.StatePath)))
+	st, err := gitops.ParseState(gitops.StatePath("global"), []byte(f.catalogFile(t, gitops.StatePath("global"))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,9 +198,16 @@ func TestRenderOLMTarget(t *testing.T) {
 		t.Errorf("rendered CatalogSource:\n%s\nwant:\n%s", after, want)
 	}
 
+	// A cluster with no state yet: render cannot map the repositories.
 	opts.Cluster = "lab"
 	_, err := Render(context.Background(), opts)
 	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish/state/lab.yaml") {
+		t.Errorf("cluster never published: %v", err)
+	}
+	// With --dst-registry, the olm target says its catalog image is missing.
+	opts.DstRegistry, opts.PlainHTTP = f.dst+"/mirror", true
+	_, err = Render(context.Background(), opts)
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish run --target olm") {
 		t.Errorf("cluster without a catalog image: %v", err)
 	}

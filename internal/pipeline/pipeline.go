@@ -101,9 +101,24 @@ type Options struct {
 	// the source of the publish instead of Source's Git HEAD and origin
 	// (push --catalog: the commit the archive was packaged from).
 	SourceCommitOverride, SourceRepoOverride string
+	// Clusters, when set, are the clusters the run serves, each with its
+	// settings (publish run with no --cluster: every cluster of
+	// publish.yaml); Cluster, Target, OLM, OCI and Render are then not
+	// used. Empty: the one cluster those fields describe. `publish run`
+	// makes one commit for all of them.
+	Clusters []ClusterOptions
+	// Declared are the clusters publish.yaml declares (nil: none, or no
+	// publish.yaml): a rendered/<cluster> of another cluster is kept as it
+	// is, with a warning (removing it would make Argo CD or Flux prune its
+	// objects).
+	Declared []string
 	// fullRead makes the engine read the whole package repo and catalog
 	// even where the incremental way applies: the equivalence tests.
 	fullRead bool
+	// cluster is the cluster of a run of several (forCluster), and
+	// runClusters the names of all of them.
+	cluster     ClusterOptions
+	runClusters []string
 }
 
 // run is the run-time state of one Run or PlanRun, apart from the Options
@@ -166,6 +181,10 @@ type Result struct {
 	// Verified holds the signature verification of every bundle and
 	// related image read, by image reference (nil without a policy).
 	Verified map[string]model.Verification
+	// Clusters is what the run did on each cluster, in the order served.
+	// With one cluster the fields above are that cluster's; with several,
+	// Changes merges every cluster's and Commit is the one commit.
+	Clusters []ClusterResult
 }
 
 func (o *Options) defaults() {
@@ -230,37 +249,29 @@ func redactURL(u string) string {
 
 // Run is `publish run`: the whole pipeline, through the engine that
 // `publish plan` uses (openScope: only the artifacts a change touches are
-// read and rendered when that applies). Nothing is committed unless every
-// image was mirrored and the catalog rendered; no bundle is mirrored
-// unless every related image was.
+// read and rendered when that applies), for every cluster of the run
+// (Options.Clusters, else Options.Cluster), in one commit. Nothing is
+// committed unless every image of every cluster was mirrored and every
+// cluster rendered; no bundle is mirrored unless every related image was.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.defaults()
-	res := &Result{}
-	tgt, err := o.newTarget()
-	if err != nil {
-		return nil, err
-	}
-	if err := tgt.Check(); err != nil {
-		return nil, err
-	}
-	if probe, err := newClient(o.Mirror, nil); err != nil {
-		return nil, err
-	} else if probe.DstHost() == "" {
-		return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
-	} else if o.OCI != "" {
-		// A bad reference is told before anything is mirrored.
-		if _, err := (&run{Options: o, mc: probe}).ociTag(); err != nil {
-			return nil, err
-		}
-	}
 	if o.Mirror.Logger == nil {
 		o.Mirror.Logger = o.Log // retries, requests that wait
 	}
-	s, err := openScope(ctx, o, scopeOptions{}, tgt)
+	return runClusters(ctx, o)
+}
+
+// prepareCluster reads, lints and mirrors what one cluster of a run
+// needs (o is forCluster's), on the catalog tip shared by the run's
+// clusters: everything before the render and the commit. The clusterRun
+// is returned with its result also when an error stops it.
+func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *catalog.Tip, sh *shared) (*clusterRun, error) {
+	res := &Result{}
+	s, err := openScopeOn(ctx, o, scopeOptions{}, tgt, tip)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { s.Close() }()
+	cr := &clusterRun{s: s, res: res, cres: &ClusterResult{Name: o.Cluster}}
 	files, vs, state := s.files, s.vs, s.state
 	res.Manifests = len(vs)
 	if s.full {
@@ -271,6 +282,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.SourceCommit, _ = SourceCommit(o.Source)
 
 	r := &run{Options: o, changed: o.Changed, target: tgt, mc: s.mc}
+	cr.r = r
 	switch {
 	case s.diffErr != nil:
 		o.warnf("change detection failed (%v): every version counts as changed", s.diffErr)
@@ -283,13 +295,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if len(vs) == 0 && !o.AllowEmpty && s.coversAll() {
 		if n := presentArtifacts(state.Artifacts); n > 0 {
-			return nil, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
+			return cr, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
 	}
+	vs = s.selected(vs)
 	r.markChanged(vs, files, state.Artifacts)
 	changed := model.ChangedVersions(vs)
-	if err := readBundles(ctx, r.mc, changed); err != nil {
-		return nil, err
+	if err := sh.readBundles(ctx, r.mc, changed); err != nil {
+		return cr, err
 	}
 	res.Findings = lintStage(ctx, o.Lint, files, vs)
 	res.Findings = append(res.Findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
@@ -300,7 +313,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.logf("%s", verifySummary(verified))
 	}
 	if hasErrors(res.Findings) {
-		return res, &InputError{Err: &LintError{Findings: res.Findings}}
+		return cr, &InputError{Err: &LintError{Findings: res.Findings}}
 	}
 	for _, f := range res.Findings {
 		o.logf("lint: %s", f)
@@ -312,27 +325,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(vs))
 	}
 
-	env := target.Env{Client: r.mc, ReadBundles: func(ctx context.Context, vs []*model.Version) error { return readBundles(ctx, r.mc, vs) }}
-	if err := tgt.Prepare(ctx, env, vs, state); err != nil {
-		return res, err
+	env := target.Env{Client: r.mc, ReadBundles: func(ctx context.Context, vs []*model.Version) error { return sh.readBundles(ctx, r.mc, vs) }}
+	if err := tgt.Prepare(ctx, env, vs, s.targetState()); err != nil {
+		return cr, err
 	}
 	var related []mirror.Target
 	for _, ref := range tgt.Images() {
 		related = append(related, mirror.Target{Ref: ref})
 	}
-	rep, err := mirrorVersions(ctx, r.mc, vs, related)
+	rep, err := sh.mirror(ctx, r.mc, o.Mirror.DstRegistry, vs, related)
 	res.Mirror = rep
 	if err != nil {
-		return res, err
+		return cr, err
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
 
 	current, err := Artifacts(clientMapper{r.mc}, vs, rep)
 	if err != nil {
-		return res, inputErr(err)
+		return cr, inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
-	return res, publishWithRetry(ctx, r, s, current, res)
+	cr.current = current
+	return cr, nil
 }
 
 // mirrorVersions mirrors extra and the related images of the changed
@@ -342,6 +356,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 // the package repo can fix it (mirrorErr).
 func mirrorVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version, extra []mirror.Target) (*mirror.Report, error) {
 	related, bundleRefs := mirrorTargets(vs, extra)
+	return mirrorTargetList(ctx, mc, vs, related, bundleRefs)
+}
+
+// mirrorTargetList mirrors related, then bundleRefs (mirrorTargets of
+// vs), as mirrorVersions does.
+func mirrorTargetList(ctx context.Context, mc *mirror.Client, vs []*model.Version, related, bundleRefs []mirror.Target) (*mirror.Report, error) {
 	if len(bundleRefs) > 0 {
 		if err := mc.CheckDestination(bundleRefs[0].Ref); err != nil {
 			return nil, fmt.Errorf("nothing mirrored, nothing committed: %w", err)
@@ -667,28 +687,67 @@ func updatedVersions(dr *diff.Result, dirty [][2]string, prev, next []model.Arti
 	return out
 }
 
+// seedOverlay writes, in a catalog seeded by its first publish, the
+// overlay of cluster when the template has none: the template's global
+// overlay, for cluster (its generated base, its name).
+func seedOverlay(dir, cluster string) error {
+	p := filepath.Join(dir, filepath.FromSlash(render.ClustersDir), cluster, "kustomization.yaml")
+	if _, err := os.Stat(filepath.Dir(p)); err == nil {
+		return nil
+	}
+	data, err := publish.CatalogTemplate.ReadFile("catalog-repo-template/" + render.ClustersDir + "/global/kustomization.yaml")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(strings.ReplaceAll(string(data), "global", cluster)), 0o644)
+}
+
+// otherStates reports whether the catalog root dir holds the state file
+// of a cluster other than cluster.
+func otherStates(dir, cluster string) bool {
+	des, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(gitops.StateDir)))
+	for _, d := range des {
+		if c, ok := gitops.StateCluster(gitops.StateDir + "/" + d.Name()); ok && c != cluster {
+			return true
+		}
+	}
+	return false
+}
+
 // prepareCatalog reads the state of the catalog root dir (a fresh clone, or
 // the files of the branch tip), seeds a first publish from the template
 // (empty: the branch has no commit yet) and checks the cluster overlay when
 // the target renders through it.
 func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops.State, error) {
-	state, err := gitops.ReadState(dir)
+	state, err := gitops.ReadState(dir, o.Cluster)
+	hasState := gitops.HasState(dir)
 	if err == nil {
 		// A repo with files but no state is someone else's project (or the
 		// package repo itself): refused before anything is mirrored, unless
 		// the user said so (--init-catalog, or an absent or empty
 		// --catalog-path).
-		_, serr := os.Stat(filepath.Join(dir, filepath.FromSlash(gitops.StatePath)))
 		var entries []gitops.Entry
 		if entries, err = gitops.DirEntries(dir); err == nil {
-			if cerr := gitops.CheckCatalog(serr == nil, entries, o.Catalog); cerr != nil {
+			if cerr := gitops.CheckCatalog(hasState, entries, o.Catalog); cerr != nil {
 				return nil, inputErr(cerr)
 			}
 		}
 	}
-	if err == nil && (empty || len(state.Artifacts) == 0) {
+	// A cluster new to a catalog that others were published to seeds
+	// nothing: the template's files were added by the first publish.
+	if err == nil && (empty || len(state.Artifacts) == 0 && !otherStates(dir, o.Cluster)) {
 		// First publish: add the template's files that the repo lacks.
 		err = (&gitops.Repo{Dir: dir}).Seed(publish.CatalogTemplate, "catalog-repo-template")
+		// Every cluster of the run gets its overlay, in every cluster's
+		// scope: the render key covers every overlay.
+		for _, c := range append([]string{o.Cluster}, o.runClusters...) {
+			if err == nil && empty && t.Kustomize() {
+				err = seedOverlay(dir, c)
+			}
+		}
 	} else if err != nil {
 		err = inputErr(err)
 	}
@@ -730,43 +789,14 @@ func retryDelay(n int) time.Duration {
 	return base/2 + time.Duration(rand.Int64N(int64(base)))
 }
 
-// publishWithRetry publishes and, when the push is rejected because the
-// catalog branch moved on (gitops.IsRejected: the compare-and-swap of
-// catalog.Tip.Push, "fetch first", "cannot lock ref", GitLab's "incorrect
-// old value provided"), opens the branch's new tip (scope.reopen),
-// renders again on top of the new state and pushes again, with backoff and
-// jitter, at most pushAttempts times. Before every attempt it compares the
-// source commit of the catalog with ours by ancestry in the package repo:
-// when the catalog was published from a newer commit, it stops with
-// nothing to do, so an older run never overwrites a newer catalog (no lost
-// update).
+// publishWithRetry publishes one cluster (publishClusters): push
+// --catalog, whose scope has its own tip.
 func publishWithRetry(ctx context.Context, r *run, s *scope, current []model.ArtifactRecord, res *Result) error {
-	o := r.Options
-	for attempt := 1; ; attempt++ {
-		if newer, why := supersededBy(ctx, o, res.SourceCommit, s.state.Source.Commit); newer {
-			o.logf("catalog: %s; nothing to do", why)
-			res.Changes, res.Commit, res.Files = render.Changes{}, "", nil
-			res.Superseded = s.state.Source.Commit
-			return nil
-		}
-		err := publishCatalog(ctx, r, s, current, res)
-		if err == nil || !gitops.IsRejected(err) {
-			return err
-		}
-		if attempt == pushAttempts {
-			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
-		}
-		delay := retryDelay(attempt)
-		o.logf("catalog: push rejected, the branch moved on; fetching its tip and rendering again in %v (attempt %d of %d)", delay.Round(time.Millisecond), attempt+1, pushAttempts)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		if err := s.reopen(ctx); err != nil {
-			return err
-		}
-	}
+	cr := &clusterRun{r: r, s: s, current: current, res: res, cres: &ClusterResult{Name: r.Cluster}}
+	all := &Result{}
+	err := publishClusters(ctx, r.Options, []*clusterRun{cr}, all)
+	res.Clusters = []ClusterResult{*cr.cres}
+	return err
 }
 
 // supersededBy reports whether the catalog, published from source commit
@@ -850,11 +880,11 @@ func short(h string) string {
 	return h
 }
 
-// publishCatalog renders the scope's artifacts (scope.render), and when a
-// byte changed writes the commit of what changed from Git objects on the
-// tip (catalog.Tip.Commit) and pushes it with compare-and-swap
-// (catalog.Tip.Push).
-func publishCatalog(ctx context.Context, r *run, s *scope, current []model.ArtifactRecord, res *Result) error {
+// renderCluster renders the scope's artifacts (scope.render) and pushes
+// the cluster's OCI catalog (before any commit: a failed push commits
+// nothing). It returns the changes of the cluster's commit, its state file
+// included, or nil when no byte of the cluster changes.
+func renderCluster(ctx context.Context, r *run, s *scope, current []model.ArtifactRecord, res *Result) ([]catalog.Change, error) {
 	o := r.Options
 	state := s.state
 	next := render.Merge(state.Artifacts, current)
@@ -863,62 +893,29 @@ func publishCatalog(ctx context.Context, r *run, s *scope, current []model.Artif
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
 	changes, key, _, err := s.render(ctx, next, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	rendered := map[string]string{}
-	for c, k := range state.Rendered {
-		rendered[c] = k
-	}
-	rendered[o.Cluster] = key
+	rendered := map[string]string{o.Cluster: key}
 	commit, origin := o.sourceCommit()
 	unchanged := len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key
-	// The OCI catalog goes out before the commit: a failed push commits
-	// nothing.
 	oci, err := r.pushOCI(ctx, s, changes, unchanged, gitops.Source{Repo: origin, Commit: commit}, res)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ociRecords := map[string]gitops.OCIRecord{}
-	for c, rec := range state.OCI {
-		ociRecords[c] = rec
-	}
-	delete(ociRecords, o.Cluster)
+	var ociRecords map[string]gitops.OCIRecord
 	if oci != nil {
-		ociRecords[o.Cluster] = *oci
-	}
-	if len(ociRecords) == 0 {
-		ociRecords = nil
+		ociRecords = map[string]gitops.OCIRecord{o.Cluster: *oci}
 	}
 	if prev, had := state.OCI[o.Cluster]; unchanged && (oci == nil && !had || oci != nil && had && prev == *oci) {
-		o.logf("catalog: nothing changed, no commit")
+		o.logf("catalog: %s: nothing changed", o.Cluster)
 		res.Changes.Updated = nil // nothing that reaches the catalog changed
-		return nil
+		return nil, nil
 	}
 	data, err := s.stateFile(gitops.Source{Repo: origin, Commit: commit}, next, rendered, ociRecords)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	changes = s.withState(changes, data)
-	msg, err := commitMessage(o.CommitTemplate, res.Changes, commit, origin)
-	if err != nil {
-		return inputErr(err)
-	}
-	hash, files, err := s.commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
-	if err != nil {
-		return fmt.Errorf("committing catalog: %w", err)
-	}
-	res.Files = files
-	o.logf("catalog: committing %d files", len(res.Files))
-	if hash == "" {
-		return nil
-	}
-	o.logf("catalog: pushing %s to %s", hash[:12], o.Catalog.Branch)
-	if err := s.push(ctx); err != nil {
-		return err
-	}
-	res.Commit = hash
-	o.logf("catalog: committed %s and pushed to %s (%d files)", hash[:12], o.Catalog.Branch, len(res.Files))
-	return nil
+	return s.withState(changes, data), nil
 }
 
 // pushOCI pushes the OCI catalog of the cluster (Options.OCI; nil, nil

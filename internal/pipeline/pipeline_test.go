@@ -248,7 +248,7 @@ func TestRenderOnly(t *testing.T) {
 	if err != nil || !strings.Contains(string(data), "repository: ops/") || !strings.Contains(string(data), "registry: reg.example.com") {
 		t.Fatalf("rendered Artifact: %s %v", data, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "publish/state.yaml")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "publish/state/global.yaml")); err == nil {
 		t.Error("render wrote the state file")
 	}
 	// Without --dst-registry, an artifact unknown to the state cannot be mapped.
@@ -303,7 +303,7 @@ func TestRunOnlyChanged(t *testing.T) {
 		t.Fatalf("new version: read %d, changes %+v, commit %q", res.BundlesRead, res.Changes, res.Commit)
 	}
 	// Unchanged versions keep their recorded digests and the Artifact its description.
-	state := f.catalogFile(t, "publish/state.yaml")
+	state := f.catalogFile(t, "publish/state/global.yaml")
 	if strings.Count(state, "bundleDigest: sha256:") != 3 {
 		t.Errorf("state lost digests:\n%s", state)
 	}
@@ -385,7 +385,7 @@ func TestOverlayRendersInvalidObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := filepath.Join(clone, "kustomize/clusters/global/kustomization.yaml")
-	os.WriteFile(k, []byte("resources:\n- ../../../publish/generated\npatches:\n- target: {kind: ArtifactVersion}\n  patch: |-\n    - op: replace\n      path: /spec/present\n      value: maybe\n"), 0o644)
+	os.WriteFile(k, []byte("resources:\n- ../../../publish/generated/global\npatches:\n- target: {kind: ArtifactVersion}\n  patch: |-\n    - op: replace\n      path: /spec/present\n      value: maybe\n"), 0o644)
 	wt, _ := repo.Worktree()
 	wt.AddWithOptions(&git.AddOptions{All: true})
 	wt.Commit("bad overlay", &git.CommitOptions{Author: &object.Signature{Name: "u", Email: "u@example.com", When: time.Unix(1700000000, 0)}})
@@ -436,7 +436,7 @@ func TestPlanPullRequest(t *testing.T) {
 	}
 	f.addVersion(t, "1.2.0")
 
-	catalogBefore := f.catalogFile(t, "publish/state.yaml")
+	catalogBefore := f.catalogFile(t, "publish/state/global.yaml")
 	p, err := PlanRun(context.Background(), PlanOptions{
 		Options: Options{Source: f.source, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog)},
 		PR:      true, TargetBranch: "master",
@@ -469,7 +469,7 @@ func TestPlanPullRequest(t *testing.T) {
 	if _, err := remote.Head(mustRef(t, f.dst+"/mirror/tiny/bundle:v1.2.0")); err == nil {
 		t.Error("plan mirrored the bundle")
 	}
-	if f.catalogFile(t, "publish/state.yaml") != catalogBefore {
+	if f.catalogFile(t, "publish/state/global.yaml") != catalogBefore {
 		t.Error("plan changed the catalog")
 	}
 }
@@ -520,8 +520,8 @@ func (f *fixture) catalogMessage(t *testing.T) string {
 func TestIncrementalRender(t *testing.T) {
 	f := newFixture(t)
 	f.run(t)
-	if !strings.Contains(f.catalogFile(t, "publish/state.yaml"), "rendered:\n  global: sha256:") {
-		t.Fatalf("no render key in the state:\n%s", f.catalogFile(t, "publish/state.yaml"))
+	if !strings.Contains(f.catalogFile(t, "publish/state/global.yaml"), "rendered:\n  global: sha256:") {
+		t.Fatalf("no render key in the state:\n%s", f.catalogFile(t, "publish/state/global.yaml"))
 	}
 	// A second artifact, then a change to tiny only.
 	f.addVersion(t, "1.2.0")
@@ -546,7 +546,7 @@ func TestIncrementalRender(t *testing.T) {
 		}
 	}
 	// An overlay change: everything is rendered again with it.
-	os.WriteFile(filepath.Join(clone, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated\nlabels:\n- pairs: {site: edge}\n"), 0o644)
+	os.WriteFile(filepath.Join(clone, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated/global\nlabels:\n- pairs: {site: edge}\n"), 0o644)
 	if _, err := RenderInto(clone, "global", render.Config{}, state, "sha256:old"); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -106,6 +107,11 @@ type PlanOptions struct {
 // exit code 1.
 func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	o.defaults()
+	if len(o.Clusters) == 1 {
+		o.Options = o.forCluster(o.Clusters[0])
+	} else if len(o.Clusters) > 1 {
+		return nil, errors.New("PlanRun: one cluster at a time (PlanClusters)")
+	}
 	tgt, err := o.newTarget()
 	if err != nil {
 		return nil, err
@@ -125,7 +131,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 		r.changed, r.diff = dr.Changed, dr
 		p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 	}
-	next, err := planContent(ctx, r, p, s.files, s.vs, s.scanErr, s.state)
+	next, err := planContent(ctx, r, p, s.files, s.selected(s.vs), s.scanErr, s.state)
 	if err != nil {
 		return nil, err
 	}
@@ -146,6 +152,29 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	p.Diff = patch
 	p.summarise()
 	return p, nil
+}
+
+// PlanClusters is PlanRun for each cluster of o (Options.Clusters, else
+// the one of Options.Cluster), in order: one plan per cluster.
+func PlanClusters(ctx context.Context, o PlanOptions) ([]*Plan, error) {
+	o.defaults()
+	var out []*Plan
+	for _, c := range o.clusterList() {
+		co := o
+		co.Options = o.forCluster(c)
+		if len(o.Clusters) > 1 {
+			co.Log = withCluster(o.Log, c.Name)
+		}
+		p, err := PlanRun(ctx, co)
+		if err != nil {
+			if len(o.Clusters) > 1 {
+				err = fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+			return out, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // planContent fills the findings, artifacts and images of p from the

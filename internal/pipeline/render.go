@@ -29,6 +29,9 @@ type RenderOptions struct {
 	// CatalogSource from the catalog image recorded in publish/state.yaml.
 	Target string
 	OLM    OLMOptions
+	// Include and Exclude select the cluster's artifacts
+	// (ClusterOptions).
+	Include, Exclude []string
 }
 
 // Render writes publish/generated and rendered/<cluster> into CatalogDir
@@ -53,7 +56,12 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if err != nil {
 		return render.Changes{}, err
 	}
-	state, err := gitops.ReadState(o.CatalogDir)
+	// A catalog of the layout before state per cluster is upgraded in
+	// place, as the first run would (commit it with the render).
+	if _, err := migrateCatalog(o.CatalogDir); err != nil {
+		return render.Changes{}, err
+	}
+	state, err := gitops.ReadState(o.CatalogDir, ro.Cluster)
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
@@ -67,14 +75,24 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	}
 	if mc.DstHost() == "" {
 		for _, m := range ms {
-			if _, ok := prev[m.Artifact]; !ok {
-				return render.Changes{}, inputErr(fmt.Errorf("%s: artifact %s is not in publish/state.yaml yet: pass --dst-registry so its repository can be mapped", m.Path, m.Artifact))
+			if _, ok := prev[m.Artifact]; !ok && (ClusterOptions{Include: o.Include, Exclude: o.Exclude}).selects(m.Artifact) {
+				return render.Changes{}, inputErr(fmt.Errorf("%s: artifact %s is not in %s yet (cluster %s was not published to it): pass --dst-registry so its repository can be mapped", m.Path, m.Artifact, gitops.StatePath(ro.Cluster), ro.Cluster))
 			}
 		}
 	}
 	// Without --dst-registry every artifact is known: registry and
 	// repository come from the state (carryOver).
-	current, err := Artifacts(DestinationOf(mc), model.NewVersions(ms), nil)
+	sel := ClusterOptions{Name: ro.Cluster, Include: o.Include, Exclude: o.Exclude}
+	if err := sel.checkPatterns(); err != nil {
+		return render.Changes{}, err
+	}
+	var vs []*model.Version
+	for _, v := range model.NewVersions(ms) {
+		if sel.selects(v.Manifest.Artifact) {
+			vs = append(vs, v)
+		}
+	}
+	current, err := Artifacts(DestinationOf(mc), vs, nil)
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
@@ -86,7 +104,12 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			return render.Changes{}, err
 		}
 	}
-	err = tgt.RenderFromState(o.CatalogDir, next, state)
+	// The target reads its own part of the recorded render key.
+	ts := *state
+	if k, ok := ts.Rendered[ro.Cluster]; ok {
+		ts.Rendered = map[string]string{ro.Cluster: targetKey(k)}
+	}
+	err = tgt.RenderFromState(o.CatalogDir, next, &ts)
 	return render.Diff(state.Artifacts, next), err
 }
 

@@ -9,10 +9,13 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/render"
 )
 
 // treeOf is the root tree hash of the main branch's tip of the bare repo at
@@ -42,8 +45,10 @@ func treeOf(t *testing.T, dir string) plumbing.Hash {
 // catalog tree, by tree hash, and commits the same files as the full run
 // (every manifest read, the whole tip rendered), each on its own catalog
 // repo fed the same package repo; and after the first publish it really
-// goes the incremental way. Both push the OCI catalog to one tag: the
-// artifact of the incremental run, built from the tip's rendered/global
+// goes the incremental way. Each run serves two clusters, global (every
+// artifact) and edge (the tiny artifacts, another namespace), in one
+// commit. Both push the OCI catalog of each cluster to one tag: the
+// artifact of the incremental run, built from the tip's rendered/<cluster>
 // with its changes, must have the digest of the full run's (else the
 // state, which records it, makes the trees differ).
 func TestRunIncrementalEqualsFull(t *testing.T) {
@@ -54,25 +59,33 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			if _, err := git.PlainInit(old, true); err != nil {
 				t.Fatal(err)
 			}
+			// Both catalogs start with the overlay of the second cluster,
+			// edge, which gets the tiny artifacts only.
+			edgeOverlay(t, f.catalog, path)
+			edgeOverlay(t, old, path)
+			oci := f.dst + "/platform/operator-catalog"
 			runOn := func(name, dir string, full bool) (*Result, string) {
 				t.Helper()
 				cat := catalogOpts(dir)
-				cat.Path = path
+				cat.Path, cat.InitCatalog = path, true
 				var log syncBuffer
 				res, err := Run(context.Background(), Options{
 					Source: f.source, Catalog: cat, AllowEmpty: true,
 					// Artifacts other and tiny2 reuse tiny's bundles.
-					Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
-					Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-					Log:      slog.New(slog.NewTextHandler(&log, nil)),
-					OCI:      f.dst + "/platform/operator-catalog",
+					Lint:   lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
+					Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+					Log:    slog.New(slog.NewTextHandler(&log, nil)),
+					Clusters: []ClusterOptions{
+						{Name: "global", OCI: oci},
+						{Name: "edge", OCI: oci, Include: []string{"tiny*"}, Render: render.Config{Namespace: "edge-system"}},
+					},
 					fullRead: full,
 				})
 				if err != nil {
 					t.Fatalf("%s: run: %v\n%s", name, err, log.String())
 				}
-				if res.OCI == nil {
-					t.Fatalf("%s: no OCI catalog pushed", name)
+				if len(res.Clusters) != 2 || res.Clusters[0].OCI == nil || res.Clusters[1].OCI == nil {
+					t.Fatalf("%s: no OCI catalog pushed: %+v", name, res.Clusters)
 				}
 				return res, tookFullRead(log.String())
 			}
@@ -131,6 +144,10 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			os.WriteFile(filepath.Join(f.source, "packages/other/1.2.0/manifest.yaml"), []byte(strings.Replace(string(data), "name: tiny.v", "name: other.v", 1)), 0o644)
 			f.commit(t, "add other")
 			check("add artifact", yes)
+			at := func(p string) string { return strings.TrimPrefix(path+"/"+p, "/") }
+			if catalogFileOf(t, f.catalog, at("rendered/edge/other/artifact_other.yaml")) != "" || !strings.Contains(catalogFileOf(t, f.catalog, at("rendered/edge/tiny/artifact_tiny.yaml")), "namespace: edge-system") || catalogFileOf(t, f.catalog, at("rendered/global/other/artifact_other.yaml")) == "" {
+				t.Errorf("add artifact: edge gets other, or global does not")
+			}
 
 			os.Rename(filepath.Join(f.source, "packages/tiny"), filepath.Join(f.source, "packages/tiny2"))
 			for _, v := range []string{"1.0.0", "1.2.0"} {
@@ -146,4 +163,27 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			check("remove artifact", yes)
 		})
 	}
+}
+
+// edgeOverlay gives the empty bare catalog repo at dir a first commit on
+// main holding the overlay of the cluster edge (below the catalog path),
+// a copy of the template's global overlay naming edge's generated base.
+func edgeOverlay(t *testing.T, dir, catalogPath string) {
+	t.Helper()
+	work := t.TempDir()
+	repo, err := git.PlainInitWithOptions(work, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := publish.CatalogTemplate.ReadFile("catalog-repo-template/kustomize/clusters/global/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(work, filepath.FromSlash(catalogPath), "kustomize/clusters/edge/kustomization.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.WriteFile(p, []byte(strings.Replace(string(data), "publish/generated/global", "publish/generated/edge", 1)), 0o644)
+	if _, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: "origin", URLs: []string{dir}}); err != nil {
+		t.Fatal(err)
+	}
+	commitPushAll(t, repo, "edge overlay")
 }

@@ -22,20 +22,35 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Catalog repo layout (docs/design.md#catalog-layout).
+// Catalog repo layout (docs/design.md#catalog-layout). GeneratedDir holds
+// one kustomize base per cluster (GeneratedBase), since the objects differ
+// per cluster (namespace, library, registry, the artifacts it gets).
 const (
 	GeneratedDir = "publish/generated"
 	RenderedDir  = "rendered"
 	ClustersDir  = "kustomize/clusters"
 )
 
+// GeneratedBase is the generated kustomize base of cluster:
+// publish/generated/<cluster>, which its overlay
+// (kustomize/clusters/<cluster>) names as ../../../publish/generated/<cluster>.
+func GeneratedBase(cluster string) string { return GeneratedDir + "/" + cluster }
+
+// GeneratedKustomization is the kustomization of the generated base of
+// cluster, which lists every object file of GeneratedBase(cluster).
+func GeneratedKustomization(cluster string) string {
+	return GeneratedBase(cluster) + "/kustomization.yaml"
+}
+
 // Files maps slash-separated paths relative to the catalog root to content.
 type Files map[string][]byte
 
-// Generated returns the kustomize base under publish/generated: one file per
-// object (<artifact>/<kind>_<name>.yaml) and a kustomization.yaml listing
-// them in order.
-func Generated(cfg Config, arts []model.ArtifactRecord) (Files, error) {
+// Generated returns the kustomize base of cluster under
+// publish/generated/<cluster> (GeneratedBase): one file per object
+// (<artifact>/<kind>_<name>.yaml) and a kustomization.yaml listing them in
+// order.
+func Generated(cluster string, cfg Config, arts []model.ArtifactRecord) (Files, error) {
+	base := GeneratedBase(cluster)
 	files := Files{}
 	var resources []string
 	for _, obj := range Objects(cfg, arts) {
@@ -46,23 +61,19 @@ func Generated(cfg Config, arts []model.ArtifactRecord) (Files, error) {
 		md := obj["metadata"].(Object)
 		art := artifactOf(obj)
 		rel := path.Join(art, fileName(obj["kind"].(string), md["name"].(string)))
-		if _, dup := files[path.Join(GeneratedDir, rel)]; dup {
+		if _, dup := files[path.Join(base, rel)]; dup {
 			return nil, fmt.Errorf("two objects would be written to %s: two versions of %s have the same tag", rel, art)
 		}
-		files[path.Join(GeneratedDir, rel)] = data
+		files[path.Join(base, rel)] = data
 		resources = append(resources, rel)
 	}
 	data, err := generatedKustomization(resources)
 	if err != nil {
 		return nil, err
 	}
-	files[GeneratedKustomization] = data
+	files[GeneratedKustomization(cluster)] = data
 	return files, nil
 }
-
-// GeneratedKustomization is the kustomization of the generated base, which
-// lists every object file of publish/generated.
-const GeneratedKustomization = GeneratedDir + "/kustomization.yaml"
 
 // generatedKustomization is the file GeneratedKustomization holding
 // resources, in order.
@@ -90,20 +101,21 @@ func generatedKustomization(resources []string) ([]byte, error) {
 // Generated writes for every artifact, since it lists artifacts in name
 // order and each artifact's files together. Errors: old does not parse or
 // is not in that order (a hand edit: the caller renders everything).
-func SpliceGenerated(old []byte, gen Files) ([]byte, error) {
-	oldHead, oldRes, err := kustomizationResources(old)
+func SpliceGenerated(cluster string, old []byte, gen Files) ([]byte, error) {
+	kp := GeneratedKustomization(cluster)
+	oldHead, oldRes, err := kustomizationResources(kp, old)
 	if err != nil {
 		return nil, err
 	}
-	_, newRes, err := kustomizationResources(gen[GeneratedKustomization])
+	_, newRes, err := kustomizationResources(kp, gen[kp])
 	if err != nil {
 		return nil, err
 	}
-	oldOrder, oldBy, err := groupResources(oldRes)
+	oldOrder, oldBy, err := groupResources(kp, oldRes)
 	if err != nil {
 		return nil, err
 	}
-	newOrder, newBy, err := groupResources(newRes)
+	newOrder, newBy, err := groupResources(kp, newRes)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +153,8 @@ var plainResource = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*/[a-z0-9][a-z0-9._-
 // kustomizationResources splits a GeneratedKustomization as
 // generatedKustomization writes it: the lines before its resources, and
 // the resources, which end the file.
-func kustomizationResources(data []byte) (head []byte, resources []string, err error) {
-	bad := fmt.Errorf("%s is not in the form publish writes", GeneratedKustomization)
+func kustomizationResources(kp string, data []byte) (head []byte, resources []string, err error) {
+	bad := fmt.Errorf("%s is not in the form publish writes", kp)
 	if i := bytes.Index(data, []byte("\nresources: []\n")); i >= 0 && i+len("\nresources: []\n") == len(data) {
 		return data[:i+1], nil, nil
 	}
@@ -167,14 +179,14 @@ func kustomizationResources(data []byte) (head []byte, resources []string, err e
 
 // groupResources groups resources by artifact directory, checking that
 // the directories come in name order, each once.
-func groupResources(rs []string) ([]string, map[string][]string, error) {
+func groupResources(kp string, rs []string) ([]string, map[string][]string, error) {
 	var order []string
 	by := map[string][]string{}
 	for _, r := range rs {
 		art, _, _ := strings.Cut(r, "/")
 		if by[art] == nil {
 			if n := len(order); n > 0 && order[n-1] >= art {
-				return nil, nil, fmt.Errorf("%s: resources not in the order publish writes", GeneratedKustomization)
+				return nil, nil, fmt.Errorf("%s: resources not in the order publish writes", kp)
 			}
 			order = append(order, art)
 		}
@@ -225,7 +237,7 @@ func (e *OverlayError) Unwrap() error { return e.Err }
 // rendered/<cluster>/<artifact>/<kind>_<name>.yaml, one object per file;
 // objects that belong to no artifact (added by the overlay) go to
 // rendered/<cluster>/_cluster/. The overlay normally has
-// ../../../publish/generated among its resources.
+// ../../../publish/generated/<cluster> among its resources.
 //
 // Errors are *OverlayError: a missing overlay, a kustomize failure, two
 // objects with the same file name.
@@ -247,7 +259,7 @@ func BuildOnly(root, cluster string, only map[string]bool) (Files, error) {
 	// cost grows linearly. Overlays transform objects one by one (labels,
 	// patches, prefixes, namespaces), which chunking does not change; what
 	// an overlay adds besides them comes out of every chunk identically.
-	mem, groups, err := loadCatalog(root, only)
+	mem, groups, err := loadCatalog(root, cluster, only)
 	if err != nil {
 		return nil, &OverlayError{Cluster: cluster, Err: err}
 	}
@@ -258,7 +270,7 @@ func BuildOnly(root, cluster string, only map[string]bool) (Files, error) {
 		for _, g := range groups[start:end] {
 			resources = append(resources, g.files...)
 		}
-		if err := writeChunkKustomization(mem, resources); err != nil {
+		if err := writeChunkKustomization(mem, cluster, resources); err != nil {
 			return nil, &OverlayError{Cluster: cluster, Err: err}
 		}
 		if err := buildChunk(mem, cluster, files); err != nil {
@@ -279,16 +291,17 @@ const memRoot = "/catalog"
 
 type artifactFiles struct {
 	name  string
-	files []string // relative to publish/generated
+	files []string // relative to publish/generated/<cluster>
 }
 
 // loadCatalog copies the catalog at root into an in-memory file system,
-// except .git, rendered/ and the generated base, whose files are returned
-// grouped by artifact directory (and also copied).
-func loadCatalog(root string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
+// except .git, rendered/ and the generated bases of other clusters; the
+// files of cluster's generated base are returned grouped by artifact
+// directory (and also copied).
+func loadCatalog(root, cluster string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
 	mem := filesys.MakeFsInMemory()
 	byArtifact := map[string]*artifactFiles{}
-	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedDir))
+	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedBase(cluster)))
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -298,6 +311,9 @@ func loadCatalog(root string, only map[string]bool) (filesys.FileSystem, []artif
 		if d.IsDir() {
 			if rel == ".git" || rel == RenderedDir {
 				return filepath.SkipDir
+			}
+			if d, ok := strings.CutPrefix(rel, GeneratedDir+"/"); ok && !strings.Contains(d, "/") && d != cluster {
+				return filepath.SkipDir // another cluster's base
 			}
 			return mem.MkdirAll(path.Join(memRoot, rel))
 		}
@@ -337,7 +353,7 @@ func loadCatalog(root string, only map[string]bool) (filesys.FileSystem, []artif
 	return mem, groups, nil
 }
 
-func writeChunkKustomization(mem filesys.FileSystem, resources []string) error {
+func writeChunkKustomization(mem filesys.FileSystem, cluster string, resources []string) error {
 	if resources == nil {
 		resources = []string{}
 	}
@@ -345,10 +361,10 @@ func writeChunkKustomization(mem filesys.FileSystem, resources []string) error {
 	if err != nil {
 		return err
 	}
-	if err := mem.MkdirAll(path.Join(memRoot, GeneratedDir)); err != nil {
+	if err := mem.MkdirAll(path.Join(memRoot, GeneratedBase(cluster))); err != nil {
 		return err
 	}
-	return mem.WriteFile(path.Join(memRoot, GeneratedDir, "kustomization.yaml"), data)
+	return mem.WriteFile(path.Join(memRoot, GeneratedKustomization(cluster)), data)
 }
 
 // buildChunk runs the overlay once and adds its objects to files; an
@@ -394,10 +410,33 @@ func CheckOverlay(root, cluster string) error {
 		return &OverlayError{Cluster: cluster, Err: errors.New("cluster name must be a plain directory name")}
 	}
 	if _, err := os.Stat(filepath.Join(root, ClustersDir, cluster)); err != nil {
-		return &OverlayError{Cluster: cluster, Err: fmt.Errorf("not found in the catalog repo: create it (copy %s/global) or pass another --cluster", ClustersDir)}
+		return &OverlayError{Cluster: cluster, Err: fmt.Errorf("not found in the catalog repo: create it (copy %s/global, and name ../../../%s in it) or pass another --cluster", ClustersDir, GeneratedBase(cluster))}
+	}
+	for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		p := path.Join(ClustersDir, cluster, k)
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil {
+			continue
+		}
+		for i, l := range strings.Split(string(data), "\n") {
+			m := generatedRef.FindStringSubmatch(l)
+			if m == nil || m[1] == cluster {
+				continue
+			}
+			what := "the generated base of every cluster before bases per cluster"
+			if m[1] != "" {
+				what = "the generated base of cluster " + m[1]
+			}
+			return &OverlayError{Cluster: cluster, Err: fmt.Errorf("%s:%d names %s (%s): write ../../../%s", p, i+1, strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "-")), what, GeneratedBase(cluster))}
+		}
 	}
 	return nil
 }
+
+// generatedRef matches a resources entry of an overlay naming a generated
+// base: ../../../publish/generated[/<cluster>] (group 1: the cluster, ""
+// for the older shared base).
+var generatedRef = regexp.MustCompile(`^\s*-\s*\.\./\.\./\.\./publish/generated(?:/([^/\s#]+))?/?\s*(?:#.*)?$`)
 
 func renderedPath(cluster string, res *resource.Resource) (string, error) {
 	m, err := res.Map()
@@ -531,11 +570,11 @@ func Key(root, cluster string, cfg Config) (string, error) {
 }
 
 // ChangedArtifacts returns the artifacts whose files under
-// publish/generated in gen differ from those on disk below root (added,
-// changed or removed files).
-func ChangedArtifacts(root string, gen Files) (map[string]bool, error) {
+// publish/generated/<cluster> in gen differ from those on disk below root
+// (added, changed or removed files).
+func ChangedArtifacts(root, cluster string, gen Files) (map[string]bool, error) {
 	changed := map[string]bool{}
-	prefix := GeneratedDir + "/"
+	prefix := GeneratedBase(cluster) + "/"
 	for p, data := range gen {
 		rest, ok := strings.CutPrefix(p, prefix)
 		art, _, nested := strings.Cut(rest, "/")
@@ -547,7 +586,7 @@ func ChangedArtifacts(root string, gen Files) (map[string]bool, error) {
 			changed[art] = true
 		}
 	}
-	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedDir))
+	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedBase(cluster)))
 	err := filepath.WalkDir(genRoot, func(p string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil

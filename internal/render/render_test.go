@@ -79,15 +79,18 @@ func TestRenderGolden(t *testing.T) {
 	root := t.TempDir()
 	copyDir(t, "testdata/catalog", root)
 	cfg := Config{ImagePullSecrets: []string{"pull-secret"}}
-	gen, err := Generated(cfg, sample())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Write(root, []string{GeneratedDir}, gen); err != nil {
-		t.Fatal(err)
-	}
 	all := Files{}
 	for _, cluster := range []string{"global", "edge"} {
+		gen, err := Generated(cluster, cfg, sample())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Write(root, []string{GeneratedBase(cluster)}, gen); err != nil {
+			t.Fatal(err)
+		}
+		for p, data := range gen {
+			all[p] = data
+		}
 		files, err := Build(root, cluster)
 		if err != nil {
 			t.Fatal(err)
@@ -99,9 +102,6 @@ func TestRenderGolden(t *testing.T) {
 			}
 			all[p] = data
 		}
-	}
-	for p, data := range gen {
-		all[p] = data
 	}
 	compareGolden(t, all)
 

@@ -17,11 +17,11 @@ func TestBuildObjectTooLarge(t *testing.T) {
 	copyDir(t, "testdata/catalog", root)
 	arts := sample()
 	arts[0].Description = strings.Repeat("x", lint.MaxObjectSize)
-	gen, err := Generated(Config{}, arts)
+	gen, err := Generated("global", Config{}, arts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(root, []string{GeneratedDir}, gen); err != nil {
+	if err := Write(root, []string{GeneratedBase("global")}, gen); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Build(root, "global")

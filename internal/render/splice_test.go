@@ -30,7 +30,7 @@ func TestSpliceGenerated(t *testing.T) {
 			old = append(old, a)
 			byName[a.Name] = a
 		}
-		before, err := Generated(Config{}, old)
+		before, err := Generated("global", Config{}, old)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,23 +51,23 @@ func TestSpliceGenerated(t *testing.T) {
 			all = append(all, a)
 		}
 		model.SortRecords(all)
-		want, err := Generated(Config{}, all)
+		want, err := Generated("global", Config{}, all)
 		if err != nil {
 			t.Fatal(err)
 		}
-		gen, err := Generated(Config{}, touched)
+		gen, err := Generated("global", Config{}, touched)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := SpliceGenerated(before[GeneratedKustomization], gen)
+		got, err := SpliceGenerated("global", before[GeneratedKustomization("global")], gen)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		if string(got) != string(want[GeneratedKustomization]) {
-			t.Fatalf("round %d:\n--- spliced\n%s\n--- whole\n%s", round, got, want[GeneratedKustomization])
+		if string(got) != string(want[GeneratedKustomization("global")]) {
+			t.Fatalf("round %d:\n--- spliced\n%s\n--- whole\n%s", round, got, want[GeneratedKustomization("global")])
 		}
 	}
-	if _, err := SpliceGenerated([]byte("resources:\n- b/x.yaml\n- a/y.yaml\n"), Files{GeneratedKustomization: []byte("resources: []\n")}); err == nil {
+	if _, err := SpliceGenerated("global", []byte("resources:\n- b/x.yaml\n- a/y.yaml\n"), Files{GeneratedKustomization("global"): []byte("resources: []\n")}); err == nil {
 		t.Error("resources out of order: no error")
 	}
 }

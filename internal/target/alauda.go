@@ -15,7 +15,7 @@ import (
 	"github.com/operator-publish/publish/internal/render"
 )
 
-// alauda renders Artifact and ArtifactVersion objects (publish/generated)
+// alauda renders Artifact and ArtifactVersion objects (publish/generated/<cluster>)
 // through the cluster's kustomize overlay into rendered/<cluster>.
 type alauda struct{ s Settings }
 
@@ -41,7 +41,7 @@ func (t *alauda) RenderFromState(root string, arts []model.ArtifactRecord, state
 	return err
 }
 
-// RenderInto writes publish/generated and rendered/<cluster> for arts (the
+// RenderInto writes publish/generated/<cluster> and rendered/<cluster> for arts (the
 // merged list, tombstones included) into the catalog working tree at root,
 // and returns the render key (render.Key) to record in the state.
 //
@@ -52,7 +52,7 @@ func (t *alauda) RenderFromState(root string, arts []model.ArtifactRecord, state
 // rendered. Errors from the overlay, and rendered objects the CRDs reject
 // (render.Validate), are *model.InputError.
 func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
-	gen, err := render.Generated(cfg, arts)
+	gen, err := render.Generated(cluster, cfg, arts)
 	if err != nil {
 		return "", model.Input(err)
 	}
@@ -62,11 +62,11 @@ func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRe
 	}
 	var only map[string]bool
 	if _, statErr := os.Stat(filepath.Join(root, render.RenderedDir, cluster)); prevKey != "" && prevKey == key && statErr == nil {
-		if only, err = render.ChangedArtifacts(root, gen); err != nil {
+		if only, err = render.ChangedArtifacts(root, cluster, gen); err != nil {
 			return "", err
 		}
 	}
-	if err := render.Write(root, []string{render.GeneratedDir}, gen); err != nil {
+	if err := render.Write(root, []string{render.GeneratedBase(cluster)}, gen); err != nil {
 		return "", err
 	}
 	if only != nil && len(only) == 0 {
@@ -97,12 +97,13 @@ func (t *alauda) Key(root string) (string, error) {
 
 // RenderArtifacts implements Incremental: it generates the objects of arts,
 // and renders through the overlay only the artifacts whose generated
-// objects differ from the tip's; their directories of publish/generated
+// objects differ from the tip's; their directories of publish/generated/<cluster>
 // and rendered/<cluster> are replaced, and the generated kustomization is
 // spliced (render.SpliceGenerated). The result equals what RenderInto
 // leaves in a checkout of the whole tip, for the same records.
 func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.ArtifactRecord) ([]catalog.Change, error) {
-	gen, err := render.Generated(t.s.Render, arts)
+	cluster := t.s.Cluster
+	gen, err := render.Generated(cluster, t.s.Render, arts)
 	if err != nil {
 		return nil, model.Input(err)
 	}
@@ -110,7 +111,7 @@ func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.Ar
 	changed := map[string]bool{}
 	regen := render.Files{}
 	for _, a := range arts {
-		dir := render.GeneratedDir + "/" + a.Name
+		dir := render.GeneratedBase(cluster) + "/" + a.Name
 		old, err := view.Files(dir, nil)
 		if err != nil {
 			return nil, err
@@ -129,26 +130,27 @@ func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.Ar
 			}
 		}
 	}
-	oldK, ok, err := view.ReadFile(render.GeneratedKustomization)
+	kp := render.GeneratedKustomization(cluster)
+	oldK, ok, err := view.ReadFile(kp)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("the catalog has no %s: render it whole", render.GeneratedKustomization)
+		return nil, fmt.Errorf("the catalog has no %s: render it whole", kp)
 	}
-	k, err := render.SpliceGenerated(oldK, gen)
+	k, err := render.SpliceGenerated(cluster, oldK, gen)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(k, oldK) {
-		changes = append(changes, catalog.Change{Path: render.GeneratedKustomization, Data: k})
+		changes = append(changes, catalog.Change{Path: kp, Data: k})
 	}
 	if len(changed) == 0 {
 		return sortChanges(changes), nil
 	}
 	// The overlay builds the changed artifacts from their generated files
 	// alone (render.BuildOnly), next to the overlays already in root.
-	if err := render.Write(root, []string{render.GeneratedDir}, regen); err != nil {
+	if err := render.Write(root, []string{render.GeneratedBase(cluster)}, regen); err != nil {
 		return nil, err
 	}
 	out, err := render.BuildOnly(root, t.s.Cluster, changed)

@@ -84,14 +84,14 @@ func (e *env) checkImagesPresent(round int, hist []*object.Commit) {
 	e.t.Helper()
 	seen := map[string]bool{}
 	for _, c := range hist {
-		f, err := c.File(gitops.StatePath)
+		f, err := c.File(gitops.StatePath("global"))
 		if err != nil {
 			continue
 		}
 		data, _ := f.Contents()
 		var st gitops.State
 		if err := yaml.Unmarshal([]byte(data), &st); err != nil {
-			e.t.Fatalf("round %d: commit %s: %s: %v", round, c.Hash, gitops.StatePath, err)
+			e.t.Fatalf("round %d: commit %s: %s: %v", round, c.Hash, gitops.StatePath("global"), err)
 		}
 		var refs []string
 		for _, a := range st.Artifacts {

@@ -233,7 +233,10 @@ func TestCorpus(t *testing.T) {
 		"bundle/default-channel", "bundle/validator/csv-examples", "manifest/icon", "repo/skip-range", "bundle/validator/owned-crds", "bundle/csv-version"} {
 		fmt.Fprintf(&waivers, "  - rule: %s\n    reason: upstream community bundle, republished as it is\n", rule)
 	}
-	if err := os.WriteFile(filepath.Join(e.source, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nlint:\n  waivers:\n"+waivers.String()), 0o644); err != nil {
+	// Two clusters in each run: global gets every operator, edge all but
+	// etcd, in its own namespace; the first run seeds an overlay for each.
+	clusters := "clusters:\n  global: {}\n  edge: {exclude: [etcd], namespace: edge-system}\n"
+	if err := os.WriteFile(filepath.Join(e.source, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\n"+clusters+"lint:\n  waivers:\n"+waivers.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.commit("add the corpus")
@@ -263,16 +266,19 @@ func TestCorpus(t *testing.T) {
 	if len(commits) != 1 {
 		t.Fatalf("catalog has %d commits after the first run", len(commits))
 	}
-	if !strings.Contains(commits[0].Message, "Source-Commit: ") {
-		t.Errorf("commit message lacks the Source-Commit trailer:\n%s", commits[0].Message)
+	for _, want := range []string{"Source-Commit: ", "Cluster edge:", "Cluster global:"} {
+		if !strings.Contains(commits[0].Message, want) {
+			t.Errorf("commit message lacks %q:\n%s", want, commits[0].Message)
+		}
 	}
 	v, err := crdcheck.Load(filepath.Join(shared, "crds"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[string]int{}
+	kinds := map[string]map[string]int{"global": {}, "edge": {}}
 	tree.Files().ForEach(func(f *object.File) error {
-		if !strings.HasPrefix(f.Name, "rendered/global/") {
+		cluster, _, _ := strings.Cut(strings.TrimPrefix(f.Name, "rendered/"), "/")
+		if !strings.HasPrefix(f.Name, "rendered/") || kinds[cluster] == nil {
 			return nil
 		}
 		data, _ := f.Contents()
@@ -282,13 +288,19 @@ func TestCorpus(t *testing.T) {
 		if strings.Contains(data, "present: false") {
 			t.Errorf("%s: present: false after the first run", f.Name)
 		}
-		kinds[strings.SplitN(filepath.Base(f.Name), "_", 2)[0]]++
+		if cluster == "edge" && !strings.Contains(data, "namespace: edge-system") {
+			t.Errorf("%s: not in edge's namespace", f.Name)
+		}
+		kinds[cluster][strings.SplitN(filepath.Base(f.Name), "_", 2)[0]]++
 		return nil
 	})
-	if kinds["artifact"] != len(packages) || kinds["artifactversion"] != len(corpus.Packages) {
-		t.Errorf("rendered %d Artifacts and %d ArtifactVersions, want %d and %d", kinds["artifact"], kinds["artifactversion"], len(packages), len(corpus.Packages))
+	if k := kinds["global"]; k["artifact"] != len(packages) || k["artifactversion"] != len(corpus.Packages) {
+		t.Errorf("rendered %d Artifacts and %d ArtifactVersions, want %d and %d", k["artifact"], k["artifactversion"], len(packages), len(corpus.Packages))
 	}
-	for _, p := range []string{"publish/state.yaml", "kustomize/clusters/global/kustomization.yaml", "argocd/application.yaml", "flux/kustomization.yaml"} {
+	if k := kinds["edge"]; k["artifact"] != len(packages)-1 || k["artifactversion"] != len(corpus.Packages)-len(packages["etcd"]) {
+		t.Errorf("rendered on edge %d Artifacts and %d ArtifactVersions, want %d and %d (no etcd)", k["artifact"], k["artifactversion"], len(packages)-1, len(corpus.Packages)-len(packages["etcd"]))
+	}
+	for _, p := range []string{"publish/state/global.yaml", "publish/state/edge.yaml", "kustomize/clusters/global/kustomization.yaml", "kustomize/clusters/edge/kustomization.yaml", "argocd/application.yaml", "flux/kustomization.yaml"} {
 		fileIn(t, tree, p)
 	}
 
@@ -321,11 +333,17 @@ func TestCorpus(t *testing.T) {
 		t.Fatalf("delisting a version made %d commits", len(commits)-1)
 	}
 	avFile := fmt.Sprintf("rendered/global/%s/artifactversion_%s.v%s.yaml", gone.Package, gone.Package, gone.Version)
-	want := []string{
-		fmt.Sprintf("publish/generated/%s/artifactversion_%s.v%s.yaml", gone.Package, gone.Package, gone.Version),
-		"publish/state.yaml",
-		avFile,
+	var want []string
+	for _, c := range []string{"edge", "global"} {
+		if c == "edge" && gone.Package == "etcd" {
+			continue
+		}
+		want = append(want,
+			fmt.Sprintf("publish/generated/%s/%s/artifactversion_%s.v%s.yaml", c, gone.Package, gone.Package, gone.Version),
+			"publish/state/"+c+".yaml",
+			fmt.Sprintf("rendered/%s/%s/artifactversion_%s.v%s.yaml", c, gone.Package, gone.Package, gone.Version))
 	}
+	sort.Strings(want)
 	if got := changedFiles(t, commits[1], commits[0]); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("delisting a version changed %v, want %v", got, want)
 	}
@@ -347,8 +365,9 @@ func TestCorpus(t *testing.T) {
 	if len(commits) != 3 {
 		t.Fatalf("delisting an artifact made %d commits", len(commits)-2)
 	}
-	want = []string{"publish/state.yaml"}
-	for _, dir := range []string{"publish/generated", "rendered/global"} {
+	// edge never got etcd: only global changes.
+	want = []string{"publish/state/global.yaml"}
+	for _, dir := range []string{"publish/generated/global", "rendered/global"} {
 		want = append(want, dir+"/etcd/artifact_etcd.yaml")
 		for _, p := range single {
 			want = append(want, fmt.Sprintf("%s/etcd/artifactversion_etcd.v%s.yaml", dir, p.Version))

@@ -660,7 +660,7 @@ func TestFluxOCI(t *testing.T) {
 		deliver: func(t *testing.T, _ *object.Commit, tree *object.Tree) string {
 			// publish run pushed the artifact: the state records it and
 			// the tag points at it.
-			f, err := tree.File("publish/state.yaml")
+			f, err := tree.File("publish/state/global.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

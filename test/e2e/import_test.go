@@ -139,7 +139,7 @@ func TestImport(t *testing.T) {
 		out, code := imp(e.catalogURL, "--dry-run", "--manifests-dir", manifests)
 		if code != 0 || !strings.Contains(out, "would import Artifact tiny (listed, "+e.dst.Host+"/mirror/tiny/bundle)") ||
 			!strings.Contains(out, "tiny 1.1.0 tag v1.1.0 as ArtifactVersion tiny-v1.1.0 (listed)") ||
-			!strings.Contains(out, "would write catalog publish/state.yaml") || !strings.Contains(out, "dry run: nothing written") {
+			!strings.Contains(out, "would write catalog publish/state/global.yaml") || !strings.Contains(out, "dry run: nothing written") {
 			t.Fatalf("exit %d\n%s", code, out)
 		}
 		if n := len(e.branches(e.catalogURL)); n != 0 {
@@ -157,7 +157,7 @@ func TestImport(t *testing.T) {
 		}
 		t.Logf("%s", out)
 		_, tree := e.catalog()
-		state := fileIn(t, tree, "publish/state.yaml")
+		state := fileIn(t, tree, "publish/state/global.yaml")
 		for _, v := range versions {
 			if !strings.Contains(state, "objectName: tiny-v"+v) {
 				t.Errorf("the state does not record tiny-v%s:\n%s", v, state)
@@ -280,7 +280,7 @@ func TestImport(t *testing.T) {
 		}
 		head := e.branches(url)
 		out, code := imp(url)
-		if code != 1 || !strings.Contains(out, "already in the catalog's publish/state.yaml") || !strings.Contains(out, "tag v1.0.0 is ArtifactVersion tiny-v1.0.0 in the cluster, tiny.v1.0.0 in the catalog") {
+		if code != 1 || !strings.Contains(out, "already in the catalog's publish/state/global.yaml") || !strings.Contains(out, "tag v1.0.0 is ArtifactVersion tiny-v1.0.0 in the cluster, tiny.v1.0.0 in the catalog") {
 			t.Errorf("exit %d\n%s", code, out)
 		}
 		if !reflect.DeepEqual(head, e.branches(url)) {
