@@ -8,7 +8,7 @@ import (
 // TestStateObjectName: objectName is optional (a state file without it
 // reads as before), kept through Marshal and SplitState, and validated.
 func TestStateObjectName(t *testing.T) {
-	old := "apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishState\nsource: {}\nartifacts:\n- name: etcd\n  present: true\n  registry: r.example\n  repository: p/etcd\n  versions:\n  - version: 0.9.4\n    tag: v0.9.4\n    present: true\n"
+	old := "apiVersion: publish.operator-publish.io/v1alpha2\nkind: PublishState\nsource: {}\nartifacts:\n- name: etcd\n  present: true\n  registry: r.example\n  repository: p/etcd\n  versions:\n  - version: 0.9.4\n    tag: v0.9.4\n    present: true\n"
 	s, err := ParseState(StatePath("global"), []byte(old))
 	if err != nil || s.Artifacts[0].Versions[0].ObjectName != "" {
 		t.Fatalf("%v %+v", err, s)
