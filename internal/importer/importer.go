@@ -1,6 +1,6 @@
 // Package importer is `publish import`: it reads the Artifacts and
 // ArtifactVersions that violet or `kubectl artifact` created in a cluster
-// and plans the publish/state.yaml entries that make the catalog render
+// and plans the publish/state/<cluster>.yaml entries that make the catalog render
 // the same objects under the same names, so that the first GitOps sync
 // adopts them instead of colliding (a second ArtifactVersion of a version
 // is left Pending with reason AlreadyAdd). It reads the cluster with get
@@ -326,7 +326,7 @@ func againstState(old, rec model.ArtifactRecord, ns string) *Conflict {
 		return nil
 	}
 	return &Conflict{Artifact: rec.Name, Objects: objs,
-		Problem: "already in the catalog's publish/state.yaml, and the cluster differs: " + strings.Join(problems, "; "),
+		Problem: "already in the catalog's state of this cluster (publish/state/<cluster>.yaml), and the cluster differs: " + strings.Join(problems, "; "),
 		Action:  fmt.Sprintf("import does not change what the catalog already publishes: delete the cluster's objects the catalog does not render (kubectl -n %s delete artifactversion NAME) so that the sync creates the catalog's, or publish the artifact under another name", ns)}
 }
 

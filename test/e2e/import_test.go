@@ -280,7 +280,7 @@ func TestImport(t *testing.T) {
 		}
 		head := e.branches(url)
 		out, code := imp(url)
-		if code != 1 || !strings.Contains(out, "already in the catalog's publish/state/global.yaml") || !strings.Contains(out, "tag v1.0.0 is ArtifactVersion tiny-v1.0.0 in the cluster, tiny.v1.0.0 in the catalog") {
+		if code != 1 || !strings.Contains(out, "already in the catalog's state of this cluster") || !strings.Contains(out, "tag v1.0.0 is ArtifactVersion tiny-v1.0.0 in the cluster, tiny.v1.0.0 in the catalog") {
 			t.Errorf("exit %d\n%s", code, out)
 		}
 		if !reflect.DeepEqual(head, e.branches(url)) {
