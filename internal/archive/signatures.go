@@ -3,17 +3,14 @@ package archive
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/operator-publish/publish/internal/registry"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -87,7 +84,7 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 		}
 		defer close(tl.done)
 		list, err := c.puller.List(ctx, repo)
-		if err != nil && !notFound(err) {
+		if err != nil && !registry.IsNotFound(err) {
 			tl.err = err
 			return nil, err
 		}
@@ -141,7 +138,7 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 			}
 			for _, d := range s.digests {
 				idx, err := remote.Referrers(s.repo.Digest(d.String()), append(append([]remote.Option(nil), o.Remote...), remote.WithContext(gctx))...)
-				if err != nil && !notFound(err) {
+				if err != nil && !registry.IsNotFound(err) {
 					return fail("listing the referrers of "+d.String(), err)
 				}
 				if idx != nil {
@@ -167,7 +164,7 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 						continue
 					}
 					if err := store(gctx, s.repo, s.repo.Tag(tag), d); err != nil {
-						if notFound(err) {
+						if registry.IsNotFound(err) {
 							continue // deleted since the listing
 						}
 						return fail("signature tag "+tag, err)
@@ -212,21 +209,4 @@ func (c *collected) children(d string) []v1.Hash {
 		}
 	}
 	return out
-}
-
-// notFound reports a registry's 404 (or its NAME_UNKNOWN, MANIFEST_UNKNOWN
-// codes): the repository or tag is not there.
-func notFound(err error) bool {
-	var te *transport.Error
-	if errors.As(err, &te) {
-		if te.StatusCode == http.StatusNotFound {
-			return true
-		}
-		for _, d := range te.Errors {
-			if d.Code == transport.NameUnknownErrorCode || d.Code == transport.ManifestUnknownErrorCode {
-				return true
-			}
-		}
-	}
-	return strings.Contains(fmt.Sprint(err), "NAME_UNKNOWN")
 }
