@@ -47,6 +47,10 @@ type renderSettings struct {
 	// clusters.<cluster>'s (pipeline.ClusterOptions).
 	Include, Exclude []string
 	DstRegistry      string
+	// Delivery and PullRequest are the cluster's delivery
+	// (deliveryFlags.apply: --delivery, else publish.yaml).
+	Delivery    string
+	PullRequest pipeline.PullRequestOptions
 }
 
 // clusterOptions is the pipeline's view of rs, with its OCI reference.
@@ -54,6 +58,7 @@ func (rs renderSettings) clusterOptions(oci string) pipeline.ClusterOptions {
 	return pipeline.ClusterOptions{
 		Name: rs.Cluster, Target: rs.Target, OLM: rs.OLM, OCI: oci, Render: rs.Render,
 		Include: rs.Include, Exclude: rs.Exclude, DstRegistry: rs.DstRegistry,
+		Delivery: rs.Delivery, PullRequest: rs.PullRequest,
 	}
 }
 

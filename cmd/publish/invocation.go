@@ -118,3 +118,6 @@ func (inv *invocation) newProgress(stderr io.Writer, label string) *archive.Prog
 // finish erases the terminal's live status line, if any: call it when the
 // command returns, before its error is printed.
 func (inv *invocation) finish() { inv.logFlags.closeStatus() }
+
+// jobURL is the CI job's page (ci.JobURL), "" outside CI.
+func (inv *invocation) jobURL() string { return ci.JobURL(inv.getenv) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/ci"
@@ -68,21 +69,37 @@ func runSummary(ch render.Changes, commit string) string {
 	return b.String()
 }
 
-// clusterOutput is one entry of the clusters output (ci.OutputClusters).
-// PR and PRNumber stay empty until pull-request delivery.
+// clusterOutput is one entry of the clusters output (ci.OutputClusters):
+// the cluster, its delivery, the commit the run made for it (on the
+// catalog branch for push, on the rolling branch for pull-request; ""
+// when none), whether that changed the catalog branch, and its pull
+// request (URL, number as text, what the run did, the branch).
 type clusterOutput struct {
 	Cluster  string `json:"cluster"`
+	Delivery string `json:"delivery"`
 	Commit   string `json:"commit"`
 	Changed  bool   `json:"changed"`
 	PR       string `json:"pr"`
 	PRNumber string `json:"prNumber"`
+	PRAction string `json:"prAction,omitempty"`
+	Branch   string `json:"branch,omitempty"`
 }
 
 // clustersOutput is the clusters output of a run: a JSON array.
 func clustersOutput(cs []pipeline.ClusterResult) string {
 	out := make([]clusterOutput, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, clusterOutput{Cluster: c.Name, Commit: c.Commit, Changed: c.Commit != ""})
+		o := clusterOutput{Cluster: c.Name, Delivery: c.Delivery, Commit: c.Commit, Changed: c.Commit != ""}
+		if o.Delivery == "" {
+			o.Delivery = pipeline.DeliveryPush
+		}
+		if pr := c.PullRequest; pr != nil {
+			o.Commit, o.Branch, o.PRAction, o.PR = pr.Commit, pr.Branch, pr.Action, pr.URL
+			if pr.Number > 0 {
+				o.PRNumber = strconv.Itoa(pr.Number)
+			}
+		}
+		out = append(out, o)
 	}
 	data, _ := json.Marshal(out)
 	return string(data)
@@ -111,7 +128,7 @@ func (inv *invocation) reportRun(ch render.Changes, commit string, cs []pipeline
 // runSummaryClusters is runSummary, with one section per cluster when the
 // run served several.
 func runSummaryClusters(ch render.Changes, commit string, cs []pipeline.ClusterResult) string {
-	if len(cs) < 2 {
+	if len(cs) == 0 || len(cs) == 1 && cs[0].PullRequest == nil {
 		return runSummary(ch, commit)
 	}
 	var b strings.Builder
@@ -121,6 +138,12 @@ func runSummaryClusters(ch render.Changes, commit string, cs []pipeline.ClusterR
 		switch {
 		case c.Superseded != "":
 			fmt.Fprintf(&b, "Already published from a newer source commit, `%s`.\n\n", c.Superseded)
+		case c.PullRequest != nil && c.PullRequest.Action != "":
+			pr := c.PullRequest
+			fmt.Fprintf(&b, "Pull request [#%d](%s) %s (branch `%s`).\n\n", pr.Number, pr.URL, pr.Action, pr.Branch)
+			if !c.Changes.Empty() && pr.Action != "closed" {
+				b.WriteString(strings.TrimPrefix(runSummary(c.Changes, ""), "## publish run\n\n") + "\n")
+			}
 		case c.Changes.Empty() && c.Commit == "":
 			b.WriteString("Nothing changed.\n\n")
 		default:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
@@ -20,8 +21,9 @@ type publishFlags struct {
 	catalog catalogFlags // --catalog
 	commit  *commitFlags // run only
 	render  renderFlags
-	oci     *ociFlags  // run only
-	sign    *signFlags // run only
+	oci     *ociFlags      // run only
+	sign    *signFlags     // run only
+	deliver *deliveryFlags // run only
 	// clusters are the clusters options resolved (resolveClusters).
 	clusters []renderSettings
 }
@@ -43,7 +45,8 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 	p.retry.register(fs)
 	p.catalog.register(fs, verb, "catalog Git repo: URL or local path")
 	if write {
-		p.copy, p.commit, p.oci, p.sign = &copyFlags{}, &commitFlags{}, &ociFlags{}, &signFlags{}
+		p.copy, p.commit, p.oci, p.sign, p.deliver = &copyFlags{}, &commitFlags{}, &ociFlags{}, &signFlags{}, &deliveryFlags{}
+		p.deliver.register(fs)
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
@@ -68,6 +71,16 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	if err != nil {
 		return err
 	}
+	if p.deliver != nil {
+		cat, err := p.catalog.options(&p.tls)
+		if err != nil {
+			return err
+		}
+		if err := p.deliver.apply(inv.config, all, o, cat); err != nil {
+			return err
+		}
+		o.JobURL = inv.jobURL()
+	}
 	rs := all[0]
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
 	o.Cluster, o.Target, o.OLM, o.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
@@ -77,7 +90,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return err
 		}
 	}
-	if len(all) > 1 || rs.Include != nil || rs.Exclude != nil || rs.DstRegistry != "" {
+	if len(all) > 1 || rs.Include != nil || rs.Exclude != nil || rs.DstRegistry != "" || rs.Delivery == pipeline.DeliveryPullRequest {
 		o.Clusters = nil
 		for _, c := range all {
 			oci := ""
@@ -183,6 +196,10 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 		}
 		fmt.Fprintf(w, "oci       %s@%s (%s)\n", o.Ref, o.Digest, state)
 	}
+	if len(res.Clusters) == 1 && res.Clusters[0].PullRequest != nil {
+		printPullRequest(w, res.Clusters[0].PullRequest, "")
+		return
+	}
 	if res.Commit != "" {
 		fmt.Fprintf(w, "commit    %s\n", res.Commit)
 	} else if res.Superseded != "" {
@@ -216,10 +233,21 @@ func printClusters(cmd *cobra.Command, res *pipeline.Result) {
 		if c.Superseded != "" {
 			fmt.Fprintf(w, "no change on cluster %s: it is already published from a newer source commit, %s\n", c.Name, c.Superseded)
 		}
+		printPullRequest(w, c.PullRequest, " (cluster "+c.Name+")")
 	}
 	if res.Commit != "" {
 		fmt.Fprintf(w, "commit    %s\n", res.Commit)
 	} else if res.Mirror != nil {
 		fmt.Fprintln(w, "no change: nothing committed")
 	}
+}
+
+// printPullRequest prints what the run did with a cluster's pull request
+// ("pr        opened #12 https://... (cluster a)"), nothing when it had
+// none to propose and none was open.
+func printPullRequest(w io.Writer, pr *pipeline.PullRequestResult, suffix string) {
+	if pr == nil || pr.Action == "" {
+		return
+	}
+	fmt.Fprintf(w, "pr        %s #%d %s%s\n", pr.Action, pr.Number, pr.URL, suffix)
 }

@@ -90,10 +90,55 @@ type PushStats struct {
 // Errors: *gitops.UnreachableError (network, credentials, a refusal by the
 // server), wrapping *RejectedError for a branch that moved on.
 func PushCommit(ctx context.Context, r Remote, s storer.EncodedObjectStorer, w *Written) (*PushStats, error) {
-	st := &PushStats{}
 	if w.Commit.IsZero() {
-		return st, nil
+		return &PushStats{}, nil
 	}
+	parent := w.Parent
+	return pushRef(ctx, r, s, refUpdate{branch: r.Branch, new: w.Commit, objects: w.Objects, expect: &parent})
+}
+
+// PushBranch sends w (from WriteCommit) to branch of r's repository (not
+// r.Branch), replacing whatever commit branch is at: the rolling branch
+// of a pull request, which every run writes again on the current catalog
+// branch (never merged as text). The old value of the update is the one
+// the server advertised, so a push that races ours between the
+// advertisement and the update is refused all the same (*RejectedError).
+// It returns the commit the branch was at ("" when it did not exist).
+// The remote must have w.Parent (it is a commit of r.Branch). Errors are
+// PushCommit's.
+func PushBranch(ctx context.Context, r Remote, s storer.EncodedObjectStorer, w *Written, branch string) (string, *PushStats, error) {
+	if w.Commit.IsZero() {
+		return "", &PushStats{}, nil
+	}
+	var was plumbing.Hash
+	st, err := pushRef(ctx, r, s, refUpdate{branch: branch, new: w.Commit, objects: w.Objects, found: &was})
+	return hashOrEmpty(was), st, err
+}
+
+// DeleteBranch removes branch from r's repository (the rolling branch of
+// a pull request that was closed). A branch that does not exist is not an
+// error. Errors are PushCommit's.
+func DeleteBranch(ctx context.Context, r Remote, branch string) error {
+	_, err := pushRef(ctx, r, nil, refUpdate{branch: branch})
+	return err
+}
+
+// refUpdate is one reference update of pushRef.
+type refUpdate struct {
+	branch string
+	// new is the commit to set; zero deletes the branch.
+	new     plumbing.Hash
+	objects []plumbing.Hash
+	// expect, when set, is where the branch must be (zero: absent), else
+	// *RejectedError; nil: wherever the server says it is.
+	expect *plumbing.Hash
+	// found, when set, receives where the server said the branch was.
+	found *plumbing.Hash
+}
+
+// pushRef is one receive-pack session that updates one branch.
+func pushRef(ctx context.Context, r Remote, s storer.EncodedObjectStorer, u refUpdate) (*PushStats, error) {
+	st := &PushStats{}
 	if r.Display == "" {
 		r.Display = r.URL
 	}
@@ -101,7 +146,7 @@ func PushCommit(ctx context.Context, r Remote, s storer.EncodedObjectStorer, w *
 		r.Timeout = 5 * time.Minute
 	}
 	fail := func(err error) (*PushStats, error) {
-		return st, &gitops.UnreachableError{URL: r.Display, Op: "push to " + r.Branch, Err: err}
+		return st, &gitops.UnreachableError{URL: r.Display, Op: "push to " + u.branch, Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
@@ -127,37 +172,54 @@ func PushCommit(ctx context.Context, r Remote, s storer.EncodedObjectStorer, w *
 	if err != nil {
 		return fail(err)
 	}
-	name := plumbing.NewBranchReferenceName(r.Branch)
+	name := plumbing.NewBranchReferenceName(u.branch)
 	var found plumbing.Hash
 	if ref, ok := refs[name]; ok {
 		found = ref.Hash()
 	}
-	if found != w.Parent && checkAdvertised {
-		return fail(&RejectedError{Branch: r.Branch, Expected: hashOrEmpty(w.Parent), Found: hashOrEmpty(found)})
+	if u.found != nil {
+		*u.found = found
+	}
+	old := found
+	if u.expect != nil {
+		old = *u.expect
+		if found != old && checkAdvertised {
+			return fail(&RejectedError{Branch: u.branch, Expected: hashOrEmpty(old), Found: hashOrEmpty(found)})
+		}
+	}
+	if u.new.IsZero() && old.IsZero() {
+		return st, nil // nothing to delete
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	req.Commands = []*packp.Command{{Name: name, Old: w.Parent, New: w.Commit}}
-	pr, pw := io.Pipe()
-	req.Packfile = pr
+	req.Commands = []*packp.Command{{Name: name, Old: old, New: u.new}}
 	done := make(chan error, 1)
-	go func() {
-		cw := &countWriter{w: pw}
-		_, err := packfile.NewEncoder(cw, s, !ar.Capabilities.Supports(capability.OFSDelta)).Encode(w.Objects, 0)
-		st.Bytes = cw.n
-		done <- pw.CloseWithError(err)
-	}()
+	if !u.new.IsZero() {
+		pr, pw := io.Pipe()
+		req.Packfile = pr
+		go func() {
+			cw := &countWriter{w: pw}
+			_, err := packfile.NewEncoder(cw, s, !ar.Capabilities.Supports(capability.OFSDelta)).Encode(u.objects, 0)
+			st.Bytes = cw.n
+			done <- pw.CloseWithError(err)
+		}()
+		defer func() { pr.Close() }()
+	} else {
+		done <- nil
+	}
 	rs, err := sess.ReceivePack(ctx, req)
 	if err != nil && rs == nil {
-		pr.CloseWithError(err)
+		if p, ok := req.Packfile.(*io.PipeReader); ok {
+			p.CloseWithError(err)
+		}
 		<-done
 		return fail(err)
 	}
 	if err := <-done; err != nil {
 		return fail(fmt.Errorf("writing the pack: %w", err))
 	}
-	st.Objects = len(w.Objects)
+	st.Objects = len(u.objects)
 	if rs != nil {
-		if rs.UnpackStatus != "ok" {
+		if rs.UnpackStatus != "ok" && !(u.new.IsZero() && rs.UnpackStatus == "") {
 			return fail(fmt.Errorf("the server could not unpack the objects: %s", rs.UnpackStatus))
 		}
 		for _, cs := range rs.CommandStatuses {
@@ -165,7 +227,7 @@ func PushCommit(ctx context.Context, r Remote, s storer.EncodedObjectStorer, w *
 				continue
 			}
 			if movedOn(cs.Status) {
-				return fail(&RejectedError{Branch: r.Branch, Expected: hashOrEmpty(w.Parent), Reason: cs.Status})
+				return fail(&RejectedError{Branch: u.branch, Expected: hashOrEmpty(old), Reason: cs.Status})
 			}
 			return fail(fmt.Errorf("the server refused the update of %s: %s", cs.ReferenceName, cs.Status))
 		}

@@ -315,6 +315,30 @@ func (t *Tip) Push(ctx context.Context, w *Written) (*PushStats, error) {
 	return st, t.setHead(w.Commit)
 }
 
+// Branch is the catalog branch of the tip (--catalog-branch).
+func (t *Tip) Branch() string { return t.remote.Branch }
+
+// PushBranch pushes w (from Commit) to branch of the catalog repo instead
+// of the catalog branch, replacing whatever commit it is at: the rolling
+// branch of a pull request (catalog.PushBranch). The tip stays where it
+// is. It returns the commit branch was at ("" when it did not exist).
+func (t *Tip) PushBranch(ctx context.Context, w *Written, branch string) (string, error) {
+	if branch == t.remote.Branch {
+		return "", fmt.Errorf("the pull-request branch %s is the catalog branch: choose another (publish.yaml clusters.<cluster>.pullRequest.branch)", branch)
+	}
+	was, _, err := PushBranch(ctx, t.remote, t.store, w, branch)
+	return was, err
+}
+
+// DeleteBranch removes branch of the catalog repo, which must not be the
+// catalog branch; one that does not exist is not an error.
+func (t *Tip) DeleteBranch(ctx context.Context, branch string) error {
+	if branch == t.remote.Branch {
+		return fmt.Errorf("refusing to delete the catalog branch %s", branch)
+	}
+	return DeleteBranch(ctx, t.remote, branch)
+}
+
 // CommitOptionsFor returns the CommitOptions of o (author, committer and
 // signer, with the defaults of gitops.Options) for msg at when.
 func CommitOptionsFor(o gitops.Options, msg string, when time.Time) CommitOptions {

@@ -65,9 +65,13 @@ const (
 	OutputCommit    = "commit"    // the catalog commit, empty when none
 	OutputPlanJSON  = "plan-json" // path of the JSON plan (plan)
 	// OutputClusters is a JSON array, one object per cluster the run
-	// served (run): {"cluster", "commit" (the run's commit when it changed
-	// that cluster, else ""), "changed", "pr" and "prNumber" (empty until
-	// pull-request delivery)}.
+	// served (run): {"cluster", "delivery" (push or pull-request),
+	// "commit" (the run's commit for that cluster: on the catalog branch
+	// for push, on the rolling branch for pull-request; "" when none),
+	// "changed" (the catalog branch got a commit for it), "pr" and
+	// "prNumber" (the pull request's URL and number, "" for push),
+	// "prAction" (opened, updated, unchanged, closed) and "branch" (the
+	// rolling branch)}.
 	OutputClusters = "clusters"
 )
 
@@ -234,4 +238,29 @@ func reportSummary(dir, markdown string) error {
 		return fmt.Errorf("summary: %w", err)
 	}
 	return nil
+}
+
+// JobURL returns the web page of the CI job getenv describes (nil:
+// os.Getenv), where its files (artifacts) are listed: GitHub Actions'
+// run page ($GITHUB_SERVER_URL/$GITHUB_REPOSITORY/actions/runs/$GITHUB_RUN_ID,
+// whose artifacts are at the bottom), GitLab's job artifacts
+// ($CI_JOB_URL/artifacts/browse); "" elsewhere (Tekton has no such page).
+// The variables are the CI systems' documented predefined ones.
+func JobURL(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	switch detect(getenv) {
+	case GitHub:
+		server, repo, id := getenv("GITHUB_SERVER_URL"), getenv("GITHUB_REPOSITORY"), getenv("GITHUB_RUN_ID")
+		if server == "" || repo == "" || id == "" {
+			return ""
+		}
+		return strings.TrimSuffix(server, "/") + "/" + repo + "/actions/runs/" + id
+	case GitLab:
+		if u := getenv("CI_JOB_URL"); u != "" {
+			return strings.TrimSuffix(u, "/") + "/artifacts/browse"
+		}
+	}
+	return ""
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// the cluster runs (target) and, for upstream OLM, the catalog.
 	Clusters map[string]Cluster `yaml:"clusters,omitempty"`
 
+	// Forge is the forge of the catalog repo, for pull-request delivery.
+	Forge Forge `yaml:"forge,omitempty"`
+
 	// Verify is the signature policy (docs/signatures.md): which images
 	// must be signed, by what key or identity. Empty: nothing is verified.
 	Verify []VerifyEntry `yaml:"verify,omitempty"`
@@ -102,6 +105,44 @@ type Cluster struct {
 	Library          string   `yaml:"library,omitempty"`
 	ImagePullSecrets []string `yaml:"imagePullSecrets,omitempty"`
 	DstRegistry      string   `yaml:"dstRegistry,omitempty"`
+	// Delivery is how the cluster's change reaches the catalog branch:
+	// "push" (the default: a commit on the catalog branch) or
+	// "pull-request" (a rolling branch and one pull request against the
+	// catalog branch, for a reviewer to merge; docs/clusters.md);
+	// --delivery wins.
+	Delivery string `yaml:"delivery,omitempty"`
+	// PullRequest configures the pull request of a cluster whose delivery
+	// is pull-request.
+	PullRequest PullRequest `yaml:"pullRequest,omitempty"`
+}
+
+// PullRequest is the publish.yaml clusters.<name>.pullRequest entry.
+type PullRequest struct {
+	// Branch is the rolling branch (default publish/<cluster>).
+	Branch string `yaml:"branch,omitempty"`
+	// Labels are added to the pull request; --pr-label adds more.
+	Labels []string `yaml:"labels,omitempty"`
+	// AutoMerge is merge, squash or rebase: the forge merges the pull
+	// request once its checks and reviews pass (when it allows that);
+	// --auto-merge wins.
+	AutoMerge string `yaml:"autoMerge,omitempty"`
+}
+
+// Forge is the publish.yaml forge entry: the forge of the catalog repo,
+// for pull-request delivery. The token is never in the file: it comes from
+// --forge-token or PUBLISH_FORGE_TOKEN.
+type Forge struct {
+	// Kind is github, gitlab or gitea (Forgejo too); default: detected
+	// from the catalog URL. --forge wins.
+	Kind string `yaml:"kind,omitempty"`
+	// APIURL is the API of a self-hosted forge (GitHub Enterprise Server:
+	// https://HOST/api/v3; GitLab: https://HOST/api/v4; Gitea:
+	// https://HOST/api/v1); --forge-api-url wins.
+	APIURL string `yaml:"apiURL,omitempty"`
+	// Repo is the repository on the forge (owner/name, GitLab
+	// group/subgroup/name) when the catalog URL does not say it;
+	// --forge-repo wins.
+	Repo string `yaml:"repo,omitempty"`
 }
 
 // ClusterNames returns the clusters publish.yaml declares (clusters:),
@@ -298,11 +339,29 @@ func Load(path string, required bool) (*Config, error) {
 				}
 			}
 		}
+		switch cl.Delivery {
+		case "", "push", "pull-request":
+		default:
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s.delivery: %q is not one of push, pull-request", name, cl.Delivery)}
+		}
+		switch cl.PullRequest.AutoMerge {
+		case "", "merge", "squash", "rebase":
+		default:
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "pullRequest"), Msg: fmt.Sprintf("clusters.%s.pullRequest.autoMerge: %q is not one of merge, squash, rebase", name, cl.PullRequest.AutoMerge)}
+		}
+		if cl.Delivery == "pull-request" && cl.OCI != "" {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with oci: the cluster pulls the OCI catalog, which would change before the pull request is reviewed; use delivery: push for this cluster, or sync it from Git", name)}
+		}
 		if cl.OCI != "" {
 			if _, err := ocicatalog.Tag(cl.OCI, name); err != nil {
 				return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "oci"), Msg: fmt.Sprintf("clusters.%s.oci: %v", name, err)}
 			}
 		}
+	}
+	switch c.Forge.Kind {
+	case "", "github", "gitlab", "gitea", "forgejo":
+	default:
+		return nil, &Error{Path: path, Line: topKeyLine(data, "forge"), Msg: fmt.Sprintf("forge.kind: %q is not one of github, gitlab, gitea", c.Forge.Kind)}
 	}
 	if err := loadVerify(path, data, c.Verify); err != nil {
 		return nil, err
@@ -430,5 +489,23 @@ func (c *Config) Values() map[string]string {
 	if c.Concurrency != nil {
 		set("concurrency", strconv.Itoa(*c.Concurrency))
 	}
+	set("forge", c.Forge.Kind)
+	set("forge-api-url", c.Forge.APIURL)
+	set("forge-repo", c.Forge.Repo)
 	return out
+}
+
+// topKeyLine returns the line of the top-level key (0 when not found).
+func topKeyLine(data []byte, key string) int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return 0
+	}
+	doc := root.Content[0]
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == key {
+			return doc.Content[i].Line
+		}
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -45,6 +46,11 @@ type ClusterOptions struct {
 	// leaves the selection is delisted on this cluster only (present:
 	// false), never deleted.
 	Include, Exclude []string
+	// Delivery is how the cluster's change reaches the catalog branch:
+	// DeliveryPush ("" too) or DeliveryPullRequest, with PullRequest's
+	// settings (docs/clusters.md).
+	Delivery    string
+	PullRequest PullRequestOptions
 }
 
 // selects reports whether the cluster's selection takes artifact.
@@ -140,6 +146,10 @@ type ClusterResult struct {
 	// a newer commit than ours: nothing was done for it.
 	Superseded string
 	OCI        *ocicatalog.Result
+	// Delivery is the cluster's (DeliveryPush or DeliveryPullRequest);
+	// PullRequest what the run did with its pull request (nil for push).
+	Delivery    string
+	PullRequest *PullRequestResult
 }
 
 // shared is what the clusters of one run share: the bundles read (by
@@ -234,6 +244,8 @@ type clusterRun struct {
 	current []model.ArtifactRecord
 	res     *Result
 	cres    *ClusterResult
+	// vs are the versions of the package repo the cluster gets.
+	vs []*model.Version
 	// skip: the cluster was published from a newer source commit.
 	skip bool
 }
@@ -288,9 +300,9 @@ func mergeChanges(crs []*clusterRun, per map[string][]catalog.Change) []catalog.
 // most pushAttempts times. Before every attempt each cluster's source
 // commit is compared with ours (supersededBy): a cluster published from a
 // newer commit is left as it is. crs share one tip (scope.tip).
-func publishClusters(ctx context.Context, o Options, crs []*clusterRun, res *Result) error {
+func publishClusters(ctx context.Context, o Options, f forge.Forge, crs []*clusterRun, res *Result) error {
 	for attempt := 1; ; attempt++ {
-		err := publishOnce(ctx, o, crs, res)
+		err := publishOnce(ctx, o, f, crs, res)
 		if err == nil || !gitops.IsRejected(err) {
 			return err
 		}
@@ -319,12 +331,20 @@ func publishClusters(ctx context.Context, o Options, crs []*clusterRun, res *Res
 	}
 }
 
-// publishOnce is one attempt of publishClusters.
-func publishOnce(ctx context.Context, o Options, crs []*clusterRun, res *Result) error {
+// publishOnce is one attempt of publishClusters. The clusters whose
+// delivery is DeliveryPullRequest get their pull requests first (f), so
+// that a forge that refuses stops the run before the commit of the others
+// reaches the catalog branch.
+func publishOnce(ctx context.Context, o Options, f forge.Forge, crs []*clusterRun, res *Result) error {
 	per := map[string][]catalog.Change{}
-	var changed []*clusterRun
+	proposed := map[string][]catalog.Change{}
+	var changed, prs []*clusterRun
 	for _, cr := range crs {
 		cr.cres.Changes, cr.cres.Commit, cr.cres.Superseded, cr.skip = render.Changes{}, "", "", false
+		cr.cres.Delivery, cr.cres.PullRequest = cr.r.cluster.Delivery, nil
+		if cr.cres.Delivery == "" {
+			cr.cres.Delivery = DeliveryPush
+		}
 		cr.res.Changes, cr.res.Commit, cr.res.Files, cr.res.Superseded = render.Changes{}, "", nil, ""
 		if newer, why := supersededBy(ctx, cr.r.Options, cr.res.SourceCommit, cr.s.state.Source.Commit); newer {
 			if len(crs) > 1 {
@@ -341,9 +361,19 @@ func publishOnce(ctx context.Context, o Options, crs []*clusterRun, res *Result)
 			return err
 		}
 		cr.cres.Changes, cr.cres.OCI = cr.res.Changes, cr.res.OCI
+		if cr.r.cluster.Delivery == DeliveryPullRequest {
+			prs = append(prs, cr)
+			proposed[cr.r.Cluster] = changes
+			continue
+		}
 		if changes != nil {
 			per[cr.r.Cluster] = changes
 			changed = append(changed, cr)
+		}
+	}
+	if len(prs) > 0 {
+		if err := deliverPullRequests(ctx, o, f, prs, proposed, len(crs) > 1); err != nil {
+			return err
 		}
 	}
 	res.Superseded = ""
@@ -439,6 +469,13 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 		}
 		tgts[i] = tgt
 	}
+	var f forge.Forge
+	if pullRequests(cls) {
+		var err error
+		if f, err = openForge(ctx, o, cls); err != nil {
+			return nil, err
+		}
+	}
 	tip, err := catalog.OpenTip(ctx, o.Catalog)
 	if err != nil {
 		return nil, err
@@ -498,7 +535,7 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 	}
-	err = publishClusters(ctx, o, crs, res)
+	err = publishClusters(ctx, o, f, crs, res)
 	for _, cr := range crs {
 		res.Clusters = append(res.Clusters, *cr.cres)
 	}

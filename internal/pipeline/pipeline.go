@@ -33,6 +33,7 @@ import (
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -112,6 +113,14 @@ type Options struct {
 	// is, with a warning (removing it would make Argo CD or Flux prune its
 	// objects).
 	Declared []string
+	// Forge opens the forge of the catalog repo (internal/forge), for the
+	// clusters whose delivery is DeliveryPullRequest; nil: none can be.
+	Forge func() (forge.Forge, error)
+	// PlanDir, when set, is where a pull-request cluster's full plan is
+	// written (<cluster>.md and .json) for the CI job to keep as its
+	// files (--plan-dir); JobURL, when set, is the CI job's page, linked
+	// from the pull request's body.
+	PlanDir, JobURL string
 	// fullRead makes the engine read the whole package repo and catalog
 	// even where the incremental way applies: the equivalence tests.
 	fullRead bool
@@ -346,6 +355,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	}
 	carryOver(current, state.Artifacts, false)
 	cr.current = current
+	cr.vs = vs
 	return cr, nil
 }
 
@@ -794,7 +804,7 @@ func retryDelay(n int) time.Duration {
 func publishWithRetry(ctx context.Context, r *run, s *scope, current []model.ArtifactRecord, res *Result) error {
 	cr := &clusterRun{r: r, s: s, current: current, res: res, cres: &ClusterResult{Name: r.Cluster}}
 	all := &Result{}
-	err := publishClusters(ctx, r.Options, []*clusterRun{cr}, all)
+	err := publishClusters(ctx, r.Options, nil, []*clusterRun{cr}, all)
 	res.Clusters = []ClusterResult{*cr.cres}
 	return err
 }
