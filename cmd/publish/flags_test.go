@@ -59,6 +59,8 @@ var (
 	renderGroup  = []string{"cluster", "target", "namespace", "library", "image-pull-secret"}
 	ociGroup     = []string{"oci"}
 	signGroup    = []string{"cosign-key", "cosign-key-password", "cosign-sig-tag"}
+	// deliveryGroup: how run delivers each cluster's change.
+	deliveryGroup = []string{"delivery", "pr-label", "auto-merge", "plan-dir", "forge", "forge-api-url", "forge-repo", "forge-token"}
 	// clustersGroup: the commands that serve several clusters in one run.
 	clustersGroup = []string{"clusters"}
 	lintGroup     = []string{"format", "offline", "no-image-check"}
@@ -89,7 +91,7 @@ func join(groups ...[]string) []string {
 // violet spellings are accepted where their flag is.
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
-		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, logGroup,
+		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
 			[]string{"allow-empty", "base", "no-fetch"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),

@@ -205,7 +205,7 @@ func TestInputsAreFlags(t *testing.T) {
 		default:
 			t.Errorf("input %s: unknown command %q", in.Name, in.Command)
 		}
-		if want := strings.HasSuffix(in.Flag, "-password"); in.Secret != want {
+		if want := strings.HasSuffix(in.Flag, "-password") || strings.HasSuffix(in.Flag, "-token"); in.Secret != want {
 			t.Errorf("input %s: secret %v, want %v", in.Name, in.Secret, want)
 		}
 	}
