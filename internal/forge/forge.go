@@ -161,9 +161,9 @@ func (e *PermissionError) Error() string {
 	fmt.Fprintf(&b, "%s %s: %s: ", e.Kind, e.Repo, e.Op)
 	switch e.Status {
 	case http.StatusUnauthorized:
-		b.WriteString("the forge rejected the token (--forge-token / PUBLISH_FORGE_TOKEN): it is expired, revoked or mistyped")
+		b.WriteString("the forge refused the token (--forge-token / PUBLISH_FORGE_TOKEN): it is expired, revoked or mistyped")
 		if e.Need != "" {
-			fmt.Fprintf(&b, "; it needs %s", e.Need)
+			fmt.Fprintf(&b, ", or it lacks %s", e.Need)
 		}
 	case http.StatusNotFound:
 		fmt.Fprintf(&b, "not found: the repository or pull request does not exist, or the token (--forge-token / PUBLISH_FORGE_TOKEN) cannot see it; grant it %s", e.Need)
