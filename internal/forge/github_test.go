@@ -43,9 +43,13 @@ func TestGitHubReadOnlyWriteNamesAcceptedPermissions(t *testing.T) {
 	}
 }
 
-func TestGitHubBadToken(t *testing.T) { testBadToken(t, "github", forgetest.NewGitHub(t, "acme/catalog")) }
+func TestGitHubBadToken(t *testing.T) {
+	testBadToken(t, "github", forgetest.NewGitHub(t, "acme/catalog"))
+}
 
-func TestGitHubBodyLimit(t *testing.T) { testBodyLimit(t, "github", forgetest.NewGitHub(t, "acme/catalog")) }
+func TestGitHubBodyLimit(t *testing.T) {
+	testBodyLimit(t, "github", forgetest.NewGitHub(t, "acme/catalog"))
+}
 
 func TestGitHubAutoMergeNotAllowed(t *testing.T) {
 	gh := forgetest.NewGitHub(t, "acme/catalog", forgetest.NoAutoMerge())

@@ -16,9 +16,13 @@ func TestGitLabReadOnly(t *testing.T) {
 	testReadOnly(t, "gitlab", forgetest.NewGitLab(t, "platform/catalog", forgetest.ReadOnly()), "Developer role")
 }
 
-func TestGitLabBadToken(t *testing.T) { testBadToken(t, "gitlab", forgetest.NewGitLab(t, "platform/catalog")) }
+func TestGitLabBadToken(t *testing.T) {
+	testBadToken(t, "gitlab", forgetest.NewGitLab(t, "platform/catalog"))
+}
 
-func TestGitLabBodyLimit(t *testing.T) { testBodyLimit(t, "gitlab", forgetest.NewGitLab(t, "platform/catalog")) }
+func TestGitLabBodyLimit(t *testing.T) {
+	testBodyLimit(t, "gitlab", forgetest.NewGitLab(t, "platform/catalog"))
+}
 
 func TestGitLabAutoMergeMethods(t *testing.T) {
 	gl := forgetest.NewGitLab(t, "platform/catalog")
