@@ -85,3 +85,26 @@ func logTo(w io.Writer) *invocation {
 	inv.log = logging.New(w, logging.Options{})
 	return inv
 }
+
+// TestDeliveryUsageErrors: a bad --delivery or --auto-merge, and
+// pull-request delivery without a forge token, are usage errors naming
+// the flag; none reads or mirrors anything.
+func TestDeliveryUsageErrors(t *testing.T) {
+	cat := t.TempDir()
+	for args, want := range map[string]string{
+		"--delivery merge":                         "--delivery",
+		"--delivery pull-request --auto-merge yes": "--auto-merge",
+		"--delivery pull-request":                  "--forge-token",
+	} {
+		root := newRootCmd()
+		root.SetArgs(append([]string{"run", "--source", t.TempDir(), "--catalog", cat, "--dst-registry", "r.example.com", "--allow-empty"}, strings.Fields(args)...))
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		err := root.Execute()
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want a usage error naming %s", args, err, want)
+		}
+	}
+}

@@ -312,3 +312,91 @@ func TestRunPullRequestGitHub(t *testing.T) {
 		t.Error("main moved although the forge refused")
 	}
 }
+
+// TestRunMergeRequestGitLab: the same delivery through GitLab's contract
+// fake, two clusters in one run, one push and one pull-request: the merge
+// request is opened from publish/edge with labels and auto-merge, then
+// updated in place by the next change; main gets only the push cluster's
+// commit.
+func TestRunMergeRequestGitLab(t *testing.T) {
+	f := newFixture(t)
+	f.run(t)
+	f.addOverlays(t, "edge")
+	gl := forgetest.NewGitLab(t, "platform/ops/catalog", forgetest.Mergeable())
+	o := Options{
+		Source:   f.source,
+		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog:  catalogOpts(f.catalog),
+		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
+		Declared: []string{"global", "edge"},
+		Clusters: []ClusterOptions{
+			{Name: "global"},
+			{Name: "edge", Delivery: DeliveryPullRequest, PullRequest: PullRequestOptions{Labels: []string{"catalog"}, AutoMerge: "squash"}},
+		},
+		Forge: func() (forge.Forge, error) {
+			return forge.New(forge.Options{Kind: "gitlab", APIURL: gl.URL(), Repo: gl.Repo(), Token: gl.Token()})
+		},
+	}
+	ctx := context.Background()
+	// The new overlay changes global's render key: published first.
+	o.Clusters[1].Delivery = DeliveryPush
+	o.Clusters[1].Exclude = []string{"*"}
+	if _, err := Run(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	o.Clusters[1].Delivery, o.Clusters[1].Exclude = DeliveryPullRequest, nil
+	res, err := Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := res.Clusters[1].PullRequest
+	if res.Commit != "" || mr == nil || mr.Action != "opened" {
+		t.Fatalf("first run: commit %q (%v), merge request %+v", res.Commit, res.Files, mr)
+	}
+	if got := gl.AutoMerge(mr.Number); got == "" {
+		t.Error("auto-merge was not asked for")
+	}
+	gl.SetHead("publish/edge", mr.Commit)
+	f.addOther(t)
+	res, err = Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Clusters[0].Commit == "" || res.Commit != branchHead(t, f.catalog, "main") {
+		t.Fatalf("global's commit: %+v", res.Clusters[0])
+	}
+	if again := res.Clusters[1].PullRequest; again.Action != "updated" || again.Number != mr.Number {
+		t.Fatalf("second run: %+v", again)
+	}
+	mrs := gl.PRs()
+	if len(mrs) != 1 || !strings.Contains(mrs[0].Body, "| `other` | listed |") || strings.Join(mrs[0].Labels, ",") != "catalog" {
+		t.Fatalf("merge requests: %+v", mrs)
+	}
+}
+
+// TestPRBodyLimit: a plan whose diff does not fit the forge's limit loses
+// the diff first (saying where the full plan is), then is cut at a line;
+// the marker always ends the body, and the body stays under the limit.
+func TestPRBodyLimit(t *testing.T) {
+	p := &Plan{Cluster: "prod", Artifacts: []PlanArtifact{{Name: "a", Action: "listed", Versions: []PlanVersion{{Version: "1.0.0", Action: "added"}}}}, Findings: []lint.Finding{}}
+	p.Diff = strings.Repeat("+"+strings.Repeat("a long line of the rendered diff ", 6)+"\n", 5000)
+	p.summarise()
+	m := marker{Cluster: "prod", Head: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40)}
+	full := prBody(p, 0, "https://ci/job", "/tmp/plan/prod.md", m)
+	if !strings.Contains(full, "```diff") || !strings.HasSuffix(full, m.String()+"\n") {
+		t.Fatalf("unlimited body lacks the diff or the marker")
+	}
+	body := prBody(p, 65536, "https://ci/job", "/tmp/plan/prod.md", m)
+	if len([]rune(body)) > 65536 || strings.Contains(body, "```diff") || !strings.Contains(body, "too long for the pull request") || !strings.Contains(body, "https://ci/job") || !strings.Contains(body, "`prod.md`") || !strings.HasSuffix(body, m.String()+"\n") {
+		t.Fatalf("body at GitHub's limit (%d runes):\n%s", len([]rune(body)), body)
+	}
+	for i := 0; i < 3000; i++ {
+		p.Artifacts = append(p.Artifacts, PlanArtifact{Name: "artifact-with-a-long-name", Action: "listed", Versions: []PlanVersion{{Version: "1.0.0", Action: "added"}}})
+	}
+	body = prBody(p, 65536, "", "", m)
+	if n := len([]rune(body)); n > 65536 || !strings.Contains(body, "the plan is cut here") || !parseMarkerOK(body, m) {
+		t.Fatalf("cut body: %d runes, marker %v", n, parseMarker(body))
+	}
+}
+
+func parseMarkerOK(body string, m marker) bool { return parseMarker(body) == m }
