@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/forge"
@@ -353,8 +352,8 @@ const maxBodyMargin = 2000
 
 // prBody is the body of a cluster's pull request: the plan in Markdown
 // (Plan.Markdown: the listing changes, the images, the lint findings and
-// the rendered diff, collapsed), kept under limit characters (the forge's
-// MaxBody): the diff is left out first, then the plan is cut at a line,
+// the rendered diff, collapsed), kept under limit bytes (the forge's MaxBody;
+// bytes are never fewer than characters): the diff is left out first, then the plan is cut at a line,
 // each time saying where the full plan is (the CI job's files, jobURL);
 // then the marker.
 func prBody(p *Plan, limit int, jobURL, planFile string, m marker) string {
@@ -368,24 +367,21 @@ func prBody(p *Plan, limit int, jobURL, planFile string, m marker) string {
 	head := fmt.Sprintf("This pull request was opened by `publish run` for cluster `%s`. Merging it publishes the change below to the cluster; publish re-renders this branch on every run (commits pushed to it are replaced), and closes the pull request when the package repo no longer changes the cluster.\n\n", p.Cluster)
 	tail := "\n---\n" + upper(where) + ".\n\n" + m.String() + "\n"
 	body := head + p.Markdown() + tail
-	if limit <= 0 || utf8.RuneCountInString(body) <= limit {
+	if limit <= 0 || len(body) <= limit {
 		return body
 	}
 	short := *p
 	short.Diff = ""
 	note := fmt.Sprintf("> The rendered diff (%d lines) is too long for the pull request: see the *Files changed* tab; %s.\n\n", strings.Count(p.Diff, "\n"), where)
 	body = head + note + short.Markdown() + tail
-	if utf8.RuneCountInString(body) <= limit {
+	if len(body) <= limit {
 		return body
 	}
-	budget := limit - utf8.RuneCountInString(head+note+tail) - maxBodyMargin
+	budget := limit - len(head+note+tail) - maxBodyMargin
 	md := short.Markdown()
 	cut := 0
-	for i, r := range md {
-		if budget--; budget < 0 {
-			break
-		}
-		if r == '\n' {
+	for i := 0; i < len(md) && i < budget; i++ {
+		if md[i] == '\n' {
 			cut = i + 1
 		}
 	}

@@ -387,14 +387,14 @@ func TestPRBodyLimit(t *testing.T) {
 		t.Fatalf("unlimited body lacks the diff or the marker")
 	}
 	body := prBody(p, 65536, "https://ci/job", "/tmp/plan/prod.md", m)
-	if len([]rune(body)) > 65536 || strings.Contains(body, "```diff") || !strings.Contains(body, "too long for the pull request") || !strings.Contains(body, "https://ci/job") || !strings.Contains(body, "`prod.md`") || !strings.HasSuffix(body, m.String()+"\n") {
-		t.Fatalf("body at GitHub's limit (%d runes):\n%s", len([]rune(body)), body)
+	if len(body) > 65536 || strings.Contains(body, "```diff") || !strings.Contains(body, "too long for the pull request") || !strings.Contains(body, "https://ci/job") || !strings.Contains(body, "`prod.md`") || !strings.HasSuffix(body, m.String()+"\n") {
+		t.Fatalf("body at GitHub's limit (%d runes):\n%s", len(body), body)
 	}
 	for i := 0; i < 3000; i++ {
 		p.Artifacts = append(p.Artifacts, PlanArtifact{Name: "artifact-with-a-long-name", Action: "listed", Versions: []PlanVersion{{Version: "1.0.0", Action: "added"}}})
 	}
 	body = prBody(p, 65536, "", "", m)
-	if n := len([]rune(body)); n > 65536 || !strings.Contains(body, "the plan is cut here") || !parseMarkerOK(body, m) {
+	if n := len(body); n > 65536 || !strings.Contains(body, "the plan is cut here") || !parseMarkerOK(body, m) {
 		t.Fatalf("cut body: %d runes, marker %v", n, parseMarker(body))
 	}
 }
