@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -12,10 +13,13 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/operator-publish/publish/internal/check"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // addOverlays adds an overlay for each cluster to the catalog (a copy of
@@ -236,5 +240,154 @@ func TestFirstPublishClusters(t *testing.T) {
 	}
 	if why := tookFullRead(log.String()); why != "" {
 		t.Errorf("the rerun read everything: %s", why)
+	}
+}
+
+// TestRunClustersTargets: three clusters with different targets,
+// selections and destinations from one package repo in one run (issue
+// 15): a and c run Alauda (c on its own destination, without tiny), edge
+// runs upstream OLM with tiny only. One commit holds each cluster's
+// rendered/<cluster> (edge: its CatalogSource naming a catalog image with
+// tiny's bundles), nothing of tiny reaches c's destination; then dropping
+// tiny from a's selection delists it on a only.
+func TestRunClustersTargets(t *testing.T) {
+	f := newFixture(t)
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
+	dst2Srv := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	t.Cleanup(dst2Srv.Close)
+	dst2 := strings.TrimPrefix(dst2Srv.URL, "http://")
+	f.run(t)
+	f.addOverlays(t, "a", "c", "edge")
+	f.addOther(t)
+	var log syncBuffer
+	o := Options{
+		Source:   f.source,
+		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog:  catalogOpts(f.catalog),
+		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
+		Log:      slog.New(slog.NewTextHandler(&log, nil)),
+		Declared: []string{"a", "c", "edge", "global"},
+		Clusters: []ClusterOptions{
+			{Name: "a"},
+			{Name: "c", Exclude: []string{"tiny"}, DstRegistry: dst2 + "/m2"},
+			{Name: "edge", Target: TargetOLM, Include: []string{"tiny"}, OLM: OLMOptions{
+				BaseImage: f.src + "/operator-framework/opm:v1.60.0",
+				Images:    []string{f.src + "/operator-framework/olm:v0.38.0"},
+				Source:    olm.SourceOptions{PollInterval: "30m"},
+			}},
+		},
+	}
+	_, _, before := f.cloneCatalog(t)
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	dir, repo, _ := f.cloneCatalog(t)
+	head, _ := repo.CommitObject(mustHash(t, repo))
+	if res.Commit == "" || head.Hash.String() != res.Commit || head.ParentHashes[0].String() != before {
+		t.Fatalf("not one commit on the tip: %s", res.Commit)
+	}
+	has := func(p string) bool {
+		_, err := os.Stat(filepath.Join(dir, p))
+		return err == nil
+	}
+	for p, want := range map[string]bool{
+		"rendered/a/tiny/artifact_tiny.yaml":    true,
+		"rendered/a/other/artifact_other.yaml":  true,
+		"rendered/c/tiny/artifact_tiny.yaml":    false,
+		"rendered/c/other/artifact_other.yaml":  true,
+		"rendered/edge/" + CatalogSourceFile:    true,
+		"rendered/edge/tiny/artifact_tiny.yaml": false,
+		"publish/state/edge.yaml":               true,
+	} {
+		if has(p) != want {
+			t.Errorf("%s: exists %v, want %v", p, !want, want)
+		}
+	}
+	pkgs, imgs := f.catalogBundles(t)
+	if len(pkgs) != 1 || pkgs[0] != "tiny" || len(imgs) != 2 {
+		t.Errorf("edge's catalog: packages %v, bundles %v", pkgs, imgs)
+	}
+	if _, err := remote.Head(mustRef(t, dst2+"/m2/tiny/manager:v1.1.0")); err == nil {
+		t.Error("tiny was mirrored to c's destination, which excludes it")
+	}
+
+	// a drops tiny: delisted on a, edge and c untouched.
+	o.Clusters[0].Exclude = []string{"tiny"}
+	res, err = Run(context.Background(), o)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("a drops tiny: %v", err)
+	}
+	dir, _, _ = f.cloneCatalog(t)
+	if data, _ := os.ReadFile(filepath.Join(dir, "rendered/a/tiny/artifact_tiny.yaml")); !strings.Contains(string(data), "present: false") {
+		t.Errorf("tiny on a is not delisted:\n%s", data)
+	}
+	for _, p := range res.Files {
+		if !strings.HasSuffix(p, "/a.yaml") && !strings.Contains(p, "/a/") {
+			t.Errorf("dropping tiny from a changed %s", p)
+		}
+	}
+}
+
+// TestClusterDestinationCredentials: a cluster's own destination host
+// gets the credentials the docker config has for it, the other
+// destination the flags' (issue 15 point 2), both real registries with
+// TLS and htpasswd; without an entry for it the flags' credentials are
+// sent there, refused, and the run stops naming that registry, with
+// nothing committed.
+func TestClusterDestinationCredentials(t *testing.T) {
+	f := newFixture(t)
+	dstA := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
+	dstC := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
+	dir := t.TempDir()
+	var cas []byte
+	for _, r := range []*testenv.Registry{dstA, dstC} {
+		pem, err := os.ReadFile(r.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cas = append(cas, pem...)
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	os.WriteFile(caFile, cas, 0o644)
+	docker := filepath.Join(dir, "docker")
+	os.MkdirAll(docker, 0o700)
+	t.Setenv("DOCKER_CONFIG", docker)
+	writeAuth := func(r *testenv.Registry) {
+		auth := base64.StdEncoding.EncodeToString([]byte(r.Username + ":" + r.Password))
+		os.WriteFile(filepath.Join(docker, "config.json"), []byte(`{"auths":{"`+r.Host+`":{"auth":"`+auth+`"}}}`), 0o600)
+	}
+	o := Options{
+		Source: f.source,
+		Mirror: mirror.Options{
+			DstRegistry: dstA.Host + "/mirror", Dst: mirror.Credentials{Username: dstA.Username, Password: dstA.Password},
+			CAFile: caFile, PlainHTTPHosts: []string{f.src},
+		},
+		Catalog:  catalogOpts(f.catalog),
+		Declared: []string{"a", "c"},
+		Clusters: []ClusterOptions{{Name: "a"}, {Name: "c", DstRegistry: dstC.Host + "/m"}},
+	}
+	// No docker config entry for c's host: the flags' credentials go
+	// there and are refused.
+	os.WriteFile(filepath.Join(docker, "config.json"), []byte(`{"auths":{}}`), 0o600)
+	_, err := Run(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), dstC.Host) {
+		t.Fatalf("c without credentials: %v", err)
+	}
+	if _, err := git.PlainOpen(f.catalog); err == nil && branchHead(t, f.catalog, "main") != "" {
+		t.Fatal("something was committed although c's mirror failed")
+	}
+	writeAuth(dstC)
+	res, err := Run(context.Background(), o)
+	if err != nil || res.Commit == "" {
+		t.Fatalf("run: %v", err)
+	}
+	for _, ref := range []string{dstA.Ref("mirror/tiny/bundle:v1.1.0"), dstC.Ref("m/tiny/bundle:v1.1.0"), dstC.Ref("m/tiny/manager:v1.1.0")} {
+		if _, err := remote.Head(mustRef(t, ref), dstA.Options()...); err != nil {
+			if _, err2 := remote.Head(mustRef(t, ref), dstC.Options()...); err2 != nil {
+				t.Errorf("%s not mirrored: %v / %v", ref, err, err2)
+			}
+		}
 	}
 }
