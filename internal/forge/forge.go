@@ -67,6 +67,19 @@ type Options struct {
 	HTTPClient *http.Client
 }
 
+// String shows o with the token hidden, so that logging Options with %v or
+// %+v never prints the secret.
+func (o Options) String() string {
+	tok := ""
+	if o.Token != "" {
+		tok = "[redacted]"
+	}
+	return fmt.Sprintf("{Kind:%q APIURL:%q Repo:%q Token:%s CatalogURL:%q CABundle:%d bytes}", o.Kind, redactURL(o.APIURL), o.Repo, tok, redactURL(o.CatalogURL), len(o.CABundle))
+}
+
+// GoString is String, for %#v.
+func (o Options) GoString() string { return "forge.Options" + o.String() }
+
 // PullRequest is a pull request (GitHub, Gitea) or merge request (GitLab)
 // as this package reads it back from the forge.
 type PullRequest struct {

@@ -3,6 +3,7 @@ package forge_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -133,5 +134,14 @@ func TestAutoMergeBadMethod(t *testing.T) {
 	}
 	if n := len(gh.Requests()); n != 0 {
 		t.Errorf("%d requests sent for a bad method", n)
+	}
+}
+
+func TestOptionsHideToken(t *testing.T) {
+	o := forge.Options{Kind: "github", Token: "ghp_s3cr3t", CatalogURL: "https://me:pw123@github.com/a/b.git"}
+	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o), fmt.Sprintf("%v", &o)} {
+		if strings.Contains(s, "ghp_s3cr3t") || strings.Contains(s, "pw123") {
+			t.Errorf("%s shows a secret", s)
+		}
 	}
 }
