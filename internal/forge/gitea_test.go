@@ -154,8 +154,11 @@ func TestGiteaReadOnly(t *testing.T) {
 	ctx := context.Background()
 	f := r.forge(t, ro)
 	for what, err := range map[string]error{
-		"Check":  f.Check(ctx),
-		"Create": func() error { _, err := f.Create(ctx, "publish/c1", "main", forge.Change{Title: "t", Body: "b"}); return err }(),
+		"Check": f.Check(ctx),
+		"Create": func() error {
+			_, err := f.Create(ctx, "publish/c1", "main", forge.Change{Title: "t", Body: "b"})
+			return err
+		}(),
 	} {
 		var pe *forge.PermissionError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "write:repository") || !strings.Contains(err.Error(), "--forge-token") || strings.Contains(err.Error(), ro) {
