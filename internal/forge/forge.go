@@ -223,8 +223,11 @@ func (b *base) fail(op string, err error) error {
 	return &apiError{msg: b.redact(fmt.Sprintf("%s %s: %s: %v", b.kind, b.repo, op, err)), err: err}
 }
 
+// redact removes the token from s. A token of fewer than 6 characters is
+// no real forge's (theirs are 20 and more) and is left, since replacing a
+// letter everywhere would garble the message.
 func (b *base) redact(s string) string {
-	if b.token == "" {
+	if len(b.token) < 6 {
 		return s
 	}
 	return strings.ReplaceAll(s, b.token, "[redacted]")
