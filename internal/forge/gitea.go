@@ -302,8 +302,9 @@ func (g *giteaForge) Close(ctx context.Context, number int, comment string) erro
 }
 
 // AutoMerge merges with merge_when_checks_succeed (Gitea API
-// "repoMergePullRequest"): Gitea schedules the merge until the required
-// status checks pass, or merges at once when none are pending. A merge style
+// "repoMergePullRequest"): Gitea answers 201 and schedules the merge, which
+// its queue does once the required status checks pass (a moment later when
+// there are none; seen on Gitea 1.27.3). A merge style
 // the repository's settings turn off is ErrAutoMergeUnsupported (read from
 // the repository first, since the SDK drops the message of a refused
 // merge).

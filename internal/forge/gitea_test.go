@@ -130,8 +130,9 @@ func TestGiteaLifecycle(t *testing.T) {
 		t.Errorf("Find after Close = %+v, %v", got, err)
 	}
 
-	// Auto-merge of a second PR: no status checks, so Gitea merges it now
-	// or schedules it; either way it is no longer open with its head.
+	// Auto-merge of a second PR: Gitea schedules it (201) and its queue
+	// merges it a moment later, there being no status checks; the test
+	// does not wait for that (no sleeps), it logs what it sees.
 	r.commit(t, "publish/c2", "rendered/c2/a.yaml", "a: 2\n")
 	second, err := f.Create(ctx, "publish/c2", "main", forge.Change{Title: "publish c2", Body: "plan"})
 	if err != nil {
@@ -139,6 +140,12 @@ func TestGiteaLifecycle(t *testing.T) {
 	}
 	if err := f.AutoMerge(ctx, second, "merge"); err != nil {
 		t.Fatalf("AutoMerge: %v", err)
+	}
+	owner, name, _ := strings.Cut(r.repo, "/")
+	if p, _, err := r.sdk.GetPullRequest(owner, name, int64(second.Number)); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("after AutoMerge: merged %v, state %s", p.HasMerged, p.State)
 	}
 	if err := f.AutoMerge(ctx, second, "bogus"); err == nil {
 		t.Error("AutoMerge with method bogus passed")
@@ -164,6 +171,7 @@ func TestGiteaReadOnly(t *testing.T) {
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "write:repository") || !strings.Contains(err.Error(), "--forge-token") || strings.Contains(err.Error(), ro) {
 			t.Errorf("%s with a read-only token = %v, want a *PermissionError naming write:repository", what, err)
 		}
+		t.Logf("%s: %v", what, err)
 	}
 }
 
