@@ -18,6 +18,7 @@
 package forgetest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -99,6 +100,25 @@ func randomToken(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return "fake-" + hex.EncodeToString(b)
+}
+
+type bodyKey struct{}
+
+// withBody logs r with its body and keeps the body in r's context for
+// report.
+func (s *server) withBody(r *http.Request, body []byte) *http.Request {
+	s.log(r, body)
+	return r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+}
+
+// report fails the test for request r, outside the contract: the message
+// names the fake, the request line and its body (cut at 300 bytes).
+func (s *server) report(fake string, r *http.Request, msg string) {
+	body, _ := r.Context().Value(bodyKey{}).([]byte)
+	if len(body) > 300 {
+		body = append(body[:300:300], "…"...)
+	}
+	s.t.Errorf("forgetest: %s fake: %s %s: %s (body: %s)", fake, r.Method, r.URL.RequestURI(), msg, body)
 }
 
 func (s *server) log(r *http.Request, body []byte) {

@@ -159,7 +159,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // bad fails the test for a request outside the contract and answers it.
 func (g *GitHub) bad(w http.ResponseWriter, r *http.Request, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	g.t.Errorf("forgetest: GitHub fake: %s %s: %s", r.Method, r.URL.RequestURI(), msg)
+	g.report("GitHub", r, msg)
 	ghError(w, status, msg, "")
 }
 
@@ -203,7 +203,7 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 		g.bad(w, r, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	g.log(r, body)
+	r = g.withBody(r, body)
 
 	// Authentication: "Authorization: Bearer TOKEN" (or the older
 	// "token TOKEN"); GitHub answers 401 "Bad credentials" otherwise.

@@ -136,7 +136,7 @@ func glError(w http.ResponseWriter, status int, msg any) {
 
 func (g *GitLab) bad(w http.ResponseWriter, r *http.Request, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	g.t.Errorf("forgetest: GitLab fake: %s %s: %s", r.Method, r.URL.RequestURI(), msg)
+	g.report("GitLab", r, msg)
 	writeJSON(w, status, map[string]any{"error": msg})
 }
 
@@ -146,7 +146,7 @@ func (g *GitLab) serve(w http.ResponseWriter, r *http.Request) {
 		g.bad(w, r, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	g.log(r, body)
+	r = g.withBody(r, body)
 	if r.Header.Get("PRIVATE-TOKEN") != g.token && r.Header.Get("Authorization") != "Bearer "+g.token {
 		glError(w, http.StatusUnauthorized, "401 Unauthorized")
 		return
