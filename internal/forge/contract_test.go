@@ -205,3 +205,15 @@ func testBodyLimit(t *testing.T, kind string, f fake) {
 		t.Errorf("Create with a body of MaxBody: %v", err)
 	}
 }
+
+// testMissing: a write on a PR that does not exist (or that the token
+// cannot see: the forges answer 404 for both) is a *PermissionError whose
+// text says both.
+func testMissing(t *testing.T, kind string, f fake) {
+	fg := open(t, kind, f)
+	_, err := fg.Update(context.Background(), 99, forge.Change{Title: "t"})
+	var pe *forge.PermissionError
+	if !errors.As(err, &pe) || pe.Status != 404 || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "cannot see it") {
+		t.Errorf("Update(99) = %v, want a 404 *PermissionError", err)
+	}
+}

@@ -44,6 +44,9 @@ func (g *gitLab) MaxBody() int { return GitLabMaxBody }
 // err turns a client error into a *PermissionError (401, 403, 404) or a
 // wrapped error.
 func (g *gitLab) err(op, need string, err error) error {
+	if errors.Is(err, gitlab.ErrNotFound) { // the client's error for every 404
+		return g.permission(op, need, http.StatusNotFound, "404 Not Found")
+	}
 	var er *gitlab.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {
 		switch st := er.Response.StatusCode; st {

@@ -43,3 +43,7 @@ func TestGitLabAutoMergeMethods(t *testing.T) {
 		t.Error("AutoMerge with a stale head SHA passed; GitLab answers 409")
 	}
 }
+
+func TestGitLabMissing(t *testing.T) {
+	testMissing(t, "gitlab", forgetest.NewGitLab(t, "platform/catalog"))
+}
