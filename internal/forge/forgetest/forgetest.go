@@ -35,6 +35,7 @@ type config struct {
 	readOnly    bool
 	noAutoMerge bool
 	mergeable   bool
+	checking    int
 }
 
 // ReadOnly makes the fake's token one that may read the repository but not
@@ -53,6 +54,12 @@ func NoAutoMerge() Option { return func(c *config) { c.noAutoMerge = true } }
 // check pending): enablePullRequestAutoMerge answers "Pull request is in
 // clean status", as GitHub does, and the merge endpoint merges.
 func Mergeable() Option { return func(c *config) { c.mergeable = true } }
+
+// MergeStatusChecking makes GitLab answer the first n merge requests
+// (PUT …/merge) of each MR with 405 while its detailed_merge_status is
+// "checking", as GitLab does while it computes mergeability after an MR is
+// created or its branch pushed.
+func MergeStatusChecking(n int) Option { return func(c *config) { c.checking = n } }
 
 // Request is one request a fake received.
 type Request struct {

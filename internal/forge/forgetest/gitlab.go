@@ -34,6 +34,10 @@ type GitLab struct {
 type glMR struct {
 	forge.PullRequest
 	autoMerge string // "merge" or "squash", "" when not set
+	// checkingLeft is how many more merge requests answer 405; checking
+	// is whether the last one did (detailed_merge_status "checking").
+	checkingLeft int
+	checking     bool
 }
 
 // NewGitLab starts the fake for project ("group/name" or
@@ -268,7 +272,7 @@ func (g *GitLab) mrJSON(m *glMR) map[string]any {
 		"labels": labels, "draft": false, "sha": m.HeadSHA,
 		"merge_when_pipeline_succeeds": m.autoMerge != "",
 		"squash":                       m.autoMerge == "squash",
-		"detailed_merge_status":        "mergeable",
+		"detailed_merge_status":        map[bool]string{true: "checking", false: "mergeable"}[m.checking],
 		"web_url":                      fmt.Sprintf("%s/%s/-/merge_requests/%d", g.srv.URL, g.project, m.Number),
 		"author":                       map[string]any{"username": "publish-bot"},
 	}
@@ -366,7 +370,7 @@ func (g *GitLab) createMR(w http.ResponseWriter, r *http.Request, body []byte) {
 	mr := &glMR{PullRequest: forge.PullRequest{
 		Number: n, URL: fmt.Sprintf("%s/%s/-/merge_requests/%d", g.srv.URL, g.project, n),
 		Title: title, Body: desc, Head: src, Base: dst, HeadSHA: sha, State: "open", Labels: labelList(m["labels"]),
-	}}
+	}, checkingLeft: g.cfg.checking}
 	g.mrs = append(g.mrs, mr)
 	writeJSON(w, http.StatusCreated, g.mrJSON(mr))
 }
@@ -463,6 +467,13 @@ func (g *GitLab) mergeMR(w http.ResponseWriter, r *http.Request, iid int, body [
 		glError(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
 		return
 	}
+	if mr.checkingLeft > 0 {
+		mr.checkingLeft--
+		mr.checking = true
+		glError(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
+		return
+	}
+	mr.checking = false
 	if s, ok := str(m, "sha"); ok && s != mr.HeadSHA {
 		glError(w, http.StatusConflict, "SHA does not match HEAD of source branch: "+mr.HeadSHA)
 		return
