@@ -21,6 +21,7 @@ type fake interface {
 	AutoMerge(number int) string
 	Merge(number int)
 	Requests() []forgetest.Request
+	Options() forge.Options
 }
 
 func newGitHub(t *testing.T, f *forgetest.GitHub) forge.Forge {
@@ -30,7 +31,11 @@ func newGitHub(t *testing.T, f *forgetest.GitHub) forge.Forge {
 
 func open(t *testing.T, kind string, f fake) forge.Forge {
 	t.Helper()
-	fg, err := forge.New(forge.Options{Kind: kind, APIURL: f.URL(), Repo: f.Repo(), Token: f.Token()})
+	o := f.Options()
+	if o.Kind != kind {
+		t.Fatalf("the fake's kind is %s, want %s", o.Kind, kind)
+	}
+	fg, err := forge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

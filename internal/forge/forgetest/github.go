@@ -59,6 +59,12 @@ func NewGitHub(t testing.TB, repo string, opts ...Option) *GitHub {
 // URL is the REST API root, as --forge-api-url takes it (…/api/v3).
 func (g *GitHub) URL() string { return g.srv.URL + "/api/v3" }
 
+// Options are the forge.Options that reach this fake: its kind, URL,
+// repository and token.
+func (g *GitHub) Options() forge.Options {
+	return forge.Options{Kind: forge.KindGitHub, APIURL: g.URL(), Repo: g.Repo(), Token: g.Token()}
+}
+
 // Repo is "owner/name".
 func (g *GitHub) Repo() string { return g.owner + "/" + g.name }
 

@@ -56,6 +56,12 @@ func NewGitLab(t testing.TB, project string, opts ...Option) *GitLab {
 // URL is the API root, as --forge-api-url takes it (…/api/v4).
 func (g *GitLab) URL() string { return g.srv.URL + "/api/v4" }
 
+// Options are the forge.Options that reach this fake: its kind, URL,
+// repository and token.
+func (g *GitLab) Options() forge.Options {
+	return forge.Options{Kind: forge.KindGitLab, APIURL: g.URL(), Repo: g.Repo(), Token: g.Token()}
+}
+
 // Repo is the project path.
 func (g *GitLab) Repo() string { return g.project }
 
