@@ -12,12 +12,12 @@ import (
 )
 
 // GiteaMaxBody is the limit this package keeps a Gitea or Forgejo PR body
-// under. Gitea's API documents none (the issue content column is a
-// LONGTEXT/TEXT), so the number is a choice: GitHub's 65,536, because the
-// body that fits there renders the same way on Gitea, and because a
-// self-hosted Gitea usually sits behind a reverse proxy whose request size
-// limit (nginx's client_max_body_size defaults to 1 MiB) a larger body
-// plus JSON escaping could pass.
+// under, in bytes. Gitea's API documents no limit (the issue content column
+// is a LONGTEXT/TEXT), so the number is a choice: GitHub's 65,536, so that
+// one body fits every forge the same way, and because a self-hosted Gitea
+// usually sits behind a reverse proxy whose request size limit (nginx's
+// client_max_body_size defaults to 1 MiB) a much longer body, JSON-escaped,
+// could exceed.
 const GiteaMaxBody = 65536
 
 // What Gitea asks of a token that opens pull requests: the
