@@ -21,6 +21,7 @@ type fake interface {
 	AutoMerge(number int) string
 	Merge(number int)
 	Requests() []forgetest.Request
+	Options() forge.Options
 }
 
 func newGitHub(t *testing.T, f *forgetest.GitHub) forge.Forge {
@@ -30,7 +31,11 @@ func newGitHub(t *testing.T, f *forgetest.GitHub) forge.Forge {
 
 func open(t *testing.T, kind string, f fake) forge.Forge {
 	t.Helper()
-	fg, err := forge.New(forge.Options{Kind: kind, APIURL: f.URL(), Repo: f.Repo(), Token: f.Token()})
+	o := f.Options()
+	if o.Kind != kind {
+		t.Fatalf("the fake's kind is %s, want %s", o.Kind, kind)
+	}
+	fg, err := forge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,5 +208,17 @@ func testBodyLimit(t *testing.T, kind string, f fake) {
 	}
 	if _, err := fg.Create(context.Background(), "publish/c1", "main", forge.Change{Title: "t", Body: body[1:]}); err != nil {
 		t.Errorf("Create with a body of MaxBody: %v", err)
+	}
+}
+
+// testMissing: a write on a PR that does not exist (or that the token
+// cannot see: the forges answer 404 for both) is a *PermissionError whose
+// text says both.
+func testMissing(t *testing.T, kind string, f fake) {
+	fg := open(t, kind, f)
+	_, err := fg.Update(context.Background(), 99, forge.Change{Title: "t"})
+	var pe *forge.PermissionError
+	if !errors.As(err, &pe) || pe.Status != 404 || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "cannot see it") {
+		t.Errorf("Update(99) = %v, want a 404 *PermissionError", err)
 	}
 }

@@ -67,6 +67,19 @@ type Options struct {
 	HTTPClient *http.Client
 }
 
+// String shows o with the token hidden, so that logging Options with %v or
+// %+v never prints the secret.
+func (o Options) String() string {
+	tok := ""
+	if o.Token != "" {
+		tok = "[redacted]"
+	}
+	return fmt.Sprintf("{Kind:%q APIURL:%q Repo:%q Token:%s CatalogURL:%q CABundle:%d bytes}", o.Kind, redactURL(o.APIURL), o.Repo, tok, redactURL(o.CatalogURL), len(o.CABundle))
+}
+
+// GoString is String, for %#v.
+func (o Options) GoString() string { return "forge.Options" + o.String() }
+
 // PullRequest is a pull request (GitHub, Gitea) or merge request (GitLab)
 // as this package reads it back from the forge.
 type PullRequest struct {
@@ -210,8 +223,11 @@ func (b *base) fail(op string, err error) error {
 	return &apiError{msg: b.redact(fmt.Sprintf("%s %s: %s: %v", b.kind, b.repo, op, err)), err: err}
 }
 
+// redact removes the token from s. A token of fewer than 6 characters is
+// no real forge's (theirs are 20 and more) and is left, since replacing a
+// letter everywhere would garble the message.
 func (b *base) redact(s string) string {
-	if b.token == "" {
+	if len(b.token) < 6 {
 		return s
 	}
 	return strings.ReplaceAll(s, b.token, "[redacted]")

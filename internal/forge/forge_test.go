@@ -2,7 +2,13 @@ package forge_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -133,5 +139,43 @@ func TestAutoMergeBadMethod(t *testing.T) {
 	}
 	if n := len(gh.Requests()); n != 0 {
 		t.Errorf("%d requests sent for a bad method", n)
+	}
+}
+
+func TestOptionsHideToken(t *testing.T) {
+	o := forge.Options{Kind: "github", Token: "ghp_s3cr3t", CatalogURL: "https://me:pw123@github.com/a/b.git"}
+	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o), fmt.Sprintf("%v", &o)} {
+		if strings.Contains(s, "ghp_s3cr3t") || strings.Contains(s, "pw123") {
+			t.Errorf("%s shows a secret", s)
+		}
+	}
+}
+
+// A self-hosted forge with its own CA: CABundle makes its certificate
+// trusted; without it the TLS handshake fails.
+func TestCABundle(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":1,"full_name":"a/b","permissions":{"push":true,"pull":true}}`))
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	for _, tc := range []struct {
+		ca   []byte
+		fail bool
+	}{{ca, false}, {nil, true}} {
+		f, err := forge.New(forge.Options{Kind: "github", APIURL: srv.URL + "/api/v3", Repo: "a/b", Token: "token-for-the-ca-test", CABundle: tc.ca})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = f.Check(context.Background())
+		if (err != nil) != tc.fail {
+			t.Errorf("Check with CA bundle %v: %v", tc.ca != nil, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("Check without the CA: %v, want a certificate error", err)
+		}
 	}
 }

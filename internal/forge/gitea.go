@@ -12,12 +12,12 @@ import (
 )
 
 // GiteaMaxBody is the limit this package keeps a Gitea or Forgejo PR body
-// under. Gitea's API documents none (the issue content column is a
-// LONGTEXT/TEXT), so the number is a choice: GitHub's 65,536, because the
-// body that fits there renders the same way on Gitea, and because a
-// self-hosted Gitea usually sits behind a reverse proxy whose request size
-// limit (nginx's client_max_body_size defaults to 1 MiB) a larger body
-// plus JSON escaping could pass.
+// under, in bytes. Gitea's API documents no limit (the issue content column
+// is a LONGTEXT/TEXT), so the number is a choice: GitHub's 65,536, so that
+// one body fits every forge the same way, and because a self-hosted Gitea
+// usually sits behind a reverse proxy whose request size limit (nginx's
+// client_max_body_size defaults to 1 MiB) a much longer body, JSON-escaped,
+// could exceed.
 const GiteaMaxBody = 65536
 
 // What Gitea asks of a token that opens pull requests: the
@@ -302,8 +302,9 @@ func (g *giteaForge) Close(ctx context.Context, number int, comment string) erro
 }
 
 // AutoMerge merges with merge_when_checks_succeed (Gitea API
-// "repoMergePullRequest"): Gitea schedules the merge until the required
-// status checks pass, or merges at once when none are pending. A merge style
+// "repoMergePullRequest"): Gitea answers 201 and schedules the merge, which
+// its queue does once the required status checks pass (a moment later when
+// there are none; seen on Gitea 1.27.3). A merge style
 // the repository's settings turn off is ErrAutoMergeUnsupported (read from
 // the repository first, since the SDK drops the message of a refused
 // merge).

@@ -100,3 +100,7 @@ func TestGitHubAutoMergeHeadMoved(t *testing.T) {
 		t.Errorf("auto-merge enabled (%q) on a moved head", m)
 	}
 }
+
+func TestGitHubMissing(t *testing.T) {
+	testMissing(t, "github", forgetest.NewGitHub(t, "acme/catalog"))
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 )
@@ -44,6 +45,9 @@ func (g *gitLab) MaxBody() int { return GitLabMaxBody }
 // err turns a client error into a *PermissionError (401, 403, 404) or a
 // wrapped error.
 func (g *gitLab) err(op, need string, err error) error {
+	if errors.Is(err, gitlab.ErrNotFound) { // the client's error for every 404
+		return g.permission(op, need, http.StatusNotFound, "404 Not Found")
+	}
 	var er *gitlab.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {
 		switch st := er.Response.StatusCode; st {
@@ -224,12 +228,54 @@ func (g *gitLab) AutoMerge(ctx context.Context, pr *PullRequest, method string) 
 		opt.SHA = gitlab.Ptr(pr.HeadSHA)
 	}
 	op := fmt.Sprintf("auto-merge merge request !%d", pr.Number)
-	_, _, err := g.c.MergeRequests.AcceptMergeRequest(g.repo, int64(pr.Number), opt, gitlab.WithContext(ctx))
-	if err != nil {
+	for attempt := 1; ; attempt++ {
+		_, _, err := g.c.MergeRequests.AcceptMergeRequest(g.repo, int64(pr.Number), opt, gitlab.WithContext(ctx))
+		if err == nil {
+			return nil
+		}
 		// 405 is GitLab's answer for an MR that is closed, merged, a draft or
-		// blocked; auto-merge itself is in every GitLab edition, so
-		// ErrAutoMergeUnsupported is never returned here.
+		// blocked, and also for one whose mergeability GitLab is still
+		// computing, as it does for a while after the MR is created or its
+		// branch pushed: that one is asked again, a few times. Auto-merge
+		// itself is in every GitLab edition, so ErrAutoMergeUnsupported is
+		// never returned here.
+		if attempt < gitLabMergeAttempts && g.stillChecking(ctx, pr.Number, err) {
+			t := time.NewTimer(time.Duration(attempt) * gitLabRetryDelay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return g.fail(op, ctx.Err())
+			case <-t.C:
+			}
+			continue
+		}
 		return g.err(op, "the Developer role (or the role allowed to merge into the target branch) and the api scope", err)
 	}
-	return nil
+}
+
+// How often and how patiently AutoMerge asks again while GitLab computes
+// an MR's mergeability (a variable for tests).
+const gitLabMergeAttempts = 5
+
+var gitLabRetryDelay = time.Second
+
+// stillChecking tells whether err, an answer to accept MR iid, is a 405 or
+// 422 while GitLab has not finished computing the MR's mergeability
+// (detailed_merge_status unchecked, checking, preparing or
+// approvals_syncing; GitLab REST "merge_requests", merge status).
+func (g *gitLab) stillChecking(ctx context.Context, iid int, err error) bool {
+	var er *gitlab.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil ||
+		(er.Response.StatusCode != http.StatusMethodNotAllowed && er.Response.StatusCode != http.StatusUnprocessableEntity) {
+		return false
+	}
+	m, _, gerr := g.c.MergeRequests.GetMergeRequest(g.repo, int64(iid), nil, gitlab.WithContext(ctx))
+	if gerr != nil {
+		return false
+	}
+	switch m.DetailedMergeStatus {
+	case "unchecked", "checking", "preparing", "approvals_syncing":
+		return true
+	}
+	return false
 }

@@ -18,6 +18,7 @@
 package forgetest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -34,6 +35,7 @@ type config struct {
 	readOnly    bool
 	noAutoMerge bool
 	mergeable   bool
+	checking    int
 }
 
 // ReadOnly makes the fake's token one that may read the repository but not
@@ -52,6 +54,12 @@ func NoAutoMerge() Option { return func(c *config) { c.noAutoMerge = true } }
 // check pending): enablePullRequestAutoMerge answers "Pull request is in
 // clean status", as GitHub does, and the merge endpoint merges.
 func Mergeable() Option { return func(c *config) { c.mergeable = true } }
+
+// MergeStatusChecking makes GitLab answer the first n merge requests
+// (PUT …/merge) of each MR with 405 while its detailed_merge_status is
+// "checking", as GitLab does while it computes mergeability after an MR is
+// created or its branch pushed.
+func MergeStatusChecking(n int) Option { return func(c *config) { c.checking = n } }
 
 // Request is one request a fake received.
 type Request struct {
@@ -99,6 +107,25 @@ func randomToken(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return "fake-" + hex.EncodeToString(b)
+}
+
+type bodyKey struct{}
+
+// withBody logs r with its body and keeps the body in r's context for
+// report.
+func (s *server) withBody(r *http.Request, body []byte) *http.Request {
+	s.log(r, body)
+	return r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
+}
+
+// report fails the test for request r, outside the contract: the message
+// names the fake, the request line and its body (cut at 300 bytes).
+func (s *server) report(fake string, r *http.Request, msg string) {
+	body, _ := r.Context().Value(bodyKey{}).([]byte)
+	if len(body) > 300 {
+		body = append(body[:300:300], "…"...)
+	}
+	s.t.Errorf("forgetest: %s fake: %s %s: %s (body: %s)", fake, r.Method, r.URL.RequestURI(), msg, body)
 }
 
 func (s *server) log(r *http.Request, body []byte) {

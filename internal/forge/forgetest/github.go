@@ -59,6 +59,12 @@ func NewGitHub(t testing.TB, repo string, opts ...Option) *GitHub {
 // URL is the REST API root, as --forge-api-url takes it (…/api/v3).
 func (g *GitHub) URL() string { return g.srv.URL + "/api/v3" }
 
+// Options are the forge.Options that reach this fake: its kind, URL,
+// repository and token.
+func (g *GitHub) Options() forge.Options {
+	return forge.Options{Kind: forge.KindGitHub, APIURL: g.URL(), Repo: g.Repo(), Token: g.Token()}
+}
+
 // Repo is "owner/name".
 func (g *GitHub) Repo() string { return g.owner + "/" + g.name }
 
@@ -159,7 +165,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // bad fails the test for a request outside the contract and answers it.
 func (g *GitHub) bad(w http.ResponseWriter, r *http.Request, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	g.t.Errorf("forgetest: GitHub fake: %s %s: %s", r.Method, r.URL.RequestURI(), msg)
+	g.report("GitHub", r, msg)
 	ghError(w, status, msg, "")
 }
 
@@ -203,7 +209,7 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 		g.bad(w, r, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	g.log(r, body)
+	r = g.withBody(r, body)
 
 	// Authentication: "Authorization: Bearer TOKEN" (or the older
 	// "token TOKEN"); GitHub answers 401 "Bad credentials" otherwise.

@@ -34,6 +34,10 @@ type GitLab struct {
 type glMR struct {
 	forge.PullRequest
 	autoMerge string // "merge" or "squash", "" when not set
+	// checkingLeft is how many more merge requests answer 405; checking
+	// is whether the last one did (detailed_merge_status "checking").
+	checkingLeft int
+	checking     bool
 }
 
 // NewGitLab starts the fake for project ("group/name" or
@@ -51,6 +55,12 @@ func NewGitLab(t testing.TB, project string, opts ...Option) *GitLab {
 
 // URL is the API root, as --forge-api-url takes it (…/api/v4).
 func (g *GitLab) URL() string { return g.srv.URL + "/api/v4" }
+
+// Options are the forge.Options that reach this fake: its kind, URL,
+// repository and token.
+func (g *GitLab) Options() forge.Options {
+	return forge.Options{Kind: forge.KindGitLab, APIURL: g.URL(), Repo: g.Repo(), Token: g.Token()}
+}
 
 // Repo is the project path.
 func (g *GitLab) Repo() string { return g.project }
@@ -136,7 +146,7 @@ func glError(w http.ResponseWriter, status int, msg any) {
 
 func (g *GitLab) bad(w http.ResponseWriter, r *http.Request, status int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	g.t.Errorf("forgetest: GitLab fake: %s %s: %s", r.Method, r.URL.RequestURI(), msg)
+	g.report("GitLab", r, msg)
 	writeJSON(w, status, map[string]any{"error": msg})
 }
 
@@ -146,7 +156,7 @@ func (g *GitLab) serve(w http.ResponseWriter, r *http.Request) {
 		g.bad(w, r, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
-	g.log(r, body)
+	r = g.withBody(r, body)
 	if r.Header.Get("PRIVATE-TOKEN") != g.token && r.Header.Get("Authorization") != "Bearer "+g.token {
 		glError(w, http.StatusUnauthorized, "401 Unauthorized")
 		return
@@ -268,7 +278,7 @@ func (g *GitLab) mrJSON(m *glMR) map[string]any {
 		"labels": labels, "draft": false, "sha": m.HeadSHA,
 		"merge_when_pipeline_succeeds": m.autoMerge != "",
 		"squash":                       m.autoMerge == "squash",
-		"detailed_merge_status":        "mergeable",
+		"detailed_merge_status":        map[bool]string{true: "checking", false: "mergeable"}[m.checking],
 		"web_url":                      fmt.Sprintf("%s/%s/-/merge_requests/%d", g.srv.URL, g.project, m.Number),
 		"author":                       map[string]any{"username": "publish-bot"},
 	}
@@ -366,7 +376,7 @@ func (g *GitLab) createMR(w http.ResponseWriter, r *http.Request, body []byte) {
 	mr := &glMR{PullRequest: forge.PullRequest{
 		Number: n, URL: fmt.Sprintf("%s/%s/-/merge_requests/%d", g.srv.URL, g.project, n),
 		Title: title, Body: desc, Head: src, Base: dst, HeadSHA: sha, State: "open", Labels: labelList(m["labels"]),
-	}}
+	}, checkingLeft: g.cfg.checking}
 	g.mrs = append(g.mrs, mr)
 	writeJSON(w, http.StatusCreated, g.mrJSON(mr))
 }
@@ -463,6 +473,13 @@ func (g *GitLab) mergeMR(w http.ResponseWriter, r *http.Request, iid int, body [
 		glError(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
 		return
 	}
+	if mr.checkingLeft > 0 {
+		mr.checkingLeft--
+		mr.checking = true
+		glError(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
+		return
+	}
+	mr.checking = false
 	if s, ok := str(m, "sha"); ok && s != mr.HeadSHA {
 		glError(w, http.StatusConflict, "SHA does not match HEAD of source branch: "+mr.HeadSHA)
 		return
