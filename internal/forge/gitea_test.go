@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -17,17 +16,15 @@ import (
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
-// Environment of the Gitea tests: a real Gitea (or Forgejo) server's root
-// URL and a token of a user who may create repositories (scopes
-// write:repository and write:user). PUBLISH_GITEA_READONLY_TOKEN is a
-// second user's token with read access only (read:repository), for the
-// permission test. The test harness of issue 15 (testenv's Gitea server)
-// sets them; with them unset the tests are skipped through testenv.Skip.
-const (
-	giteaURLEnv      = "PUBLISH_GITEA_URL"
-	giteaTokenEnv    = "PUBLISH_GITEA_TOKEN"
-	giteaReadOnlyEnv = "PUBLISH_GITEA_READONLY_TOKEN"
-)
+// TestGitea runs the Gitea client against a real Gitea server
+// (testenv.Gitea: the binary of hack/gitea/build.sh in $PUBLISH_GITEA),
+// one server for the subtests.
+func TestGitea(t *testing.T) {
+	g := testenv.Gitea(t)
+	t.Run("lifecycle", func(t *testing.T) { giteaLifecycle(t, g) })
+	t.Run("read-only", func(t *testing.T) { giteaReadOnly(t, g) })
+	t.Run("body-limit", func(t *testing.T) { giteaBodyLimit(t, g) })
+}
 
 type giteaRepo struct {
 	url, token, repo string
@@ -37,14 +34,9 @@ type giteaRepo struct {
 // newGiteaRepo creates a public repository with a main branch and a branch
 // publish/c1 one commit ahead (a PR needs a difference), deleted when the
 // test ends.
-func newGiteaRepo(t *testing.T) *giteaRepo {
+func newGiteaRepo(t *testing.T, g *testenv.GiteaServer) *giteaRepo {
 	t.Helper()
-	testenv.Short(t, "talks to a real Gitea server")
-	root, token := os.Getenv(giteaURLEnv), os.Getenv(giteaTokenEnv)
-	if root == "" || token == "" {
-		testenv.Skipf(t, "%s and %s are not set: the Gitea tests need a Gitea server and a token (testenv's Gitea harness)", giteaURLEnv, giteaTokenEnv)
-	}
-	root = strings.TrimSuffix(strings.TrimSuffix(root, "/"), "/api/v1")
+	root, token := g.URL, g.Token
 	c, err := gitea.NewClient(root, gitea.SetToken(token))
 	if err != nil {
 		t.Fatalf("gitea client for %s: %v", root, err)
@@ -87,8 +79,8 @@ func (r *giteaRepo) forge(t *testing.T, token string) forge.Forge {
 	return f
 }
 
-func TestGiteaLifecycle(t *testing.T) {
-	r := newGiteaRepo(t)
+func giteaLifecycle(t *testing.T, g *testenv.GiteaServer) {
+	r := newGiteaRepo(t, g)
 	ctx := context.Background()
 	f := r.forge(t, r.token)
 	if err := f.Check(ctx); err != nil {
@@ -152,12 +144,9 @@ func TestGiteaLifecycle(t *testing.T) {
 	}
 }
 
-func TestGiteaReadOnly(t *testing.T) {
-	r := newGiteaRepo(t)
-	ro := os.Getenv(giteaReadOnlyEnv)
-	if ro == "" {
-		testenv.Skipf(t, "%s is not set: the permission test needs a read-only token", giteaReadOnlyEnv)
-	}
+func giteaReadOnly(t *testing.T, g *testenv.GiteaServer) {
+	r := newGiteaRepo(t, g)
+	ro := g.ReadOnlyToken(t, r.repo)
 	ctx := context.Background()
 	f := r.forge(t, ro)
 	for what, err := range map[string]error{
@@ -175,8 +164,8 @@ func TestGiteaReadOnly(t *testing.T) {
 	}
 }
 
-func TestGiteaBodyLimit(t *testing.T) {
-	r := newGiteaRepo(t)
+func giteaBodyLimit(t *testing.T, g *testenv.GiteaServer) {
+	r := newGiteaRepo(t, g)
 	f := r.forge(t, r.token)
 	_, err := f.Create(context.Background(), "publish/c1", "main", forge.Change{Title: "t", Body: strings.Repeat("x", f.MaxBody()+1)})
 	if err == nil || !strings.Contains(err.Error(), "limit") {
