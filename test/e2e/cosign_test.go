@@ -149,7 +149,8 @@ func cosignKeyPair(t *testing.T, pass string) (keyFile, pubFile string) {
 //   - the archive of package --cosign-key, with cosign verify-blob
 //     --bundle FILE.tgz.sigstore.json;
 //
-// and refuses another key and an unsigned image.
+// and refuses another key, an unsigned image and a flipped byte of the
+// archive, each with its own reason (not a registry or TLS error).
 func TestCosignVerifies(t *testing.T) {
 	cosignBin(t)
 	const pass = "correct horse battery staple"
