@@ -55,7 +55,9 @@ pkg="k8s.io/component-base/version"
 minor="${version#v1.}"; minor="${minor%%.*}"
 ldflags="-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 echo "build.sh: building kube-apiserver $version (takes a while the first time)" >&2
-CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+# -gcflags=all=-l: no inlining, a cold build about a third cheaper in CPU
+# (measured on Gitea: 406 s instead of 640 s) for a binary a little slower.
+CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -gcflags=all=-l -ldflags "$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "$bin.tmp" "$bin"
 echo "build.sh: kube-apiserver $version built cold in ${SECONDS}s (cached from now on)" >&2
 cd "$cache"

@@ -85,7 +85,9 @@ echo "build.sh: building cosign $version (takes a while the first time)" >&2
   fi
   # The version `cosign version` prints, as cosign's Makefile sets it.
   ldflags="-s -w -X sigs.k8s.io/release-utils/version.gitVersion=$version"
-  CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ldflags" \
+  # -gcflags=all=-l: no inlining, a cold build about a third cheaper in CPU
+  # (measured on Gitea: 406 s instead of 640 s) for a binary a little slower.
+  CGO_ENABLED=0 nice -n 10 go build -trimpath -gcflags=all=-l -ldflags "$ldflags" \
     -o "$bin.tmp" github.com/sigstore/cosign/v3/cmd/cosign >&2
   go version -m "$bin.tmp" | grep -q "github.com/sigstore/cosign/v3[[:space:]]*$version[[:space:]]" || {
     echo "build.sh: the binary is not cosign $version" >&2

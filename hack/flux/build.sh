@@ -70,7 +70,9 @@ for c in "${controllers[@]}"; do
     # shellcheck disable=SC2046 # pins prints whole flags without spaces
     go mod edit -dropreplace="$mod/api" -require="$mod/api@$version" $(pins "$c" "$version")
     # -mod=mod: go.sum gains the api module's sums (the replace kept them out).
-    GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$out/$c.tmp" .
+    # -gcflags=all=-l: no inlining, a cold build about a third cheaper in CPU
+    # (measured on Gitea: 406 s instead of 640 s) for a binary a little slower.
+    GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 go build -trimpath -gcflags=all=-l -ldflags "-s -w" -o "$out/$c.tmp" .
   )
   cp "$work/$c"/config/crd/bases/*.yaml "$crds/"
 done

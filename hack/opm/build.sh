@@ -28,7 +28,9 @@ trap 'rm -rf "$work"' EXIT
   cd "$work"
   go mod init opmbuild >/dev/null 2>&1
   GOFLAGS=-mod=mod go get "github.com/operator-framework/operator-registry@$version" >&2
-  GOFLAGS=-mod=mod CGO_ENABLED=0 go build -tags containers_image_openpgp -trimpath \
+  # -gcflags=all=-l: no inlining, a cold build about a third cheaper in CPU
+  # (measured on Gitea: 406 s instead of 640 s) for a binary a little slower.
+  GOFLAGS=-mod=mod CGO_ENABLED=0 go build -tags containers_image_openpgp -trimpath -gcflags=all=-l \
     -o "$bin.tmp" github.com/operator-framework/operator-registry/cmd/opm >&2
 )
 mv "$bin.tmp" "$bin"
