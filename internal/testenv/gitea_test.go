@@ -81,16 +81,11 @@ func TestGitea(t *testing.T) {
 	if err := repo.PushContext(ctx, &git.PushOptions{Auth: auth, RefSpecs: []gitconfig.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
 		t.Fatalf("push the first commit: %v", err)
 	}
+	g.WaitBranch(t, "catalog", "main", first.String())
 	var branch struct {
 		Commit struct {
 			ID string `json:"id"`
 		} `json:"commit"`
-	}
-	if _, err := g.Do(ctx, http.MethodGet, "/repos/"+g.User+"/catalog/branches/main", nil, &branch); err != nil {
-		t.Fatal(err)
-	}
-	if branch.Commit.ID != first.String() {
-		t.Fatalf("main after the push = %s, want %s", branch.Commit.ID, first)
 	}
 
 	// A branch and a change on it through the API, then a pull request.
