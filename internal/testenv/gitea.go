@@ -156,6 +156,7 @@ func Gitea(t testing.TB) *GiteaServer {
 	cmd.Dir = dir
 	cmd.Env = g.env
 	cmd.Stdout, cmd.Stderr = pw, pw
+	dieWithParent(cmd)
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
