@@ -61,7 +61,7 @@ type GiteaServer struct {
 	log    *tailBuffer
 
 	mu      sync.Mutex
-	readers int // read-only users made by ReadOnlyToken
+	readers int // read-only users made by ReadOnlyUser
 }
 
 // Gitea starts a Gitea server for t and returns it once its API answers.
@@ -194,7 +194,9 @@ func Gitea(t testing.TB) *GiteaServer {
 	ctx, cancel := context.WithTimeout(context.Background(), giteaStartTimeout)
 	defer cancel()
 	if err := g.waitReady(ctx, exited); err != nil {
-		<-readerDone // complete when the server exited; the tail is what it said
+		cmd.Process.Kill() // if it still runs: the log tail is complete once it is gone
+		<-exited
+		<-readerDone
 		t.Fatalf("testenv: gitea web: %v; log tail:\n%s", err, g.log)
 	}
 	started = true
