@@ -66,9 +66,9 @@ type GiteaServer struct {
 
 // Gitea starts a Gitea server for t and returns it once its API answers.
 //
-// The binary is $PUBLISH_GITEA; when it is unset the test is skipped
-// through Skip (a failure under PUBLISH_REQUIRE_INTEGRATION=1), and with
-// -short it is skipped. In a temporary directory Gitea writes an app.ini
+// The binary is $PUBLISH_GITEA; when it is unset, or git is not installed,
+// the test is skipped through Skip (a failure under
+// PUBLISH_REQUIRE_INTEGRATION=1), and with -short it is skipped. In a temporary directory Gitea writes an app.ini
 // (SQLite, install lock, offline mode, no mailer, no SSH, no indexers, no
 // cron, in-memory queues, cache and sessions, warnings-only logging, a fast
 // password hash), runs `gitea migrate`, creates the admin user with `gitea
@@ -90,6 +90,7 @@ type GiteaServer struct {
 func Gitea(t testing.TB) *GiteaServer {
 	t.Helper()
 	Short(t, "starts a Gitea server")
+	Require(t, "git", "git") // Gitea runs git for every repository operation
 	bin := os.Getenv(GiteaEnv)
 	if bin == "" {
 		Skipf(t, "this test needs a Gitea server: %s=\"$(hack/gitea/build.sh)\" (builds gitea from its Go module, cached by version)", GiteaEnv)

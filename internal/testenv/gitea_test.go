@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,16 @@ func TestGitea(t *testing.T) {
 		Commit struct {
 			ID string `json:"id"`
 		} `json:"commit"`
+	}
+
+	// The git command with the credentials in the URL.
+	if git, err := exec.LookPath("git"); err == nil {
+		cmd := exec.CommandContext(ctx, git, "ls-remote", g.AuthURL(clone), "refs/heads/main")
+		cmd.Env = append(os.Environ(), append(hermeticGitEnv, "GIT_TERMINAL_PROMPT=0")...)
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(out), first.String()+"\t") {
+			t.Fatalf("git ls-remote with AuthURL: %v, %q; want %s refs/heads/main", err, out, first)
+		}
 	}
 
 	// A branch and a change on it through the API, then a pull request.
