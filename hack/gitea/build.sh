@@ -18,6 +18,12 @@
 # frontend (public/assets, built with Node) is not built: the tests use the
 # API and Git smart HTTP only.
 #
+# -gcflags=all=-l (no inlining) makes the cold build a third cheaper: 406 s
+# of CPU instead of 640 s for compile and link (measured with the modules
+# downloaded; the download itself is 20 s of CPU, 25 s wall), for a binary
+# that is a little slower, which the tests do not notice (TestGitea takes
+# the same few seconds).
+#
 # Usage: PUBLISH_GITEA="$(hack/gitea/build.sh)" go test ./internal/testenv/ -run Gitea
 #        hack/gitea/build.sh [VERSION]      (default v1.27.3, or $GITEA_VERSION)
 # Needs: go 1.26 (v1.27.3 declares go 1.26.4), the Go module proxy.
@@ -48,7 +54,7 @@ cp -r "$dir" "$work/src"
 chmod -R u+w "$work/src"
 (
   cd "$work/src"
-  CGO_ENABLED=0 nice -n 10 go build -trimpath \
+  CGO_ENABLED=0 nice -n 10 go build -trimpath -gcflags=all=-l \
     -ldflags "-s -w -X main.Version=${version#v} -X main.Tags=" -o "$out/gitea.tmp" .
 )
 rm -rf "$out/options" "$out/templates"

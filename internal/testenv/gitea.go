@@ -10,11 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,23 +61,26 @@ type GiteaServer struct {
 	log    *tailBuffer
 
 	mu      sync.Mutex
-	readers int // read-only users made by ReadOnlyToken
+	readers int // read-only users made by ReadOnlyUser
 }
 
 // Gitea starts a Gitea server for t and returns it once its API answers.
 //
-// The binary is $PUBLISH_GITEA; when it is unset the test is skipped
-// through Skip (a failure under PUBLISH_REQUIRE_INTEGRATION=1), and with
-// -short it is skipped. In a temporary directory Gitea writes an app.ini
+// The binary is $PUBLISH_GITEA; when it is unset, or git is not installed,
+// the test is skipped through Skip (a failure under
+// PUBLISH_REQUIRE_INTEGRATION=1), and with -short it is skipped. In a temporary directory Gitea writes an app.ini
 // (SQLite, install lock, offline mode, no mailer, no SSH, no indexers, no
 // cron, in-memory queues, cache and sessions, warnings-only logging, a fast
 // password hash), runs `gitea migrate`, creates the admin user with `gitea
 // admin user create` and its token with `gitea admin user
-// generate-access-token --scopes all`, then starts `gitea web` on a
-// listening socket it bound itself on 127.0.0.1:0 and hands over as
-// systemd socket activation (LISTEN_FDS=1, file descriptor 3), so no port
-// is ever chosen, released and bound again. Readiness is GET
-// /api/v1/version answering 200, polled until giteaStartTimeout.
+// generate-access-token --scopes all`, then starts `gitea web` listening
+// on a Unix socket in a temporary directory, which an in-process reverse
+// proxy (httptest.NewServer, 127.0.0.1:0) serves as URL: no port is ever
+// chosen, released and bound again. (Handing Gitea a bound TCP socket
+// through systemd socket activation, LISTEN_FDS, makes it take itself for
+// the new process of a graceful restart and SIGTERM its parent, the test.)
+// Readiness is GET /api/v1/version through the proxy answering 200, polled
+// until giteaStartTimeout.
 //
 // t.Cleanup stops the server with SIGTERM (SIGKILL after giteaStopTimeout)
 // and waits for it; if the test failed, the tail of the server log is
@@ -86,6 +90,7 @@ type GiteaServer struct {
 func Gitea(t testing.TB) *GiteaServer {
 	t.Helper()
 	Short(t, "starts a Gitea server")
+	Require(t, "git", "git") // Gitea runs git for every repository operation
 	bin := os.Getenv(GiteaEnv)
 	if bin == "" {
 		Skipf(t, "this test needs a Gitea server: %s=\"$(hack/gitea/build.sh)\" (builds gitea from its Go module, cached by version)", GiteaEnv)
@@ -119,20 +124,20 @@ func Gitea(t testing.TB) *GiteaServer {
 	}
 	g.env = append(g.env, "GITEA_I_AM_BEING_UNSAFE_RUNNING_AS_ROOT=true", "HOME="+filepath.Join(dir, "home"))
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Gitea listens on a Unix socket (in a directory with a short name:
+	// a socket path has at most 107 bytes) and the test process serves
+	// URL on 127.0.0.1:0 in front of it; see giteaProxy.
+	sockDir, err := os.MkdirTemp("", "gitea")
 	if err != nil {
-		t.Fatalf("testenv: listen for gitea: %v", err)
+		t.Fatalf("testenv: %v", err)
 	}
-	lnFile, err := ln.(*net.TCPListener).File()
-	ln.Close() // lnFile is a duplicate of the socket: it stays bound
-	if err != nil {
-		t.Fatalf("testenv: listener file for gitea: %v", err)
-	}
-	defer lnFile.Close() // after Start the child holds its own copy
-	port := ln.Addr().(*net.TCPAddr).Port
-	g.URL = "http://127.0.0.1:" + strconv.Itoa(port)
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "http.sock")
+	proxy := httptest.NewServer(giteaProxy(sock))
+	t.Cleanup(proxy.Close) // after the server stopped (cleanups run last first)
+	g.URL = proxy.URL
 
-	if err := os.WriteFile(g.conf, []byte(giteaConfig(dir, static, port, randomSecret(t), randomSecret(t))), 0o600); err != nil {
+	if err := os.WriteFile(g.conf, []byte(giteaConfig(dir, static, sock, g.URL, randomSecret(t), randomSecret(t))), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	g.run(t, "migrate")
@@ -150,16 +155,15 @@ func Gitea(t testing.TB) *GiteaServer {
 	}
 	cmd := exec.Command(bin, "web", "--config", g.conf, "--work-path", dir)
 	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), g.env...), "LISTEN_FDS=1")
-	cmd.ExtraFiles = []*os.File{lnFile} // file descriptor 3
+	cmd.Env = g.env
 	cmd.Stdout, cmd.Stderr = pw, pw
+	dieWithParent(cmd)
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
 		pr.Close()
 		t.Fatalf("testenv: start %s web: %v", bin, err)
 	}
-	lnFile.Close()
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	readerDone := make(chan struct{})
@@ -191,30 +195,57 @@ func Gitea(t testing.TB) *GiteaServer {
 	ctx, cancel := context.WithTimeout(context.Background(), giteaStartTimeout)
 	defer cancel()
 	if err := g.waitReady(ctx, exited); err != nil {
-		<-readerDone // complete when the server exited; the tail is what it said
+		cmd.Process.Kill() // if it still runs: the log tail is complete once it is gone
+		<-exited
+		<-readerDone
 		t.Fatalf("testenv: gitea web: %v; log tail:\n%s", err, g.log)
 	}
 	started = true
 	return g
 }
 
-// giteaConfig returns the app.ini of a test server in dir listening on
-// 127.0.0.1:port, with options and templates read from static.
-func giteaConfig(dir, static string, port int, secretKey, internalToken string) string {
+// giteaProxy returns the reverse proxy that serves a Gitea server
+// listening on the Unix socket sock over TCP: requests keep their Host
+// (ROOT_URL's), answers are streamed (Git smart HTTP), and a request before
+// the server listens gets 502 without a log line.
+func giteaProxy(sock string) http.Handler {
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL.Scheme = "http"
+			r.Out.URL.Host = "gitea"
+			r.Out.Host = r.In.Host
+		},
+		Transport:     tr,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, "testenv gitea proxy: "+err.Error(), http.StatusBadGateway)
+		},
+	}
+}
+
+// giteaConfig returns the app.ini of a test server in dir listening on the
+// Unix socket sock and reached at rootURL, with options and templates read
+// from static.
+func giteaConfig(dir, static, sock, rootURL, secretKey, internalToken string) string {
 	p := func(elem ...string) string { return filepath.Join(append([]string{dir}, elem...)...) }
-	root := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	return `APP_NAME = testenv
 RUN_MODE = prod
 WORK_PATH = ` + dir + `
 I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true
 
 [server]
-PROTOCOL = http
-HTTP_ADDR = 127.0.0.1
-HTTP_PORT = ` + strconv.Itoa(port) + `
+PROTOCOL = http+unix
+HTTP_ADDR = ` + sock + `
+UNIX_SOCKET_PERMISSION = 600
 DOMAIN = 127.0.0.1
-ROOT_URL = ` + root + `
-LOCAL_ROOT_URL = ` + root + `
+ROOT_URL = ` + rootURL + `/
 APP_DATA_PATH = ` + p("data") + `
 STATIC_ROOT_PATH = ` + static + `
 OFFLINE_MODE = true
@@ -579,4 +610,50 @@ func (g *GiteaServer) ReadOnlyUser(t testing.TB, repo string) (user, token strin
 		t.Fatalf("testenv: gitea created a token for %s but returned none", name)
 	}
 	return name, tok.SHA1
+}
+
+// WaitBranch waits until Gitea has processed a push that set branch of repo
+// ("NAME" owned by User, or "OWNER/NAME") to the commit sha (hex), and
+// fails t after a minute. Gitea takes a push in two steps: git receives it
+// at once, and a queue updates the database afterwards (the branch table,
+// and the repository's "empty" flag after its first push). Until then the
+// API may not know the branch, or, for the first push into an empty
+// repository, answer 500 (GET .../branches/NAME of Gitea 1.27.3 dereferences
+// the Git repository it did not open for an empty one). WaitBranch polls
+// GET /repos/OWNER/NAME and GET .../branches/BRANCH until the repository is
+// not empty and the branch points at sha.
+func (g *GiteaServer) WaitBranch(t testing.TB, repo, branch, sha string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	path := "/repos/" + g.repoPath(repo)
+	var last string
+	for {
+		var r struct {
+			Empty bool `json:"empty"`
+		}
+		var b struct {
+			Commit struct {
+				ID string `json:"id"`
+			} `json:"commit"`
+		}
+		if _, err := g.Do(ctx, http.MethodGet, path, nil, &r); err != nil {
+			last = err.Error()
+		} else if r.Empty {
+			last = "the repository is still empty"
+		} else if _, err := g.Do(ctx, http.MethodGet, path+"/branches/"+url.PathEscape(branch), nil, &b); err != nil {
+			last = err.Error()
+		} else if b.Commit.ID != sha {
+			last = "branch " + branch + " is at " + b.Commit.ID
+		} else {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("testenv: gitea %s: branch %s did not reach %s within a minute (last: %s)", g.repoPath(repo), branch, sha, lastLines(last, 1))
+		case <-tick.C:
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -81,16 +83,21 @@ func TestGitea(t *testing.T) {
 	if err := repo.PushContext(ctx, &git.PushOptions{Auth: auth, RefSpecs: []gitconfig.RefSpec{"refs/heads/main:refs/heads/main"}}); err != nil {
 		t.Fatalf("push the first commit: %v", err)
 	}
+	g.WaitBranch(t, "catalog", "main", first.String())
 	var branch struct {
 		Commit struct {
 			ID string `json:"id"`
 		} `json:"commit"`
 	}
-	if _, err := g.Do(ctx, http.MethodGet, "/repos/"+g.User+"/catalog/branches/main", nil, &branch); err != nil {
-		t.Fatal(err)
-	}
-	if branch.Commit.ID != first.String() {
-		t.Fatalf("main after the push = %s, want %s", branch.Commit.ID, first)
+
+	// The git command with the credentials in the URL.
+	if git, err := exec.LookPath("git"); err == nil {
+		cmd := exec.CommandContext(ctx, git, "ls-remote", g.AuthURL(clone), "refs/heads/main")
+		cmd.Env = append(os.Environ(), append(hermeticGitEnv, "GIT_TERMINAL_PROMPT=0")...)
+		out, err := cmd.Output()
+		if err != nil || !strings.HasPrefix(string(out), first.String()+"\t") {
+			t.Fatalf("git ls-remote with AuthURL: %v, %q; want %s refs/heads/main", err, out, first)
+		}
 	}
 
 	// A branch and a change on it through the API, then a pull request.
