@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -19,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/operator-publish/publish/internal/gitops"
 )
@@ -328,6 +330,37 @@ func (t *Tip) PushBranch(ctx context.Context, w *Written, branch string) (string
 	}
 	was, _, err := PushBranch(ctx, t.remote, t.store, w, branch)
 	return was, err
+}
+
+// BranchHead returns the commit branch of the catalog repo is at, as the
+// Git server advertises it now ("" when the branch does not exist): the
+// truth about a pull request's rolling branch, which a forge's API may
+// report late. Errors: *gitops.UnreachableError.
+func (t *Tip) BranchHead(ctx context.Context, branch string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout())
+	defer cancel()
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{t.remote.URL}})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: t.remote.Auth, CABundle: t.remote.CABundle})
+	if err != nil {
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			return "", nil
+		}
+		return "", &gitops.UnreachableError{URL: t.remote.Display, Op: "list branches", Err: err}
+	}
+	want := plumbing.NewBranchReferenceName(branch)
+	for _, r := range refs {
+		if r.Name() == want {
+			return r.Hash().String(), nil
+		}
+	}
+	return "", nil
+}
+
+func (t *Tip) timeout() time.Duration {
+	if t.remote.Timeout > 0 {
+		return t.remote.Timeout
+	}
+	return 5 * time.Minute
 }
 
 // DeleteBranch removes branch of the catalog repo, which must not be the

@@ -197,22 +197,31 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 	}
 	mark := marker{Cluster: c.Name, Base: tip.Head(), Tree: w.Tree.String(), Source: commit}
 	if pr != nil {
+		// The Git server says where the branch is; the forge's head may
+		// lag behind a push (Gitea updates it from a queue).
+		head, err := tip.BranchHead(ctx, branch)
+		if err != nil {
+			return err
+		}
+		if head == "" {
+			head = pr.HeadSHA
+		}
 		prev := parseMarker(pr.Body)
-		if prev.Head != "" && prev.Head == pr.HeadSHA && prev.Tree == mark.Tree && prev.Base == mark.Base {
-			res.Number, res.URL, res.Action, res.Commit = pr.Number, pr.URL, "unchanged", pr.HeadSHA
+		if prev.Head != "" && prev.Head == head && prev.Tree == mark.Tree && prev.Base == mark.Base {
+			res.Number, res.URL, res.Action, res.Commit = pr.Number, pr.URL, "unchanged", head
 			cr.r.logf("pull request: #%d (%s) already proposes this change of cluster %s", pr.Number, pr.URL, c.Name)
 			return nil
 		}
-		if prev.Head != "" && pr.HeadSHA != "" && pr.HeadSHA != prev.Head {
-			res.Replaced = pr.HeadSHA
+		if prev.Head != "" && head != "" && head != prev.Head {
+			res.Replaced = head
 		}
 	}
 	was, err := tip.PushBranch(ctx, w, branch)
 	if err != nil {
 		return err
 	}
-	if pr != nil && res.Replaced == "" && was != "" && pr.HeadSHA != "" && was != pr.HeadSHA {
-		res.Replaced = was // pushed between the forge's answer and ours
+	if pr != nil && res.Replaced == "" && was != "" && markedHead(pr) != "" && was != markedHead(pr) {
+		res.Replaced = was // pushed between our look and our push
 	}
 	mark.Head = w.Commit.String()
 	res.Commit = mark.Head
@@ -257,6 +266,9 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 	}
 	return nil
 }
+
+// markedHead is the commit the marker of pr's body records ("" without one).
+func markedHead(pr *forge.PullRequest) string { return parseMarker(pr.Body).Head }
 
 // marker is what publish writes, hidden, at the end of the body of a pull
 // request it opened: the rolling branch's commit, its tree, the catalog
