@@ -2,16 +2,24 @@ package verify
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/digitorus/timestamp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -81,6 +89,19 @@ func signKeyless(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name
 // log's time is the only observer time.
 func signKeylessAt(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name.Repository, tag string, opts []remote.Option, logged time.Time, timestamped bool) {
 	t.Helper()
+	signKeylessStamped(t, vs, subject, repo, tag, opts, logged, func(sig []byte, virtual [][]byte) [][]byte {
+		if timestamped {
+			return virtual
+		}
+		return nil
+	})
+}
+
+// signKeylessStamped is signKeylessAt whose bundle carries the RFC 3161
+// timestamps stamp returns for the signature (virtual: the virtual
+// Sigstore's own, stamped now).
+func signKeylessStamped(t *testing.T, vs *ca.VirtualSigstore, subject string, repo name.Repository, tag string, opts []remote.Option, logged time.Time, stamp func(sig []byte, virtual [][]byte) [][]byte) {
+	t.Helper()
 	desc, err := remote.Get(repo.Tag(tag), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -116,10 +137,8 @@ func signKeylessAt(t *testing.T, vs *ca.VirtualSigstore, subject string, repo na
 	}}
 	tss, _ := e.Timestamps()
 	var rfc []*protocommon.RFC3161SignedTimestamp
-	for _, ts := range tss {
-		if timestamped {
-			rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
-		}
+	for _, ts := range stamp(sc.Signature(), tss) {
+		rfc = append(rfc, &protocommon.RFC3161SignedTimestamp{SignedTimestamp: ts})
 	}
 	pb := &protobundle.Bundle{
 		MediaType: "application/vnd.dev.sigstore.bundle+json;version=0.1",
@@ -326,6 +345,126 @@ func TestVerifyKeylessSigTag(t *testing.T) {
 			if tc.want == model.VerifyVerified && got.Signature != "sig-tag" {
 				t.Errorf("verified by %q, want the .sig tag", got.Signature)
 			}
+		})
+	}
+}
+
+// testTSA is a timestamp authority of the test's own (a root, an
+// intermediate and a leaf from sigstore-go's test CA helpers) that stamps
+// at any time asked: the virtual Sigstore's stamps only now.
+type testTSA struct {
+	root, intermediate, leaf *x509.Certificate
+	key                      *ecdsa.PrivateKey
+}
+
+// newTestTSA makes a TSA whose leaf is valid from an hour ago for three
+// hours (its intermediate, from the helpers, for two hours from now), so
+// that its chain verifies now and an hour from now.
+func newTestTSA(t *testing.T) *testTSA {
+	t.Helper()
+	rootCert, rootKey, err := ca.GenerateRootCa()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inter, interKey, err := ca.GenerateTSAIntermediate(rootCert, rootKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eku, _ := asn1.Marshal([]asn1.ObjectIdentifier{{1, 3, 6, 1, 5, 5, 7, 3, 8}}) // id-kp-timeStamping
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "test TSA"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(2 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		// RFC 3161 section 2.3: the one extended key usage, critical.
+		ExtraExtensions: []pkix.Extension{{Id: asn1.ObjectIdentifier{2, 5, 29, 37}, Critical: true, Value: eku}},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, inter, &key.PublicKey, interKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testTSA{root: rootCert, intermediate: inter, leaf: leaf, key: key}
+}
+
+// stampAt is an RFC 3161 timestamp response over sig at the time at, as a
+// TSA answers (RFC 3161 section 2.4.2; digitorus/timestamp, which Sigstore's
+// timestamp-authority uses).
+func (a *testTSA) stampAt(t *testing.T, sig []byte, at time.Time) []byte {
+	t.Helper()
+	h := sha256.Sum256(sig)
+	ts := timestamp.Timestamp{HashAlgorithm: crypto.SHA256, HashedMessage: h[:], Time: at, Policy: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 2}}
+	resp, err := ts.CreateResponseWithOpts(a.leaf, a.key, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// TestVerifyKeylessValidityTimestamp: the same rule at the timestamp
+// authority's time. The signature is logged inside the certificate's ten
+// minutes; an RFC 3161 timestamp from a TSA of the trusted root says it
+// was made an hour later, when the certificate had expired: rejected as
+// untrusted, naming the certificate. Stamped inside the window, by the
+// same TSA, it verifies.
+func TestVerifyKeylessValidityTimestamp(t *testing.T) {
+	r := inProcessRegistry(t)
+	vs, err := ca.NewVirtualSigstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tsa := newTestTSA(t)
+	logs := map[string]*root.TransparencyLog{}
+	for id, l := range vs.RekorLogs() {
+		c := *l
+		if c.ID, err = hex.DecodeString(id); err != nil {
+			t.Fatal(err)
+		}
+		logs[id] = &c
+	}
+	tsas := vs.TimestampingAuthorities()
+	tsas = append(tsas, &root.SigstoreTimestampingAuthority{Root: tsa.root, Intermediates: []*x509.Certificate{tsa.intermediate}, Leaf: tsa.leaf, ValidityPeriodStart: now.Add(-time.Hour), URI: "https://tsa.example.com"})
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, vs.FulcioCertificateAuthorities(), nil, tsas, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trJSON, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := loadPolicy(t, "verify:\n- match: "+r.host+"/**\n  keyless: {issuer: "+testIssuer+", subject: "+testSubject+"}\n  trustedRoot: root.json\n", map[string]string{"root.json": string(trJSON)})
+	for _, tc := range []struct {
+		name string
+		by   *testTSA
+		at   time.Duration
+		want string
+	}{
+		{"inside", tsa, time.Minute, model.VerifyVerified},
+		{"after", tsa, time.Hour, model.VerifyUntrusted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo, _ := name.NewRepository(r.host + "/tsa/" + tc.name)
+			pushRandom(t, repo.Tag("v1").String(), nil)
+			signKeylessStamped(t, vs, testSubject, repo, "v1", nil, time.Now().Add(time.Minute), func(sig []byte, _ [][]byte) [][]byte {
+				return [][]byte{tc.by.stampAt(t, sig, now.Add(tc.at))}
+			})
+			got := v.Verify(context.Background(), repo.Tag("v1").String(), nil)
+			if got.Status != tc.want {
+				t.Fatalf("got %+v, want %s", got, tc.want)
+			}
+			if tc.want == model.VerifyUntrusted && !strings.Contains(got.Found, "not when the timestamp authority stamped the signature") {
+				t.Errorf("the reason does not say when the certificate was valid and when it was stamped: %q", got.Found)
+			}
+			t.Logf("%s: %s", tc.name, got.Found)
 		})
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/digitorus/timestamp"
 	"io"
 	"os"
 	"strings"
@@ -507,9 +508,10 @@ func (e *entry) verifyBundle(b *sgbundle.Bundle, digest []byte) (found string, i
 }
 
 // outsideValidity says, for a keyless bundle whose certificate was not
-// valid at a time the transparency log recorded the signature, when it was
-// valid and when it was logged ("" otherwise): sigstore-go reports only
-// that no log entry verified.
+// valid at a time the transparency log recorded the signature or a
+// timestamp authority stamped it (RFC 3161), when it was valid and that
+// time ("" otherwise): sigstore-go reports only that no log entry, or the
+// leaf certificate, verified.
 func outsideValidity(b *sgbundle.Bundle) string {
 	vc, err := b.VerificationContent()
 	if err != nil || vc.Certificate() == nil {
@@ -523,6 +525,22 @@ func outsideValidity(b *sgbundle.Bundle) string {
 	for _, e := range entries {
 		if at := e.IntegratedTime(); at.Before(c.NotBefore) || at.After(c.NotAfter) {
 			return fmt.Sprintf("the certificate was valid from %s to %s, not when the transparency log recorded the signature (%s)",
+				c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
+		}
+	}
+	// The RFC 3161 timestamps: sigstore-go checks the certificate at each
+	// one it verified and says only that the leaf failed.
+	stamps, err := b.Timestamps()
+	if err != nil {
+		return ""
+	}
+	for _, raw := range stamps {
+		ts, err := timestamp.ParseResponse(raw)
+		if err != nil {
+			continue
+		}
+		if at := ts.Time; at.Before(c.NotBefore) || at.After(c.NotAfter) {
+			return fmt.Sprintf("the certificate was valid from %s to %s, not when the timestamp authority stamped the signature (%s)",
 				c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
 		}
 	}
