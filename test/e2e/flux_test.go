@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -798,6 +800,20 @@ func dryRunSyncObjects(t *testing.T, ctx context.Context, k *kube) {
 			check("catalog-repo-template/"+f, u)
 		}
 	}
+	// The per-cluster objects, as Flux and Argo CD make them for the
+	// cluster edge: the Flux Kustomization after post-build substitution,
+	// and the Application the ApplicationSet's Git directory generator
+	// makes for rendered/edge.
+	data, err := os.ReadFile("../../catalog-repo-template/flux/clusters/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range objects(t, "flux/clusters/kustomization.yaml", []byte(strings.ReplaceAll(string(data), "${CLUSTER}", "edge"))) {
+		check("catalog-repo-template/flux/clusters/kustomization.yaml", u)
+	}
+	for _, u := range applicationSetApps(t, "edge") {
+		check("catalog-repo-template/argocd/applicationset.yaml", u)
+	}
 	t.Logf("server-side dry run accepted: %v", kinds)
 	for _, kind := range []string{"GitRepository", "OCIRepository", "Kustomization", "Application", "Secret"} {
 		if kinds[kind] == 0 {
@@ -1111,5 +1127,104 @@ func fluxHealth(t *testing.T, ctx context.Context, k *kube, p *platformStandIn, 
 	sort.Strings(missing)
 	if len(missing) > 0 {
 		t.Errorf("fixtures not run through kustomize-controller: %v", missing)
+	}
+}
+
+// applicationSetApps renders the template's ApplicationSet as Argo CD's
+// Git directory generator would for the directory rendered/<cluster> of
+// each cluster (goTemplate: the parameters .path.path and
+// .path.basename, Argo CD's "Git Generator" docs), checking the generator
+// first: one Git directory generator over rendered/*, Go templates with
+// missingkey=error, and a sync policy that never deletes an Application.
+func applicationSetApps(t *testing.T, clusters ...string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile("../../catalog-repo-template/argocd/applicationset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := objects(t, "argocd/applicationset.yaml", data)
+	if len(objs) != 1 || objs[0].GetKind() != "ApplicationSet" || objs[0].GetAPIVersion() != "argoproj.io/v1alpha1" {
+		t.Fatalf("argocd/applicationset.yaml: want one argoproj.io/v1alpha1 ApplicationSet")
+	}
+	spec := objs[0].Object["spec"].(map[string]any)
+	gens, _ := spec["generators"].([]any)
+	if len(gens) != 1 {
+		t.Fatalf("generators: %v", gens)
+	}
+	g, _ := gens[0].(map[string]any)["git"].(map[string]any)
+	dirs, _ := g["directories"].([]any)
+	if g == nil || len(dirs) != 1 || dirs[0].(map[string]any)["path"] != "rendered/*" || spec["goTemplate"] != true {
+		t.Errorf("the generator is not one Git directory generator over rendered/* with goTemplate: %v", gens[0])
+	}
+	if sp, _ := spec["syncPolicy"].(map[string]any); sp["applicationsSync"] != "create-update" || sp["preserveResourcesOnDeletion"] != true {
+		t.Errorf("spec.syncPolicy %v: an Application (and its objects) could be deleted", spec["syncPolicy"])
+	}
+	tmpl, err := json.Marshal(spec["template"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := template.New("applicationset").Option("missingkey=error").Parse(string(tmpl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, c := range clusters {
+		var b bytes.Buffer
+		if err := tt.Execute(&b, map[string]any{"path": map[string]any{"path": "rendered/" + c, "basename": c}}); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(b.Bytes(), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		u.SetAPIVersion("argoproj.io/v1alpha1")
+		u.SetKind("Application")
+		u.SetNamespace("argocd")
+		if u.GetName() != "operator-catalog-"+c {
+			t.Errorf("the Application for %s is named %s", c, u.GetName())
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// TestFluxClusterTemplateAgrees: the per-cluster Flux Kustomization
+// (flux/clusters/kustomization.yaml) is flux/kustomization.yaml with
+// ${CLUSTER} for global in its name and path, nothing else; and the
+// ApplicationSet makes, for global, the Application of
+// argocd/application.yaml but for its destination (a cluster by name).
+func TestFluxClusterTemplateAgrees(t *testing.T) {
+	read := func(f string, replace ...string) map[string]any {
+		data, err := os.ReadFile("../../catalog-repo-template/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if len(replace) == 2 {
+			text = strings.ReplaceAll(text, replace[0], replace[1])
+		}
+		objs := objects(t, f, []byte(text))
+		if len(objs) != 1 {
+			t.Fatalf("%s: %d objects", f, len(objs))
+		}
+		return objs[0].Object
+	}
+	one, each := read("flux/kustomization.yaml"), read("flux/clusters/kustomization.yaml", "${CLUSTER}", "global")
+	if !reflect.DeepEqual(one, each) {
+		a, _ := json.Marshal(one)
+		b, _ := json.Marshal(each)
+		t.Errorf("flux/clusters/kustomization.yaml differs from flux/kustomization.yaml beyond the cluster:\n%s\n%s", a, b)
+	}
+	app := read("argocd/application.yaml")
+	gen := applicationSetApps(t, "global")[0].Object
+	for _, o := range []map[string]any{app, gen} {
+		delete(o["spec"].(map[string]any), "destination")
+		delete(o, "apiVersion")
+		delete(o, "kind")
+	}
+	if !reflect.DeepEqual(app, gen) {
+		a, _ := json.Marshal(app)
+		b, _ := json.Marshal(gen)
+		t.Errorf("the ApplicationSet's Application for global differs from argocd/application.yaml beyond its destination:\n%s\n%s", a, b)
 	}
 }
