@@ -21,13 +21,11 @@ demo-airgap: build
 # need the Debian packages docker-registry and git (apt-get install -y
 # docker-registry apache2-utils git) and ../shared; without them they skip,
 # saying so, unless PUBLISH_REQUIRE_INTEGRATION=1 (as in .ci/run).
-# -p 4: four test binaries at once even on 2 cores, since the integration
-# tests spend much of their time waiting on the servers they start: with the
-# default (-p = cores) a whole run used 1.07 cores on average (1,997 s of CPU
-# in 1,857 s, /usr/bin/time, on 2 shared cores).
+# The default -p (one test binary per core): -p 4 was tried and not kept
+# (docs/testing.md, "How long it takes").
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -p 4 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Unit tests only (no registry, no Git server).
 test-short:
