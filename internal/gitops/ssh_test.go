@@ -161,7 +161,13 @@ func runSSHD(t *testing.T, sshd, cfg string) (up bool, out string) {
 	go func() { cmd.Wait(); close(exited) }()
 	select {
 	case <-log.listening:
-		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			<-exited
+			if t.Failed() {
+				t.Logf("sshd log:\n%s", log.String())
+			}
+		})
 		return true, ""
 	case <-exited:
 		return false, log.String()
