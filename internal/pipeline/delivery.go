@@ -196,7 +196,9 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 		return nil
 	}
 	mark := marker{Cluster: c.Name, Base: tip.Head(), Tree: w.Tree.String(), Source: commit}
+	var prev marker
 	if pr != nil {
+		prev = parseMarker(pr.Body)
 		// The Git server says where the branch is; the forge's head may
 		// lag behind a push (Gitea updates it from a queue).
 		head, err := tip.BranchHead(ctx, branch)
@@ -206,7 +208,6 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 		if head == "" {
 			head = pr.HeadSHA
 		}
-		prev := parseMarker(pr.Body)
 		if prev.Head != "" && prev.Head == head && prev.Tree == mark.Tree && prev.Base == mark.Base {
 			res.Number, res.URL, res.Action, res.Commit = pr.Number, pr.URL, "unchanged", head
 			cr.r.logf("pull request: #%d (%s) already proposes this change of cluster %s", pr.Number, pr.URL, c.Name)
@@ -220,7 +221,7 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 	if err != nil {
 		return err
 	}
-	if pr != nil && res.Replaced == "" && was != "" && markedHead(pr) != "" && was != markedHead(pr) {
+	if res.Replaced == "" && was != "" && prev.Head != "" && was != prev.Head {
 		res.Replaced = was // pushed between our look and our push
 	}
 	mark.Head = w.Commit.String()
@@ -266,9 +267,6 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 	}
 	return nil
 }
-
-// markedHead is the commit the marker of pr's body records ("" without one).
-func markedHead(pr *forge.PullRequest) string { return parseMarker(pr.Body).Head }
 
 // marker is what publish writes, hidden, at the end of the body of a pull
 // request it opened: the rolling branch's commit, its tree, the catalog
