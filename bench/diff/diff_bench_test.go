@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 
 	"github.com/operator-publish/publish/internal/testenv"
 )

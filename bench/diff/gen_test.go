@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 )
 
 // TestGenerate checks a small generated repo: go-git reads it, the last

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	diffbench "github.com/operator-publish/publish/bench/diff"
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"

@@ -21,7 +21,7 @@ import (
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -594,5 +594,9 @@ func (o *Options) sourceCommit() (commit, origin string) {
 	if o.SourceCommitOverride != "" {
 		return o.SourceCommitOverride, o.SourceRepoOverride
 	}
-	return SourceCommit(o.Source)
+	repo, err := o.sourceRepo()
+	if err != nil {
+		return "", ""
+	}
+	return repo.Head(), repo.Origin()
 }

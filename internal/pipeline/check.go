@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/operator-publish/publish/internal/bundle"
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"

@@ -346,7 +346,14 @@ func publishOnce(ctx context.Context, o Options, f forge.Forge, crs []*clusterRu
 			cr.cres.Delivery = DeliveryPush
 		}
 		cr.res.Changes, cr.res.Commit, cr.res.Files, cr.res.Superseded = render.Changes{}, "", nil, ""
-		if newer, why := supersededBy(ctx, cr.r.Options, cr.res.SourceCommit, cr.s.state.Source.Commit); newer {
+		newer, why, err := supersededBy(ctx, cr.r.Options, cr.res.SourceCommit, cr.s.state.Source.Commit)
+		if err != nil {
+			if len(crs) > 1 {
+				err = fmt.Errorf("cluster %s: %w", cr.r.Cluster, err)
+			}
+			return err
+		}
+		if newer {
 			if len(crs) > 1 {
 				why = "cluster " + cr.r.Cluster + ": " + why
 			}

@@ -12,10 +12,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -74,10 +72,14 @@ type scope struct {
 	vs      []*model.Version
 	scanErr error // manifests that did not parse (plan: findings)
 	mc      *mirror.Client
-	// diff is change detection's answer; diffErr why it failed (full
-	// read only: every version then counts as changed).
+	// diff is change detection's answer; diffErr why there is none
+	// (full read only: the package repo is not a Git repository, and
+	// every version counts as changed).
 	diff    *diff.Result
 	diffErr error
+	// dirty holds the manifest paths (relative to the source) whose
+	// content on disk is not HEAD's (source.Repo.Dirty), both ways.
+	dirty map[string]bool
 	// written is the commit the last render wrote, for push.
 	written *catalog.Written
 	// migrated says the full read upgraded the catalog of the older
@@ -227,9 +229,13 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return catalog.FullReadRequired("%s is not a directory", root)
 	}
+	repo, err := o.sourceRepo()
+	if err != nil {
+		return err
+	}
 	header := s.idx.Header
 	dr, err := diff.Compute(ctx, diff.Options{
-		Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
+		Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: o.Base,
 		PR: so.pr, TargetBranch: so.targetBranch,
 		StateCommit: header.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
 	})
@@ -241,23 +247,23 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	}
 	since := dr // the changes since the published state
 	if dr.Base != header.Source.Commit {
-		since, err = diff.Compute(ctx, diff.Options{Repo: o.Source, PackagesDir: o.PackagesDir, Base: header.Source.Commit})
-		if err != nil || since.All {
+		since, err = diff.Compute(ctx, diff.Options{Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: header.Source.Commit})
+		if err != nil {
+			return fmt.Errorf("change detection since the published source commit %s: %w", short(header.Source.Commit), err)
+		}
+		if since.All {
 			return catalog.FullReadRequired("the published source commit %s is not in the package repo", short(header.Source.Commit))
 		}
 	}
-	prefix, err := sourcePrefix(o.Source)
+	dirty, err := repo.Dirty(root)
 	if err != nil {
-		return catalog.FullReadRequired("%v", err)
+		return fmt.Errorf("comparing the package repo's working tree with HEAD: %w", err)
 	}
-	dirty, suspect, err := dirtyManifests(o.Source, prefix, root)
-	if err != nil {
-		return catalog.FullReadRequired("the package repo's index cannot be read: %v", err)
+	if dirty.Suspect != "" {
+		return catalog.FullReadRequired("%s is named like a manifest but is not one publish reads", dirty.Suspect)
 	}
-	if suspect != "" {
-		return catalog.FullReadRequired("%s is named like a manifest but is not one publish reads", suspect)
-	}
-	files, ms, scanErr, touched, err := scopedScan(o.Source, prefix, s.idx, dr, since, dirty)
+	s.dirty = pathSet(dirty.Paths)
+	files, ms, scanErr, touched, err := scopedScan(o.Source, repo.Prefix(), s.idx, dr, since, dirty.Paths)
 	if err != nil {
 		return err
 	}
@@ -450,18 +456,36 @@ func (s *scope) readFull(ctx context.Context, so scopeOptions) error {
 	if err := s.readCatalog(); err != nil {
 		return err
 	}
-	if o.Changed == nil {
+	repo, err := o.sourceRepo()
+	if err != nil {
+		return err
+	}
+	root := packagesRoot(o.Source, o.PackagesDir)
+	switch {
+	case !repo.IsGit():
+		// Not a Git checkout: no history to compare, every version
+		// counts as changed (said in the log and the plan).
+		s.diffErr = repo.NotGit()
+	case o.Changed == nil:
 		dr, err := diff.Compute(ctx, diff.Options{
-			Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base,
+			Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: o.Base,
 			PR: so.pr, TargetBranch: so.targetBranch,
 			StateCommit: s.state.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
 		})
-		s.diff, s.diffErr = dr, err
 		if err != nil {
-			s.diff = nil
+			return fmt.Errorf("change detection: %w", err)
+		}
+		s.diff = dr
+	}
+	if repo.IsGit() {
+		if _, err := os.Stat(root); err == nil {
+			dirty, err := repo.Dirty(root)
+			if err != nil {
+				return fmt.Errorf("comparing the package repo's working tree with HEAD: %w", err)
+			}
+			s.dirty = pathSet(dirty.Paths)
 		}
 	}
-	root := packagesRoot(o.Source, o.PackagesDir)
 	var ms []*manifest.PackageManifest
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) && o.AllowEmpty && !so.plan {
 		// The last operator was removed, and Git keeps no empty
@@ -482,7 +506,6 @@ func (s *scope) readFull(ctx context.Context, so scopeOptions) error {
 		}
 	}
 	s.vs = model.NewVersions(ms)
-	var err error
 	s.mc, err = newClient(o.Mirror, ms)
 	return err
 }
@@ -686,191 +709,13 @@ func checkScanned(ctx context.Context, o Options, files []manifest.File, ms []*m
 	return nil
 }
 
-// sourcePrefix returns the path of source relative to its Git worktree
-// root ("" when source is the root), slash-separated, with a trailing '/'.
-func sourcePrefix(source string) (string, error) {
-	repo, err := git.PlainOpenWithOptions(source, &git.PlainOpenOptions{DetectDotGit: true})
-	if err != nil {
-		return "", err
+// pathSet is the set of paths.
+func pathSet(paths []string) map[string]bool {
+	out := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		out[p] = true
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return "", err
-	}
-	top, err := filepath.EvalSymlinks(wt.Filesystem.Root())
-	if err != nil {
-		return "", err
-	}
-	src, err := filepath.Abs(source)
-	if err == nil {
-		src, err = filepath.EvalSymlinks(src)
-	}
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(top, src)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s is not inside its Git worktree %s", source, top)
-	}
-	if rel == "." {
-		return "", nil
-	}
-	return filepath.ToSlash(rel) + "/", nil
-}
-
-// dirtyManifests returns the manifest files below root (paths relative to
-// source, slash-separated) that differ from the package repo's index, or
-// that the index lacks: uncommitted edits and new files, which change
-// detection (commits only) does not see. It does what Git's status does
-// with its untracked cache, so that its cost is a stat per file and
-// directory rather than a read of every directory: a tracked manifest
-// whose size and modification time match its index entry is unchanged
-// without reading it (the others are hashed), and a directory is listed
-// only when it changed after the index was written (a new file or
-// directory changes its parent's time), or is new. prefix is source's path
-// in the worktree (sourcePrefix). suspect is the first path that the full
-// scan would report instead of reading (manifest.Suspect: a directory or
-// link named manifest.yaml, a manifest.yml), "" for none.
-func dirtyManifests(source, prefix, root string) (dirty []string, suspect string, err error) {
-	repo, err := git.PlainOpenWithOptions(source, &git.PlainOpenOptions{DetectDotGit: true})
-	if err != nil {
-		return nil, "", err
-	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return nil, "", err
-	}
-	top := wt.Filesystem.Root()
-	indexInfo, err := os.Stat(filepath.Join(top, ".git", "index"))
-	if err != nil {
-		return nil, "", err
-	}
-	idx, err := repo.Storer.Index()
-	if err != nil {
-		return nil, "", err
-	}
-	absSource, err := filepath.Abs(source)
-	if err != nil {
-		return nil, "", err
-	}
-	absRoot, err := filepath.Abs(root)
-	if err != nil {
-		return nil, "", err
-	}
-	rootRel, err := filepath.Rel(absSource, absRoot)
-	if err != nil {
-		return nil, "", err
-	}
-	rootRel = filepath.ToSlash(rootRel)
-	// rel is a path relative to source; below reports whether it is
-	// inside root.
-	below := func(rel string) bool {
-		return rootRel == "." || rel == rootRel || strings.HasPrefix(rel, rootRel+"/")
-	}
-	tracked := map[string]bool{} // every tracked file below root
-	dirs := map[string]bool{}    // their directories, root included
-	check := func(rel string, hash plumbing.Hash, size uint32, mtime int64) error {
-		info, err := os.Lstat(filepath.Join(absSource, filepath.FromSlash(rel)))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed without a commit: the scan of recorded paths sees it
-		}
-		if err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			if suspect == "" {
-				suspect = rel
-			}
-			return nil
-		}
-		if uint32(info.Size()) == size && info.ModTime().UnixNano() == mtime {
-			return nil
-		}
-		data, err := os.ReadFile(filepath.Join(absSource, filepath.FromSlash(rel)))
-		if err != nil {
-			return err
-		}
-		if plumbing.ComputeHash(plumbing.BlobObject, data) != hash {
-			dirty = append(dirty, rel)
-		}
-		return nil
-	}
-	for _, e := range idx.Entries {
-		rel, ok := strings.CutPrefix(e.Name, prefix)
-		if !ok || !below(rel) {
-			continue
-		}
-		tracked[rel] = true
-		for d := path.Dir(rel); below(d) && !dirs[d]; d = path.Dir(d) {
-			dirs[d] = true
-			if d == rootRel || d == "." {
-				break
-			}
-		}
-		if path.Base(rel) == manifest.FileName {
-			if err := check(rel, e.Hash, e.Size, e.ModifiedAt.UnixNano()); err != nil {
-				return nil, "", err
-			}
-		}
-	}
-	dirs[rootRel] = true
-	// newEntry handles an entry of a listed directory that the index
-	// lacks: a new file, or a new directory walked whole.
-	newEntry := func(rel string, d fs.DirEntry) error {
-		return filepath.WalkDir(filepath.Join(absSource, filepath.FromSlash(rel)), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			r, err := filepath.Rel(absSource, p)
-			if err != nil {
-				return err
-			}
-			r = filepath.ToSlash(r)
-			switch {
-			case d.IsDir() && d.Name() == ".git":
-				return filepath.SkipDir
-			case manifest.Suspect(d.Name(), d.Type()):
-				if suspect == "" {
-					suspect = r
-				}
-				return filepath.SkipDir
-			case d.Type().IsRegular() && d.Name() == manifest.FileName:
-				dirty = append(dirty, r)
-			}
-			return nil
-		})
-	}
-	for _, d := range sortedKeys(dirs) {
-		full := filepath.Join(absSource, filepath.FromSlash(d))
-		info, err := os.Lstat(full)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, "", err
-		}
-		if !info.IsDir() || info.ModTime().Before(indexInfo.ModTime()) {
-			continue // unchanged since the index was written: nothing new in it
-		}
-		des, err := os.ReadDir(full)
-		if err != nil {
-			return nil, "", err
-		}
-		for _, de := range des {
-			rel := path.Join(d, de.Name())
-			if d == "." {
-				rel = de.Name()
-			}
-			if tracked[rel] || dirs[rel] {
-				continue
-			}
-			if err := newEntry(rel, de); err != nil {
-				return nil, "", err
-			}
-		}
-	}
-	sort.Strings(dirty)
-	return dirty, suspect, nil
+	return out
 }
 
 // scopedScan reads and parses the manifests of every artifact a change

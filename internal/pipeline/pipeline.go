@@ -22,17 +22,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -41,6 +39,7 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/source"
 	"github.com/operator-publish/publish/internal/target"
 )
 
@@ -128,6 +127,8 @@ type Options struct {
 	// runClusters the names of all of them.
 	cluster     ClusterOptions
 	runClusters []string
+	// src is the package repo, opened once (sourceRepo).
+	src *sourceOnce
 }
 
 // run is the run-time state of one Run or PlanRun, apart from the Options
@@ -143,6 +144,9 @@ type run struct {
 	// dirty names the versions ("artifact", "version") whose manifests
 	// differ from the package repo's HEAD: published as they are on disk.
 	dirty [][2]string
+	// uncommitted holds the manifest paths whose content on disk is not
+	// HEAD's (scope.dirty).
+	uncommitted map[string]bool
 	// target renders rendered/<cluster>; it keeps what it prepared.
 	target target.Target
 	// dstOpts, when set, are the remote options for the destination
@@ -200,6 +204,9 @@ func (o *Options) defaults() {
 	if o.Source == "" {
 		o.Source = "."
 	}
+	if o.src == nil {
+		o.src = &sourceOnce{}
+	}
 	if o.PackagesDir == "" {
 		o.PackagesDir = "packages"
 	}
@@ -231,29 +238,33 @@ func Scan(source, packagesDir string) ([]*manifest.PackageManifest, error) {
 	return ms, inputErr(lint.Errors(lint.Repo(ms)))
 }
 
+// sourceOnce opens the package repo once for every copy of the Options
+// of one command (the clusters of a run each get a copy: forCluster).
+type sourceOnce struct {
+	once sync.Once
+	repo *source.Repo
+	err  error
+}
+
+// sourceRepo is the package repo (Options.Source), opened at the first
+// call and shared by every copy of these Options made after defaults.
+func (o *Options) sourceRepo() (*source.Repo, error) {
+	if o.src == nil {
+		o.src = &sourceOnce{}
+	}
+	o.src.once.Do(func() { o.src.repo, o.src.err = source.Open(o.Source) })
+	return o.src.repo, o.src.err
+}
+
 // SourceCommit returns the HEAD commit of the Git repo containing dir and its
-// origin URL ("" for both when dir is not in a Git repo).
+// origin URL without user information ("" for both when dir is not in a Git
+// repo).
 func SourceCommit(dir string) (commit, origin string) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	r, err := source.Open(dir)
 	if err != nil {
 		return "", ""
 	}
-	if h, err := repo.Head(); err == nil {
-		commit = h.Hash().String()
-	}
-	if r, err := repo.Remote("origin"); err == nil && len(r.Config().URLs) > 0 {
-		origin = redactURL(r.Config().URLs[0])
-	}
-	return commit, origin
-}
-
-func redactURL(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		if at := strings.Index(u[i+3:], "@"); at >= 0 {
-			return u[:i+3] + u[i+3+at+1:]
-		}
-	}
-	return u
+	return r.Head(), r.Origin()
 }
 
 // Run is `publish run`: the whole pipeline, through the engine that
@@ -288,7 +299,9 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	} else {
 		o.logf("scan: %d package manifests of the %d artifacts the change touches (the others stay as published)", len(vs), len(s.touched))
 	}
-	res.SourceCommit, _ = SourceCommit(o.Source)
+	if repo, err := o.sourceRepo(); err == nil {
+		res.SourceCommit = repo.Head()
+	}
 
 	r := &run{Options: o, changed: o.Changed, target: tgt, mc: s.mc}
 	cr.r = r
@@ -308,7 +321,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 		}
 	}
 	vs = s.selected(vs)
-	r.markChanged(vs, files, state.Artifacts)
+	r.markChanged(vs, s.dirty, state.Artifacts)
 	changed := model.ChangedVersions(vs)
 	if err := sh.readBundles(ctx, r.mc, changed); err != nil {
 		return cr, err
@@ -773,18 +786,24 @@ func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops
 }
 
 // markChanged marks Changed the versions to read, lint and mirror:
-// changed since the base, unknown to the state, or edited on disk without a
-// commit.
-func (r *run) markChanged(vs []*model.Version, files []manifest.File, state []model.ArtifactRecord) {
+// changed since the base, unknown to the state, or whose manifests differ
+// from the package repo's HEAD (dirty: uncommitted, staged or not, the one
+// detector of source.Repo.Dirty that the incremental way reads too).
+func (r *run) markChanged(vs []*model.Version, dirty map[string]bool, state []model.ArtifactRecord) {
 	markUnpublished(vs, state, r.changed)
-	if dirty := dirtyFiles(r.Source, files); len(dirty) > 0 {
-		r.warnf("%d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", len(dirty))
-		for _, v := range vs {
-			if dirty[v.Manifest.Path] {
-				v.Changed = true
-				r.dirty = append(r.dirty, [2]string{v.Manifest.Artifact, v.Manifest.Version.String()})
-			}
+	if len(dirty) == 0 {
+		return
+	}
+	n := 0
+	for _, v := range vs {
+		if dirty[v.Manifest.Path] {
+			n++
+			v.Changed = true
+			r.dirty = append(r.dirty, [2]string{v.Manifest.Artifact, v.Manifest.Version.String()})
 		}
+	}
+	if n > 0 {
+		r.warnf("%d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", n)
 	}
 }
 
@@ -810,70 +829,59 @@ func publishWithRetry(ctx context.Context, r *run, s *scope, current []model.Art
 }
 
 // supersededBy reports whether the catalog, published from source commit
-// theirs, is ahead of our source commit ours: ours is a proper ancestor of
-// theirs. A commit the checkout lacks is fetched from the package repo's
-// origin first (unless --no-fetch); when it is still unknown, a complete
-// history means theirs is not behind ours (newer, or on another line:
-// nothing to overwrite), while a shallow clone, or a run with an explicit
-// --base, publishes with a warning.
-func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, string) {
-	if ours == "" || theirs == "" || ours == theirs {
-		return false, ""
+// theirs, is ahead of our source commit ours (source.Relate): ours is a
+// proper ancestor of theirs, and a newer run published already. A commit
+// the checkout lacks is fetched from origin first (unless --no-fetch).
+// When ours and theirs are on two lines of history, or theirs is unknown
+// in a complete clone, the run stops with a *DivergedError (nothing is
+// written), unless --base was given or the history was provably rewritten
+// (origin's refs no longer reach theirs): then ours publishes, with a
+// warning. A shallow clone that lacks theirs publishes with a warning.
+func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, string, error) {
+	repo, err := o.sourceRepo()
+	if err != nil || !repo.IsGit() {
+		return false, "", err
 	}
-	repo, err := git.PlainOpenWithOptions(o.Source, &git.PlainOpenOptions{DetectDotGit: true})
-	if err != nil {
-		return false, ""
-	}
-	oc, err := repo.CommitObject(plumbing.NewHash(ours))
-	if err != nil {
-		return false, ""
-	}
-	th := plumbing.NewHash(theirs)
-	tc, err := repo.CommitObject(th)
-	if err != nil && !o.NoFetch {
-		if ferr := fetchCommit(ctx, repo, th); ferr == nil {
-			tc, err = repo.CommitObject(th)
-		}
-	}
-	if err != nil {
-		if shallow, _ := repo.Storer.Shallow(); len(shallow) > 0 || o.Base != "" {
+	switch repo.Relate(ctx, ours, theirs, !o.NoFetch) {
+	case source.Ahead:
+		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", short(theirs), short(ours)), nil
+	case source.Unknown:
+		if repo.Shallow() || o.Base != "" {
 			o.warnf("the catalog was published from source commit %s, which this clone does not have: cannot tell whether it is newer; publishing %s", short(theirs), short(ours))
-			return false, ""
+			return false, "", nil
 		}
-		return true, fmt.Sprintf("the catalog was published from source commit %s, which is not in the history of %s (it is newer, or on another line; if the package repo's history was rewritten, publish once with --base to overwrite it)", short(theirs), short(ours))
+		return false, "", inputErr(&DivergedError{Ours: ours, Theirs: theirs, Unknown: true})
+	case source.Diverged:
+		if o.Base != "" {
+			o.warnf("the catalog was published from source commit %s, which is not in the history of %s: publishing over it because --base was given", short(theirs), short(ours))
+			return false, "", nil
+		}
+		if reachable, ok := repo.ReachableFromOrigin(theirs); ok && !reachable {
+			o.warnf("the catalog was published from source commit %s, which no ref of origin reaches any more (history rewritten): publishing %s over it", short(theirs), short(ours))
+			return false, "", nil
+		}
+		return false, "", inputErr(&DivergedError{Ours: ours, Theirs: theirs})
 	}
-	// The usual case first, cheaply: the catalog's commit is behind ours
-	// (a walk from ours that stops at theirs, not one over the whole
-	// history).
-	if ok, err := tc.IsAncestor(oc); err == nil && ok {
-		return false, ""
-	}
-	if ok, err := oc.IsAncestor(tc); err == nil && ok {
-		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", short(theirs), short(ours))
-	}
-	return false, ""
+	return false, "", nil
 }
 
-// fetchCommit fetches one commit by hash from the package repo's origin
-// (servers that allow it: GitHub, GitLab, git over protocol v2), under a
-// timeout, into a temporary ref that is removed again.
-func fetchCommit(ctx context.Context, repo *git.Repository, h plumbing.Hash) error {
-	if _, err := repo.Remote("origin"); err != nil {
-		return err
+// DivergedError is a run whose source commit (Ours) is on another line of
+// history than the one the catalog was published from (Theirs): a branch
+// that lacks the published commit, or a clone that does not have it.
+// Publishing would delist what the other line listed, so nothing is
+// written. It is an input error (exit 1); --base overrides it.
+type DivergedError struct {
+	Ours, Theirs string
+	// Unknown: the package repo does not have Theirs at all.
+	Unknown bool
+}
+
+func (e *DivergedError) Error() string {
+	where := "on another line of history than " + short(e.Ours) + " (another branch, or the package repo's history was rewritten)"
+	if e.Unknown {
+		where = "which is not in the history of " + short(e.Ours) + " (it is newer, or on another line; this clone does not have it)"
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	tmp := plumbing.ReferenceName("refs/publish/superseded")
-	err := repo.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{config.RefSpec(h.String() + ":" + tmp.String())},
-		Tags:       git.NoTags,
-	})
-	_ = repo.Storer.RemoveReference(tmp)
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	return err
+	return fmt.Sprintf("the catalog was published from source commit %s, %s: nothing was written; run from a checkout that contains it, or, if the package repo's history was rewritten, publish once with --base to overwrite it", short(e.Theirs), where)
 }
 
 func shortOr(h, none string) string {

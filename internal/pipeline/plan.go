@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/operator-publish/publish/internal/diff"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -122,7 +122,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	defer s.Close()
 	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
-	r := &run{Options: o.Options, changed: o.Changed, target: tgt, mc: s.mc}
+	r := &run{Options: o.Options, changed: o.Changed, target: tgt, mc: s.mc, uncommitted: s.dirty}
 	switch {
 	case s.diffErr != nil:
 		p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", s.diffErr)}}
@@ -182,7 +182,7 @@ func PlanClusters(ctx context.Context, o PlanOptions) ([]*Plan, error) {
 // the merged artifacts to render. The incremental plan passes only the
 // touched artifacts' versions and state entries.
 func planContent(ctx context.Context, r *run, p *Plan, files []manifest.File, vs []*model.Version, scanErr error, state *gitops.State) ([]model.ArtifactRecord, error) {
-	r.markChanged(vs, files, state.Artifacts)
+	r.markChanged(vs, r.uncommitted, state.Artifacts)
 	if err := readBundles(ctx, r.mc, model.ChangedVersions(vs)); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/source"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	// Repo is a directory inside the package repo's worktree (--source);
 	// the repository is found upward from it.
 	Repo string
+	// Source, when set, is the package repo already opened (source.Open)
+	// for Repo: Compute reads it instead of opening the repository again.
+	Source *source.Repo
 	// PackagesDir is the packages directory, relative to Repo (default
 	// "packages"); only manifest.yaml files below it count.
 	PackagesDir string
@@ -225,8 +229,13 @@ func (c *computer) open() error {
 	if d, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = d
 	}
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
-	if err != nil {
+	var repo *git.Repository
+	if c.o.Source != nil {
+		if !c.o.Source.IsGit() {
+			return fmt.Errorf("%s is not inside a Git repository (the package repo must be a Git checkout to compute changes): %w", dir, c.o.Source.NotGit())
+		}
+		repo = c.o.Source.Git()
+	} else if repo, err = source.PlainOpen(dir); err != nil {
 		return fmt.Errorf("%s is not inside a Git repository (the package repo must be a Git checkout to compute changes): %w", dir, err)
 	}
 	c.repo = repo
@@ -257,7 +266,14 @@ func (c *computer) open() error {
 // reopen opens the repository again after a fetch by the git command, so
 // that go-git sees the new packfiles and shallow file.
 func (c *computer) reopen() error {
-	repo, err := git.PlainOpenWithOptions(c.root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if c.o.Source != nil {
+		if err := c.o.Source.Reopen(); err != nil {
+			return err
+		}
+		c.repo = c.o.Source.Git()
+		return c.loadShallow()
+	}
+	repo, err := source.PlainOpen(c.root)
 	if err != nil {
 		return err
 	}
