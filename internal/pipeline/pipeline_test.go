@@ -90,6 +90,16 @@ func (f *fixture) commit(t *testing.T, msg string) {
 	}
 }
 
+// stage adds the file at p (relative to the source) to the package repo's
+// index, as git add does, without a commit.
+func (f *fixture) stage(t *testing.T, p string) {
+	t.Helper()
+	wt, _ := f.repo.Worktree()
+	if _, err := wt.Add(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fixture) run(t *testing.T) *Result {
 	t.Helper()
 	res, err := Run(context.Background(), Options{

@@ -39,7 +39,8 @@ func treeOf(t *testing.T, dir string) plumbing.Hash {
 
 // TestRunIncrementalEqualsFull: for each change the plan equivalence test
 // covers (nothing, a file that is not a manifest, added / edited / removed
-// version, added / renamed / removed artifact, an uncommitted edit) and
+// version, added / renamed / removed artifact, an uncommitted edit, a
+// staged one) and
 // with --catalog-path, the incremental `run` (only the touched artifacts
 // read and rendered, from Git objects of the branch tip) leaves the same
 // catalog tree, by tree hash, and commits the same files as the full run
@@ -133,6 +134,15 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			check("uncommitted edit", yes)
 			f.commit(t, "commit the edit")
 			check("the edit committed", nil)
+
+			// Added to the index (git add) but not committed: the same
+			// detector on both ways sees it.
+			data, _ = os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny (uncommitted)", "displayName: Tiny (staged)", 1)), 0o644)
+			f.stage(t, "packages/tiny/1.2.0/manifest.yaml")
+			check("staged edit", yes)
+			f.commit(t, "commit the staged edit")
+			check("the staged edit committed", nil)
 
 			os.RemoveAll(filepath.Join(f.source, "packages/tiny/1.1.0"))
 			f.commit(t, "remove 1.1.0")
