@@ -79,6 +79,11 @@ type OCIRecord struct {
 type Source struct {
 	Repo   string `json:"repo,omitempty"`
 	Commit string `json:"commit,omitempty"`
+	// Dirty lists the manifest paths (relative to the package repo's
+	// --source) that the publish took from a working tree that differed
+	// from Commit (run --allow-dirty): what the catalog holds of them is in
+	// no commit, so the next run reads them again.
+	Dirty []string `json:"dirty,omitempty"`
 }
 
 // HasState reports whether the catalog root dir holds any state file: one

@@ -263,7 +263,10 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 		return catalog.FullReadRequired("%s is named like a manifest but is not one publish reads", dirty.Suspect)
 	}
 	s.dirty = pathSet(dirty.Paths)
-	files, ms, scanErr, touched, err := scopedScan(o.Source, repo.Prefix(), s.idx, dr, since, dirty.Paths)
+	// The manifests the last publish took from a dirty tree are read
+	// again (markChanged), as are the dirty ones now.
+	again := append(append([]string(nil), dirty.Paths...), header.Source.Dirty...)
+	files, ms, scanErr, touched, err := scopedScan(o.Source, repo.Prefix(), s.idx, dr, since, again)
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,12 @@ type Options struct {
 	Sign ImageSigner
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
+	// AllowDirty lets run publish manifests whose content on disk is not
+	// the package repo's HEAD (--allow-dirty); without it such a run stops
+	// with a *DirtyError before anything is read or written. The state
+	// records their paths (gitops.Source.Dirty), and the next run reads
+	// them again.
+	AllowDirty bool
 	// Base is an explicit base revision for change detection (--base);
 	// default: the source commit recorded in publish/state.yaml.
 	Base string
@@ -145,8 +151,9 @@ type run struct {
 	// differ from the package repo's HEAD: published as they are on disk.
 	dirty [][2]string
 	// uncommitted holds the manifest paths whose content on disk is not
-	// HEAD's (scope.dirty).
+	// HEAD's (scope.dirty); dirtyPaths those of them the run publishes.
 	uncommitted map[string]bool
+	dirtyPaths  []string
 	// target renders rendered/<cluster>; it keeps what it prepared.
 	target target.Target
 	// dstOpts, when set, are the remote options for the destination
@@ -321,7 +328,11 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 		}
 	}
 	vs = s.selected(vs)
-	r.markChanged(vs, s.dirty, state.Artifacts)
+	if err := checkDirty(o, s.dirty); err != nil {
+		return cr, err
+	}
+	r.uncommitted = s.dirty
+	r.markChanged(vs, s.dirty, state.Source.Dirty, state.Artifacts)
 	changed := model.ChangedVersions(vs)
 	if err := sh.readBundles(ctx, r.mc, changed); err != nil {
 		return cr, err
@@ -789,19 +800,26 @@ func prepareCatalog(dir string, empty bool, o Options, t target.Target) (*gitops
 // changed since the base, unknown to the state, or whose manifests differ
 // from the package repo's HEAD (dirty: uncommitted, staged or not, the one
 // detector of source.Repo.Dirty that the incremental way reads too).
-func (r *run) markChanged(vs []*model.Version, dirty map[string]bool, state []model.ArtifactRecord) {
+//
+// The versions the last publish took from a dirty tree (prevDirty,
+// gitops.Source.Dirty) are read again too, so that what the catalog holds
+// of them comes from a commit once the tree is clean.
+func (r *run) markChanged(vs []*model.Version, dirty map[string]bool, prevDirty []string, state []model.ArtifactRecord) {
 	markUnpublished(vs, state, r.changed)
-	if len(dirty) == 0 {
-		return
-	}
+	again := pathSet(prevDirty)
 	n := 0
 	for _, v := range vs {
+		if again[v.Manifest.Path] {
+			v.Changed = true
+		}
 		if dirty[v.Manifest.Path] {
 			n++
 			v.Changed = true
 			r.dirty = append(r.dirty, [2]string{v.Manifest.Artifact, v.Manifest.Version.String()})
+			r.dirtyPaths = append(r.dirtyPaths, v.Manifest.Path)
 		}
 	}
+	sort.Strings(r.dirtyPaths)
 	if n > 0 {
 		r.warnf("%d manifest files differ from the package repo's HEAD (uncommitted changes): they are published as they are on disk, but the catalog commit names HEAD", n)
 	}
@@ -865,6 +883,37 @@ func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, st
 	return false, "", nil
 }
 
+// DirtyError is a run of a package repo whose manifests differ from its
+// HEAD commit (Paths, relative to --source): publishing them would record
+// HEAD as the source of content that is in no commit. An input error (exit
+// 1); --allow-dirty publishes them.
+type DirtyError struct {
+	Paths []string
+}
+
+func (e *DirtyError) Error() string {
+	list := e.Paths
+	more := ""
+	if len(list) > 5 {
+		list, more = list[:5], fmt.Sprintf(" and %d more", len(e.Paths)-5)
+	}
+	return fmt.Sprintf("%d manifest files differ from the package repo's HEAD (uncommitted or staged changes): %s%s; commit them, or pass --allow-dirty to publish them as they are on disk (the next run reads them again)", len(e.Paths), strings.Join(list, ", "), more)
+}
+
+// checkDirty stops a run whose package repo has dirty manifests (a
+// *DirtyError, an input error) unless Options.AllowDirty.
+func checkDirty(o Options, dirty map[string]bool) error {
+	if len(dirty) == 0 || o.AllowDirty {
+		return nil
+	}
+	paths := make([]string, 0, len(dirty))
+	for p := range dirty {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return inputErr(&DirtyError{Paths: paths})
+}
+
 // DivergedError is a run whose source commit (Ours) is on another line of
 // history than the one the catalog was published from (Theirs): a branch
 // that lacks the published commit, or a clone that does not have it.
@@ -915,7 +964,9 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 	}
 	rendered := map[string]string{o.Cluster: key}
 	commit, origin := o.sourceCommit()
-	unchanged := len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key
+	src := gitops.Source{Repo: origin, Commit: commit, Dirty: r.dirtyPaths}
+	unchanged := len(changes) == 0 && sameArtifacts(state.Artifacts, next) && state.Rendered[o.Cluster] == key &&
+		strings.Join(state.Source.Dirty, "\n") == strings.Join(src.Dirty, "\n")
 	oci, err := r.pushOCI(ctx, s, changes, unchanged, gitops.Source{Repo: origin, Commit: commit}, res)
 	if err != nil {
 		return nil, err
@@ -929,7 +980,7 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 		res.Changes.Updated = nil // nothing that reaches the catalog changed
 		return nil, nil
 	}
-	data, err := s.stateFile(gitops.Source{Repo: origin, Commit: commit}, next, rendered, ociRecords)
+	data, err := s.stateFile(src, next, rendered, ociRecords)
 	if err != nil {
 		return nil, err
 	}

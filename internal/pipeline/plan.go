@@ -182,7 +182,10 @@ func PlanClusters(ctx context.Context, o PlanOptions) ([]*Plan, error) {
 // the merged artifacts to render. The incremental plan passes only the
 // touched artifacts' versions and state entries.
 func planContent(ctx context.Context, r *run, p *Plan, files []manifest.File, vs []*model.Version, scanErr error, state *gitops.State) ([]model.ArtifactRecord, error) {
-	r.markChanged(vs, r.uncommitted, state.Artifacts)
+	r.markChanged(vs, r.uncommitted, state.Source.Dirty, state.Artifacts)
+	if len(r.dirtyPaths) > 0 && !r.AllowDirty {
+		p.Source.Warnings = append(p.Source.Warnings, (&DirtyError{Paths: r.dirtyPaths}).Error()+": run stops here")
+	}
 	if err := readBundles(ctx, r.mc, model.ChangedVersions(vs)); err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 				cat.Path, cat.InitCatalog = path, true
 				var log syncBuffer
 				res, err := Run(context.Background(), Options{
-					Source: f.source, Catalog: cat, AllowEmpty: true,
+					Source: f.source, Catalog: cat, AllowEmpty: true, AllowDirty: true,
 					// Artifacts other and tiny2 reuse tiny's bundles.
 					Lint:   lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
 					Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
