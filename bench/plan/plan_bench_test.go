@@ -16,13 +16,13 @@ import (
 	"time"
 
 	diffbench "github.com/operator-publish/publish/bench/diff"
-	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/source/diff"
 
 	"github.com/operator-publish/publish/internal/testenv"
 )

@@ -27,10 +27,10 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/crdcheck"
-	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/source/diff"
 )
 
 // Rule IDs of the findings check reports (lint.Finding.Rule).

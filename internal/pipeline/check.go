@@ -8,11 +8,11 @@ import (
 	"sync"
 
 	"github.com/operator-publish/publish/internal/bundle"
-	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"golang.org/x/sync/errgroup"
 )
 

@@ -30,7 +30,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -40,6 +39,7 @@ import (
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/source"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
 )
 

@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/source/diff"
 	"golang.org/x/sync/errgroup"
 )
 

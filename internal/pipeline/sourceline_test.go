@@ -142,4 +142,3 @@ func TestRunDivergedLine(t *testing.T) {
 		}
 	})
 }
-
