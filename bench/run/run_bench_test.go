@@ -12,6 +12,7 @@ import (
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
+	pkgsource "github.com/operator-publish/publish/internal/source"
 )
 
 // BenchmarkRun times pipeline.Run, the whole of `publish run`, for one
@@ -20,7 +21,8 @@ import (
 // rendering, committing and pushing. Before every iteration the catalog
 // branch is reset to the seeded tip (untimed), so every iteration
 // publishes the same change. Metrics: run-ms is the wall time minus the
-// registry's busy time (registry-ms), per run.
+// registry's busy time (registry-ms), per run; repo-opens is how often a
+// run opened the package repo (source.Opens), which must be 1.
 func BenchmarkRun(b *testing.B) {
 	if testing.Short() {
 		b.Skip("generating the benchmark repos is skipped under -short")
@@ -48,6 +50,7 @@ func BenchmarkRun(b *testing.B) {
 					b.StartTimer()
 					t0 := time.Now()
 					log := &stampedLog{t0: t0}
+					opens := pkgsource.Opens()
 					res, err := pipeline.Run(ctx, pipeline.Options{
 						Source:  src,
 						Catalog: gitops.Options{URL: cat.Bare},
@@ -61,6 +64,9 @@ func BenchmarkRun(b *testing.B) {
 					if err != nil {
 						b.Fatalf("run: %v\n%s", err, log.String())
 					}
+					if n := pkgsource.Opens() - opens; n != 1 {
+						b.Fatalf("run opened the package repo %d times, want once", n)
+					}
 					if res.BundlesRead != 1 || res.Commit == "" {
 						b.Fatalf("run: %d bundles read, commit %q, want 1 and a commit\n%s", res.BundlesRead, res.Commit, log.String())
 					}
@@ -71,6 +77,7 @@ func BenchmarkRun(b *testing.B) {
 				n := time.Duration(b.N)
 				b.ReportMetric(float64((wall-reg)/n)/1e6, "run-ms")
 				b.ReportMetric(float64(reg/n)/1e6, "registry-ms")
+				b.ReportMetric(1, "repo-opens")
 			})
 		}
 	}
