@@ -1,0 +1,48 @@
+package publish
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCodeMapNamesEveryPackage: every Go package below internal/ (a
+// directory holding a non-test .go file) is named in the code map of
+// docs/design.md as internal/<path>/, and the map names no package that is
+// gone.
+func TestCodeMapNamesEveryPackage(t *testing.T) {
+	data, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "## Code map")
+	if !ok {
+		t.Fatal("docs/design.md has no Code map section")
+	}
+	block, _, _ := strings.Cut(after, "\n## ")
+	named := map[string]bool{}
+	for _, line := range strings.Split(block, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "internal/") {
+			named[strings.TrimSuffix(f[0], "/")] = true
+		}
+	}
+	have := map[string]bool{}
+	filepath.WalkDir("internal", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		have[filepath.ToSlash(filepath.Dir(p))] = true
+		return nil
+	})
+	for p := range have {
+		if !named[p] {
+			t.Errorf("docs/design.md's code map does not name %s/", p)
+		}
+	}
+	for p := range named {
+		if !have[p] {
+			t.Errorf("docs/design.md's code map names %s/, which holds no package", p)
+		}
+	}
+}
