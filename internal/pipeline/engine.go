@@ -19,6 +19,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/source"
 	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -202,77 +203,35 @@ func (s *scope) Close() error {
 	return err
 }
 
-// incremental reads the scope the incremental way. It is the one place
-// that decides whether that applies: it returns
-// *catalog.FullReadRequiredError when the target renders the catalog
-// whole, a change set was given, the catalog was never published by this
-// version of publish (no commits, no state, no render key or source
-// commit, manifest paths not recorded), the overlays or the render
-// configuration changed since the last publish (the render key), change
-// detection has no base or the published source commit is not in the
-// package repo, a recorded manifest is gone or is not a regular file, the
-// packages directory is gone, or the destination registry changed. A
-// change detection that fails is an error, not a reason for the full
-// read.
+// incremental reads the scope the incremental way when decide, over the
+// facts gathered up front (catalogFacts, sourceFacts), allows it; else it
+// returns *catalog.FullReadRequiredError with decide's reason. The reading
+// of the touched artifacts gives up the same way when it finds what no
+// fact shows (a recorded manifest gone without a change, manifest paths not
+// recorded, the destination registry changed); lint runs only after that,
+// once. A change detection that fails is an error, never a reason for the
+// full read.
 func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	o := s.o
-	switch {
-	case o.fullRead:
-		return catalog.FullReadRequired("asked for")
-	case o.Changed != nil:
-		return catalog.FullReadRequired("a change set was given")
-	}
-	if err := s.catalogSide(); err != nil {
+	f := facts{cluster: o.Cluster, askedFull: o.fullRead, changeSet: o.Changed != nil}
+	var src sourceFacts
+	if err := s.catalogFacts(&f); err != nil {
 		return err
 	}
-	root := packagesRoot(o.Source, o.PackagesDir)
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return catalog.FullReadRequired("%s is not a directory", root)
-	}
-	repo, err := o.sourceRepo()
-	if err != nil {
-		return err
-	}
-	header := s.idx.Header
-	dr, err := diff.Compute(ctx, diff.Options{
-		Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: o.Base,
-		PR: so.pr, TargetBranch: so.targetBranch,
-		StateCommit: header.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
-	})
-	if err != nil {
-		return fmt.Errorf("change detection: %w", err)
-	}
-	if dr.All {
-		return catalog.FullReadRequired("change detection has no base")
-	}
-	since := dr // the changes since the published state
-	if dr.Base != header.Source.Commit {
-		since, err = diff.Compute(ctx, diff.Options{Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: header.Source.Commit})
-		if err != nil {
-			return fmt.Errorf("change detection since the published source commit %s: %w", short(header.Source.Commit), err)
-		}
-		if since.All {
-			return catalog.FullReadRequired("the published source commit %s is not in the package repo", short(header.Source.Commit))
+	if w, _ := decide(f); w == wayIncremental {
+		if err := s.gatherSource(ctx, so, &f, &src); err != nil {
+			return err
 		}
 	}
-	dirty, err := repo.Dirty(root)
-	if err != nil {
-		return fmt.Errorf("comparing the package repo's working tree with HEAD: %w", err)
+	if w, reason := decide(f); w == wayFull {
+		return catalog.FullReadRequired("%s", reason)
 	}
-	if dirty.Suspect != "" {
-		return catalog.FullReadRequired("%s is named like a manifest but is not one publish reads", dirty.Suspect)
-	}
-	s.dirty = pathSet(dirty.Paths)
+	s.dirty = pathSet(src.dirty)
 	// The manifests the last publish took from a dirty tree are read
 	// again (markChanged), as are the dirty ones now.
-	again := append(append([]string(nil), dirty.Paths...), header.Source.Dirty...)
-	files, ms, scanErr, touched, err := scopedScan(o.Source, repo.Prefix(), s.idx, dr, since, again)
+	again := append(append([]string(nil), src.dirty...), s.idx.Header.Source.Dirty...)
+	files, ms, scanErr, touched, err := scopedScan(o.Source, src.repo.Prefix(), s.idx, src.dr, src.since, again)
 	if err != nil {
-		return err
-	}
-	if so.plan {
-		s.scanErr = scanErr
-	} else if err := checkScanned(ctx, o, files, ms, scanErr); err != nil {
 		return err
 	}
 	// Only the touched artifacts can change: the state holds their
@@ -291,46 +250,119 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 			}
 		}
 	}
-	s.files, s.vs, s.diff = files, model.NewVersions(ms), dr
+	if so.plan {
+		s.scanErr = scanErr
+	} else if err := checkScanned(ctx, o, files, ms, scanErr); err != nil {
+		return err
+	}
+	s.files, s.vs, s.diff = files, model.NewVersions(ms), src.dr
 	return nil
 }
 
-// catalogSide checks the conditions of the incremental way that depend on
-// the catalog alone, and writes the overlays into dir: also what a retry
-// checks again on the branch's new tip.
-func (s *scope) catalogSide() error {
+// sourceFacts is what gatherSource read of the package repo for the
+// incremental way: the repo, change detection since the base (dr) and since
+// the published state (since), and the dirty manifests.
+type sourceFacts struct {
+	repo      *source.Repo
+	dr, since *diff.Result
+	dirty     []string
+}
+
+// gatherSource fills the package repo's facts: the packages directory,
+// change detection since the base and since the published source commit
+// (one comparison when they are the same commit), and the manifests that
+// differ from HEAD. It stops at the first fact that forces the full way.
+// Errors: a package repo or a change detection that fails.
+func (s *scope) gatherSource(ctx context.Context, so scopeOptions, f *facts, src *sourceFacts) error {
 	o := s.o
+	root := packagesRoot(o.Source, o.PackagesDir)
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		f.noPackages = root
+		return nil
+	}
+	repo, err := o.sourceRepo()
+	if err != nil {
+		return err
+	}
+	src.repo = repo
+	header := s.idx.Header
+	dr, err := diff.Compute(ctx, diff.Options{
+		Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: o.Base,
+		PR: so.pr, TargetBranch: so.targetBranch,
+		StateCommit: header.Source.Commit, Fetch: !o.NoFetch, Log: o.logWriter(),
+	})
+	if err != nil {
+		return fmt.Errorf("change detection: %w", err)
+	}
+	if f.noBase = dr.All; f.noBase {
+		return nil
+	}
+	since := dr // the changes since the published state
+	if dr.Base != header.Source.Commit {
+		since, err = diff.Compute(ctx, diff.Options{Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: header.Source.Commit})
+		if err != nil {
+			return fmt.Errorf("change detection since the published source commit %s: %w", short(header.Source.Commit), err)
+		}
+		if since.All {
+			f.outsideHistory = short(header.Source.Commit)
+			return nil
+		}
+	}
+	dirty, err := repo.Dirty(root)
+	if err != nil {
+		return fmt.Errorf("comparing the package repo's working tree with HEAD: %w", err)
+	}
+	f.suspect = dirty.Suspect
+	src.dr, src.since, src.dirty = dr, since, dirty.Paths
+	return nil
+}
+
+// catalogFacts fills the facts that depend on the catalog alone, and
+// writes the overlays into dir: also what a retry judges again on the
+// branch's new tip. It stops at the first fact that forces the full way.
+func (s *scope) catalogFacts(f *facts) error {
+	o := s.o
+	if w, _ := decide(*f); w == wayFull {
+		return nil
+	}
 	inc, ok := s.tgt.(target.Incremental)
 	if !ok {
-		return catalog.FullReadRequired("the %s target renders the whole catalog", o.Target)
+		f.wholeCatalog = o.Target
+		return nil
 	}
-	if s.tip.Head() == "" {
-		return catalog.FullReadRequired("the catalog branch has no commits")
-	}
-	if s.legacy {
-		return catalog.FullReadRequired("the catalog has the older single %s: upgrading it to one state file and one generated base per cluster", gitops.LegacyStatePath)
-	}
-	if s.oldState == nil {
-		return catalog.FullReadRequired("the catalog has no %s yet", gitops.StatePath(o.Cluster))
+	switch {
+	case s.tip.Head() == "":
+		f.emptyCatalog = true
+		return nil
+	case s.legacy:
+		f.legacyState = true
+		return nil
+	case s.oldState == nil:
+		f.noState = true
+		return nil
 	}
 	idx, err := gitops.SplitState(gitops.StatePath(o.Cluster), s.oldState)
 	if err != nil {
-		return catalog.FullReadRequired("%v", err)
+		f.stateErr = err
+		return nil
 	}
 	header := idx.Header
 	s.key = header.Rendered[o.Cluster]
 	if header.Source.Commit == "" || s.key == "" || len(idx.Names()) == 0 {
-		return catalog.FullReadRequired("the catalog has no render key or source commit for cluster %s", o.Cluster)
+		f.noHeader = true
+		return nil
 	}
 	if ok, err := s.tipHas(path.Join(render.RenderedDir, o.Cluster)); err != nil {
 		return err
 	} else if !ok {
-		return catalog.FullReadRequired("the catalog has no %s/%s", render.RenderedDir, o.Cluster)
+		f.missing = render.RenderedDir + "/" + o.Cluster
+		return nil
 	}
 	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization(o.Cluster)); err != nil {
 		return err
 	} else if !ok {
-		return catalog.FullReadRequired("the catalog has no %s", render.GeneratedKustomization(o.Cluster))
+		f.missing = render.GeneratedKustomization(o.Cluster)
+		return nil
 	}
 	overlay, err := s.tip.Files("", func(p string, isDir bool) bool {
 		return isDir && (p == render.RenderedDir || p == "publish")
@@ -344,10 +376,12 @@ func (s *scope) catalogSide() error {
 	if err := render.CheckOverlay(s.dir, o.Cluster); err != nil {
 		return inputErr(err)
 	}
-	if k, err := inc.Key(s.dir); err != nil {
+	k, err := inc.Key(s.dir)
+	if err != nil {
 		return err
-	} else if o.renderKey(k) != s.key {
-		return catalog.FullReadRequired("the overlays, the render configuration or the cluster's artifact selection changed since the last publish")
+	}
+	if f.keyChanged = o.renderKey(k) != s.key; f.keyChanged {
+		return nil
 	}
 	s.idx = idx
 	return nil
@@ -549,13 +583,12 @@ func (s *scope) reopen(ctx context.Context) error {
 	if s.full {
 		return s.readCatalog()
 	}
-	err := s.catalogSide()
-	var full *catalog.FullReadRequiredError
-	if errors.As(err, &full) {
-		return fmt.Errorf("the catalog branch %s moved on during this run and %s: nothing was pushed; run publish again", s.o.Catalog.Branch, full.Reason)
-	}
-	if err != nil {
+	var f facts
+	if err := s.catalogFacts(&f); err != nil {
 		return err
+	}
+	if w, reason := decide(f); w == wayFull {
+		return fmt.Errorf("the catalog branch %s moved on during this run and %s: nothing was pushed; run publish again", s.o.Catalog.Branch, reason)
 	}
 	return s.readTouched()
 }
