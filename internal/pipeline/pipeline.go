@@ -299,7 +299,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 		return nil, err
 	}
 	cr := &clusterRun{s: s, res: res, cres: &ClusterResult{Name: o.Cluster}}
-	files, vs, state := s.files, s.vs, s.state
+	vs, state := s.vs, s.state
 	res.Manifests = len(vs)
 	if s.full {
 		o.logf("scan: %d package manifests in %s", len(vs), filepath.Join(o.Source, o.PackagesDir))
@@ -312,38 +312,20 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 
 	r := &run{Options: o, changed: o.Changed, target: tgt, mc: s.mc}
 	cr.r = r
-	switch {
-	case s.diffErr != nil:
-		o.warnf("change detection failed (%v): every version counts as changed", s.diffErr)
-	case s.diff != nil:
-		dr := s.diff
-		res.Diff, r.diff, r.changed = dr, dr, dr.Changed
-		if !dr.All { // else change detection said why every version counts
-			o.logf("changes: %d added, %d modified, %d removed since %s (%s)", dr.Count(diff.Added), dr.Count(diff.Modified), dr.Count(diff.Removed), shortOr(dr.Base, "the beginning"), dr.BaseFrom)
-		}
-	}
 	if len(vs) == 0 && !o.AllowEmpty && s.coversAll() {
 		if n := presentArtifacts(state.Artifacts); n > 0 {
 			return cr, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
 	}
-	vs = s.selected(vs)
-	if err := checkDirty(o, s.dirty); err != nil {
+	pr, err := s.prepare(ctx, r, prepareMode{read: sh.readBundles})
+	if err != nil {
 		return cr, err
 	}
-	r.uncommitted = s.dirty
-	r.markChanged(vs, s.dirty, state.Source.Dirty, state.Artifacts)
-	changed := model.ChangedVersions(vs)
-	if err := sh.readBundles(ctx, r.mc, changed); err != nil {
-		return cr, err
-	}
-	res.Findings = lintStage(ctx, o.Lint, files, vs)
-	res.Findings = append(res.Findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
-	vf, verified := verifyStage(ctx, o.Verify, r.mc, changed)
-	res.Findings = append(res.Findings, vf...)
-	res.Verified = verified
-	if verified != nil {
-		o.logf("%s", verifySummary(verified))
+	res.Diff = r.diff
+	vs, changed := pr.vs, pr.changed
+	res.Findings, res.Verified = pr.findings, pr.verified
+	if pr.verified != nil {
+		o.logf("%s", verifySummary(pr.verified))
 	}
 	if hasErrors(res.Findings) {
 		return cr, &InputError{Err: &LintError{Findings: res.Findings}}

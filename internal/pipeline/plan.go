@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
-	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
@@ -122,16 +121,20 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	defer s.Close()
 	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: o.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: []gitops.FileChange{}}
-	r := &run{Options: o.Options, changed: o.Changed, target: tgt, mc: s.mc, uncommitted: s.dirty}
-	switch {
-	case s.diffErr != nil:
+	r := &run{Options: o.Options, changed: o.Changed, target: tgt, mc: s.mc}
+	if s.diffErr != nil {
 		p.Source = PlanSource{All: true, BaseFrom: diff.FromNone, Warnings: []string{fmt.Sprintf("change detection failed (%v): every version counts as changed", s.diffErr)}}
-	case s.diff != nil:
-		dr := s.diff
-		r.changed, r.diff = dr.Changed, dr
+	} else if dr := s.diff; dr != nil {
 		p.Source = PlanSource{Head: dr.Head, Base: dr.Base, BaseFrom: dr.BaseFrom, All: dr.All, Warnings: dr.Warnings}
 	}
-	next, err := planContent(ctx, r, p, s.files, s.selected(s.vs), s.scanErr, s.state)
+	pr, err := s.prepare(ctx, r, prepareMode{plan: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(r.dirtyPaths) > 0 && !r.AllowDirty {
+		p.Source.Warnings = append(p.Source.Warnings, (&DirtyError{Paths: r.dirtyPaths}).Error()+": run stops here")
+	}
+	next, err := planContent(ctx, r, p, pr, s.state)
 	if err != nil {
 		return nil, err
 	}
@@ -177,23 +180,13 @@ func PlanClusters(ctx context.Context, o PlanOptions) ([]*Plan, error) {
 	return out, nil
 }
 
-// planContent fills the findings, artifacts and images of p from the
-// versions read (files, vs, scanErr) and the published state, and returns
-// the merged artifacts to render. The incremental plan passes only the
-// touched artifacts' versions and state entries.
-func planContent(ctx context.Context, r *run, p *Plan, files []manifest.File, vs []*model.Version, scanErr error, state *gitops.State) ([]model.ArtifactRecord, error) {
-	r.markChanged(vs, r.uncommitted, state.Source.Dirty, state.Artifacts)
-	if len(r.dirtyPaths) > 0 && !r.AllowDirty {
-		p.Source.Warnings = append(p.Source.Warnings, (&DirtyError{Paths: r.dirtyPaths}).Error()+": run stops here")
-	}
-	if err := readBundles(ctx, r.mc, model.ChangedVersions(vs)); err != nil {
-		return nil, err
-	}
-	p.Findings = lintStage(ctx, r.Lint, files, vs)
-	p.Findings = append(p.Findings, editedInPlace(r.Lint, r.diff, vs, state.Artifacts)...)
-	vf, verified := verifyStage(ctx, r.Verify, r.mc, model.ChangedVersions(vs))
-	p.Findings = append(p.Findings, vf...)
-	p.Findings = append(p.Findings, unreadFindings(scanErr, files)...)
+// planContent fills the findings, artifacts and images of p from what
+// prepare gave and the published state, and returns the merged artifacts
+// to render. The incremental plan passes only the touched artifacts'
+// versions and state entries.
+func planContent(ctx context.Context, r *run, p *Plan, pr *prepared, state *gitops.State) ([]model.ArtifactRecord, error) {
+	vs, verified := pr.vs, pr.verified
+	p.Findings = pr.findings
 	lint.Sort(p.Findings)
 	if p.Findings == nil {
 		p.Findings = []lint.Finding{}
