@@ -616,9 +616,9 @@ func TestDelistLastOperator(t *testing.T) {
 	}
 }
 
-// TestUncommittedEditIsUpdated: a published version whose manifest is
-// edited on disk, without a commit, is published as it is on disk and
-// reported as updated (issue 13 point 12).
+// TestUncommittedEditIsUpdated: with --allow-dirty, a published version
+// whose manifest is edited on disk, without a commit, is published as it is
+// on disk and reported as updated.
 func TestUncommittedEditIsUpdated(t *testing.T) {
 	f := newFixture(t)
 	f.run(t)
@@ -630,7 +630,10 @@ func TestUncommittedEditIsUpdated(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny", "displayName: Tiny Edited", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := f.run(t)
+	res, _, err := f.runOpts(t, func(o *Options) { o.AllowDirty = true })
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.Commit == "" || strings.Join(res.Changes.Updated, ",") != "tiny 1.1.0" {
 		t.Fatalf("commit %q updated %v", res.Commit, res.Changes.Updated)
 	}
