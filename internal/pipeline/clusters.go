@@ -526,6 +526,16 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	// Every cluster is read, linted and verified before any image is
+	// mirrored.
+	for _, cr := range crs {
+		if err := mirrorCluster(ctx, cr, sh); err != nil {
+			if len(cls) == 1 {
+				return cr.res, err
+			}
+			return cr.res, fmt.Errorf("cluster %s: %w", cr.r.Cluster, err)
+		}
+	}
 	if len(crs) == 1 {
 		// One cluster: the result is that cluster's, as before clusters.
 		*res = *crs[0].res

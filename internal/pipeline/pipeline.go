@@ -254,10 +254,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return runClusters(ctx, o)
 }
 
-// prepareCluster reads, lints and mirrors what one cluster of a run
+// prepareCluster reads, lints and verifies what one cluster of a run
 // needs (o is forCluster's), on the catalog tip shared by the run's
-// clusters: everything before the render and the commit. The clusterRun
-// is returned with its result also when an error stops it.
+// clusters: every cluster of a run goes through it before any image is
+// mirrored (mirrorCluster), so that a lint error of one cluster stops the
+// run with nothing mirrored. The clusterRun is returned with its result
+// also when an error stops it.
 func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *catalog.Tip, sh *shared) (*clusterRun, error) {
 	res := &Result{}
 	s, err := openScopeOn(ctx, o, scopeOptions{}, tgt, tip)
@@ -305,10 +307,21 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	} else {
 		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(vs))
 	}
+	cr.vs = vs
+	return cr, nil
+}
 
+// mirrorCluster is the second half of a cluster of a run, after every
+// cluster of the run was read, linted and verified (prepareCluster): the
+// target prepares (the images it needs itself), the images are mirrored
+// (once per destination over the run, sh), and the records of the
+// cluster's versions are made from what reached the destination.
+func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
+	r, s, res, vs := cr.r, cr.s, cr.res, cr.vs
+	o, tgt, state := r.Options, r.target, s.state
 	env := target.Env{Client: r.mc, ReadBundles: func(ctx context.Context, vs []*model.Version) error { return sh.readBundles(ctx, r.mc, vs) }}
 	if err := tgt.Prepare(ctx, env, vs, s.targetState()); err != nil {
-		return cr, err
+		return err
 	}
 	var related []mirror.Target
 	for _, ref := range tgt.Images() {
@@ -317,18 +330,17 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	rep, err := sh.mirror(ctx, r.mc, o.Mirror.DstRegistry, vs, related)
 	res.Mirror = rep
 	if err != nil {
-		return cr, err
+		return err
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
 
 	current, err := Artifacts(clientMapper{r.mc}, vs, rep)
 	if err != nil {
-		return cr, inputErr(err)
+		return inputErr(err)
 	}
 	carryOver(current, state.Artifacts, false)
 	cr.current = current
-	cr.vs = vs
-	return cr, nil
+	return nil
 }
 
 // UnmappedRegistry is the registry of a new artifact when no destination
