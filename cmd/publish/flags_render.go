@@ -186,10 +186,12 @@ func (r *renderFlags) resolveClusters(cfg *config.Config) ([]renderSettings, err
 // reference resolves per cluster as --target does: --oci (or PUBLISH_OCI,
 // the action's oci input), else publish.yaml clusters.<cluster>.oci.
 type ociFlags struct {
-	ref string
+	ref   string
+	noOCI bool
 }
 
 func (f *ociFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&f.noOCI, "no-oci", false, "stop pushing the OCI catalog of a cluster whose state records one (without it, a run with no --oci keeps pushing to the recorded reference); the record leaves the state")
 	fs.StringVar(&f.ref, "oci", "", "also push rendered/<cluster> as an OCI artifact (Flux OCIRepository, Argo CD OCI source) to REGISTRY/REPOSITORY[:TAG] (tag default: the cluster name), with the destination registry's credentials and TLS settings; its digest goes into publish/state.yaml (default: publish.yaml clusters.<cluster>.oci)")
 }
 

@@ -57,7 +57,7 @@ var (
 	catalogGroup = []string{"catalog", "catalog-branch", "catalog-path", "catalog-username", "catalog-password", "catalog-ssh-key", "catalog-ssh-key-password", "catalog-known-hosts", "insecure-ignore-host-key", "create-branch", "init-catalog"}
 	commitGroup  = []string{"commit-author-name", "commit-author-email", "commit-committer-name", "commit-committer-email", "signing-key", "signing-key-password", "commit-message-template"}
 	renderGroup  = []string{"cluster", "target", "namespace", "library", "image-pull-secret"}
-	ociGroup     = []string{"oci"}
+	ociGroup     = []string{"no-oci", "oci"}
 	signGroup    = []string{"cosign-key", "cosign-key-password", "cosign-sig-tag"}
 	// deliveryGroup: how run delivers each cluster's change.
 	deliveryGroup = []string{"delivery", "pr-label", "auto-merge", "plan-dir", "forge", "forge-api-url", "forge-repo", "forge-token"}

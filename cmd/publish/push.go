@@ -75,6 +75,7 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		if po.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
 			return err
 		}
+		po.NoOCI = p.oci.noOCI
 		if po.Catalog, err = p.catalog.options(&p.tls); err != nil {
 			return err
 		}

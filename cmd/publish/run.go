@@ -89,6 +89,10 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		if o.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
 			return err
 		}
+		o.NoOCI = p.oci.noOCI
+		if o.NoOCI && p.oci.ref != "" {
+			return usagef("--no-oci and --oci: give one of them")
+		}
 	}
 	if len(all) > 1 || rs.Include != nil || rs.Exclude != nil || rs.DstRegistry != "" || rs.Delivery == pipeline.DeliveryPullRequest {
 		o.Clusters = nil

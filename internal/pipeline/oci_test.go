@@ -262,3 +262,36 @@ func refuseManifests(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// TestRunKeepsTheRecordedOCICatalog: a run without an OCI reference after
+// runs with one keeps pushing to the reference the state records, saying
+// so; --no-oci stops it, says so, and the record leaves the state.
+func TestRunKeepsTheRecordedOCICatalog(t *testing.T) {
+	f := newFixture(t)
+	tag := f.dst + "/platform/operator-catalog:global"
+	run := func(name string, edit func(*Options)) (*Result, string) {
+		t.Helper()
+		res, log, err := f.runOpts(t, edit)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, log)
+		}
+		return res, log
+	}
+	run("with --oci", func(o *Options) { o.OCI = f.dst + "/platform/operator-catalog" })
+	f.addVersion(t, "1.2.0")
+	res, log := run("without --oci", nil)
+	if res.OCI == nil || res.OCI.Ref != tag || !strings.Contains(log, "as the state records") {
+		t.Fatalf("without --oci: OCI %+v, want a push to %s said in the log\n%s", res.OCI, tag, log)
+	}
+	if _, _, digest := artifactFiles(t, tag); !strings.Contains(f.catalogFile(t, gitops.StatePath("global")), digest) {
+		t.Errorf("without --oci: the state does not record the new artifact %s", digest)
+	}
+	f.addVersion(t, "1.3.0")
+	res, log = run("--no-oci", func(o *Options) { o.NoOCI = true })
+	if res.OCI != nil || !strings.Contains(log, "no longer pushed (--no-oci)") {
+		t.Fatalf("--no-oci: OCI %+v\n%s", res.OCI, log)
+	}
+	if strings.Contains(f.catalogFile(t, gitops.StatePath("global")), "oci:") {
+		t.Errorf("--no-oci: the state still records the OCI catalog")
+	}
+}

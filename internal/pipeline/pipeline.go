@@ -98,6 +98,10 @@ type Options struct {
 	// (internal/ocicatalog) before the catalog commit, and its digest
 	// recorded in publish/state.yaml.
 	OCI string
+	// NoOCI stops pushing the OCI catalog of a cluster whose state records
+	// one (--no-oci); without it, a cluster with no OCI reference given
+	// keeps pushing to the reference its state records (ociRecorded).
+	NoOCI bool
 	// SourceCommitOverride and SourceRepoOverride, when set, are recorded as
 	// the source of the publish instead of Source's Git HEAD and origin
 	// (push --catalog: the commit the archive was packaged from).
@@ -278,6 +282,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 		res.SourceCommit = repo.Head()
 	}
 
+	o.OCI = ociRecorded(o, state)
 	r := &run{Options: o, changed: o.Changed, target: tgt, mc: s.mc}
 	cr.r = r
 	if len(vs) == 0 && !o.AllowEmpty && s.coversAll() {
@@ -309,6 +314,24 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	}
 	cr.vs = vs
 	return cr, nil
+}
+
+// ociRecorded returns the OCI catalog reference a cluster of a run pushes
+// to: Options.OCI when given; else, unless --no-oci, the reference the
+// cluster's state records, so that a run without --oci after runs with it
+// does not silently leave Flux or Argo CD on the last artifact. Both cases
+// of a recorded reference without --oci are said in the log.
+func ociRecorded(o Options, state *gitops.State) string {
+	rec, had := state.OCI[o.Cluster]
+	switch {
+	case o.OCI != "" || !had:
+		return o.OCI
+	case o.NoOCI:
+		o.warnf("catalog: cluster %s: the OCI catalog at %s is no longer pushed (--no-oci): its record leaves the state, and whatever pulls it keeps the last artifact", o.Cluster, rec.Ref)
+		return ""
+	}
+	o.logf("catalog: cluster %s: pushing the OCI catalog to %s, as the state records (--oci to change it, --no-oci to stop)", o.Cluster, rec.Ref)
+	return rec.Ref
 }
 
 // mirrorCluster is the second half of a cluster of a run, after every
