@@ -494,3 +494,21 @@ func TestDeprecatedAlias(t *testing.T) {
 		t.Errorf("usage %q", f.Usage)
 	}
 }
+
+// TestCatalogURLTokenMasked: a token given in the catalog URL
+// (https://TOKEN@host/..., the user part alone) is masked in the CI log.
+func TestCatalogURLTokenMasked(t *testing.T) {
+	rec := &recordingEnv{}
+	inv := newInvocation(rec)
+	p := &pushCmd{}
+	fs := p.command(inv).Flags()
+	if err := fs.Parse([]string{"--catalog", "https://ghp_tok3nInTheURL@git.example.com/o/c.git"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inv.applyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.masked, "ghp_tok3nInTheURL") {
+		t.Errorf("the URL's token is not masked: %v", rec.masked)
+	}
+}

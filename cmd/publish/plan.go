@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/operator-publish/publish/internal/logging"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,7 +76,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					plan.Summary.Errors += pl.Summary.Errors
 				}
 			}
-			fmt.Fprint(cmd.OutOrStdout(), md)
+			fmt.Fprint(cmd.OutOrStdout(), logging.Clean(md))
 			if planJSON != "" {
 				data, err := json.MarshalIndent(doc, "", "  ")
 				if err != nil {

@@ -22,6 +22,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/redact"
 	"net"
 	"net/http"
 	"net/url"
@@ -372,20 +373,9 @@ func checkAPIURL(s, kind string) (*url.URL, error) {
 	return u, nil
 }
 
-// redactURL hides the user information of a URL that failed to parse or
-// carried credentials.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		if u.User != nil {
-			u.User = url.User("redacted")
-		}
-		return u.String()
-	}
-	if i := strings.LastIndex(s, "@"); i >= 0 {
-		return "[redacted]" + s[i:]
-	}
-	return s
-}
+// redactURL drops the user information of a URL that failed to parse or
+// carried credentials (redact.URL).
+func redactURL(s string) string { return redact.URL(s) }
 
 var repoSegment = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*$`)
 

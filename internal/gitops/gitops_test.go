@@ -95,17 +95,20 @@ func TestCloneErrors(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://user:secret@git.example.com/a.git": "https://user:***@git.example.com/a.git",
-		"https://git.example.com/a.git":             "https://git.example.com/a.git",
-		"/local/path":                               "/local/path",
+		"https://user:secret@git.example.com/a.git":  "https://git.example.com/a.git",
+		"https://ghp_token123@git.example.com/a.git": "https://git.example.com/a.git",
+		"https://git.example.com/a.git":              "https://git.example.com/a.git",
+		"/local/path":                                "/local/path",
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("%s: %s", in, got)
 		}
 	}
-	err := &UnreachableError{URL: "https://u:hunter2@h/x.git", Op: "clone", Err: os.ErrNotExist}
-	if strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("password in %q", err)
+	for _, u := range []string{"https://u:hunter2@h/x.git", "https://hunter2@h/x.git"} {
+		err := &UnreachableError{URL: u, Op: "clone", Err: os.ErrNotExist}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("secret in %q", err)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/redact"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -247,14 +248,7 @@ func SourceCommit(dir string) (commit, origin string) {
 	return commit, origin
 }
 
-func redactURL(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		if at := strings.Index(u[i+3:], "@"); at >= 0 {
-			return u[:i+3] + u[i+3+at+1:]
-		}
-	}
-	return u
-}
+func redactURL(u string) string { return redact.URL(u) }
 
 // Run is `publish run`: the whole pipeline, through the engine that
 // `publish plan` uses (openScope: only the artifacts a change touches are
