@@ -319,6 +319,7 @@ func New(o Options) (Forge, error) {
 			return nil, err
 		}
 	}
+	hc = sameHostRedirects(hc)
 	b := base{kind: kind, repo: repo, token: token}
 	switch kind {
 	case KindGitHub:
@@ -328,6 +329,52 @@ func New(o Options) (Forge, error) {
 	default:
 		return newGitea(b, api, hc)
 	}
+}
+
+// sameHostRedirects returns a copy of hc whose transport refuses a
+// redirect to another scheme, host or port than the request's (an https
+// request may be redirected to https only): the client gets a
+// *RedirectError instead, never the redirect. Every forge client sends its
+// token on each request (go-github from its transport, GitLab as
+// PRIVATE-TOKEN, which net/http keeps on a redirect, and net/http compares
+// host names without their ports), so a forge, or a proxy in front of it,
+// that redirects elsewhere would otherwise receive it there. The refusal
+// is a transport error, which the GitLab client does not retry.
+func sameHostRedirects(hc *http.Client) *http.Client {
+	c := *hc
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = sameHostTransport{next: next}
+	return &c
+}
+
+// RedirectError is a forge API's redirect to another host, refused.
+type RedirectError struct {
+	From, To string // scheme://host[:port]
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("the forge API at %s redirected to %s: refused, the token is never sent to another host (set --forge-api-url to the address the API answers at)", e.From, e.To)
+}
+
+type sameHostTransport struct{ next http.RoundTripper }
+
+func (t sameHostTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return resp, err
+	}
+	loc, lerr := resp.Location()
+	if lerr != nil {
+		return resp, nil // no redirect to follow
+	}
+	if loc.Host != r.URL.Host || (r.URL.Scheme == "https" && loc.Scheme != "https") {
+		resp.Body.Close()
+		return nil, &RedirectError{From: r.URL.Scheme + "://" + r.URL.Host, To: loc.Scheme + "://" + loc.Host}
+	}
+	return resp, nil
 }
 
 // defaultClient is an HTTP client with the system CAs plus caBundle and an
