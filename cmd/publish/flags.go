@@ -270,6 +270,10 @@ func (inv *invocation) applyConfig(fs *pflag.FlagSet) ([]string, error) {
 			return set, &pipeline.InputError{Err: fmt.Errorf("%s: %s: %w", path, name, e)}
 		}
 		set = append(set, fmt.Sprintf("--%s from %s", name, path))
+		if inv.fromConfig == nil {
+			inv.fromConfig = map[string]bool{}
+		}
+		inv.fromConfig[name] = true
 	}
 	return set, nil
 }

@@ -49,7 +49,7 @@ func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
 // command that has the concept.
 var (
 	sourceGroup  = []string{"source", "packages-dir", "config"}
-	srcGroup     = []string{"src-username", "src-password"}
+	srcGroup     = []string{"src-username", "src-password", "src-registry"}
 	dstGroup     = []string{"dst-registry", "dst-username", "dst-password"}
 	tlsGroup     = []string{"insecure", "ca-file", "plain-http", "plain-http-registry"}
 	retryGroup   = []string{"retries", "request-timeout"}
