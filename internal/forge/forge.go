@@ -414,6 +414,9 @@ func checkAPIURL(s, kind string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, fmt.Errorf("--forge-api-url %q: must not hold credentials: pass the token with --forge-token", redactURL(s))
 	}
+	if u.Scheme == "http" && !redact.LoopbackHost(u.Host) {
+		return nil, fmt.Errorf("--forge-api-url %q: plain http:// to a host that is not this machine would send the token in clear: use https:// (plain HTTP is for localhost only)", redactURL(s))
+	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("--forge-api-url %q: must not have a query or fragment: give the API root, e.g. %s", s, exampleAPIURL(kind))
 	}

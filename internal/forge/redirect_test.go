@@ -69,3 +69,14 @@ func TestForgeTokenNeverFollowsARedirectToAnotherHost(t *testing.T) {
 		})
 	}
 }
+
+// The token never crosses plain HTTP to another machine.
+func TestForgeTokenNotOverPlainHTTP(t *testing.T) {
+	_, err := forge.New(forge.Options{Kind: forge.KindGitea, APIURL: "http://gitea.example.com/api/v1", Repo: "acme/catalog", Token: "s3cret"})
+	if err == nil || !strings.Contains(err.Error(), "in clear") {
+		t.Errorf("http:// forge API on another host: %v", err)
+	}
+	if _, err := forge.New(forge.Options{Kind: forge.KindGitea, APIURL: "http://127.0.0.1:3000/api/v1", Repo: "acme/catalog", Token: "s3cret"}); err != nil {
+		t.Errorf("http:// forge API on loopback: %v", err)
+	}
+}

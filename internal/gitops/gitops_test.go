@@ -209,3 +209,30 @@ func TestLegacyStateSplit(t *testing.T) {
 		t.Errorf("StateCluster: %q %v", c, ok)
 	}
 }
+
+// Catalog credentials never cross plain HTTP to another machine: the
+// flags' and a URL's token are refused before anything is sent; loopback
+// and anonymous clones are as before.
+func TestNoCredentialsOverPlainHTTP(t *testing.T) {
+	for _, o := range []Options{
+		{URL: "http://git.example.com/o/c.git", Password: "s3cret"},
+		{URL: "http://git.example.com/o/c.git", Username: "bot", Password: "s3cret"},
+		{URL: "http://s3cret@git.example.com/o/c.git"},
+	} {
+		_, err := o.auth()
+		if err == nil || !strings.Contains(err.Error(), "in clear") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v", redact(o.URL), err)
+		}
+	}
+	for _, o := range []Options{
+		{URL: "http://127.0.0.1:3000/o/c.git", Password: "s3cret"},
+		{URL: "http://localhost/o/c.git", Password: "s3cret"},
+		{URL: "http://[::1]:80/o/c.git", Password: "s3cret"},
+		{URL: "http://git.example.com/o/c.git"},
+		{URL: "https://git.example.com/o/c.git", Password: "s3cret"},
+	} {
+		if _, err := o.auth(); err != nil {
+			t.Errorf("%s: %v", o.URL, err)
+		}
+	}
+}

@@ -1,15 +1,33 @@
-// Package redact removes credentials from text before it is printed: the
-// user information of URLs (https://TOKEN@host, https://user:pass@host)
-// and the secrets to mask in a CI log. net/url's URL.Redacted hides only a
+// Package redact keeps credentials out of where they must not go: out of
+// text before it is printed (the user information of URLs,
+// https://TOKEN@host and https://user:pass@host, and the secrets to mask
+// in a CI log), and off plain HTTP except to this machine (LoopbackHost). net/url's URL.Redacted hides only a
 // password, so that a token given as the user name (the usual form of a
 // GitHub or GitLab token in a clone URL) would still be printed; here the
 // whole user part goes.
 package redact
 
 import (
+	"net"
 	"net/url"
 	"strings"
 )
+
+// LoopbackHost reports whether host (host, host:port or [ipv6]:port) is
+// this machine: "localhost" or a loopback address. A credential may
+// cross plain HTTP to such a host only: nothing else sees the bytes.
+func LoopbackHost(host string) bool {
+	h := host
+	if sh, _, err := net.SplitHostPort(host); err == nil {
+		h = sh
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
 
 // URL returns u without the user information of its authority:
 // "https://TOKEN@host/x" and "https://u:p@host/x" become "https://host/x".
