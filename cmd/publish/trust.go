@@ -55,6 +55,13 @@ func (inv *invocation) pullRequestTrust(ctx context.Context, fs *pflag.FlagSet, 
 		inv.warnf("pull request: the base revision cannot be read (%s): publish.yaml's %v are not taken from the pull request, and the source credentials go only to --src-registry hosts", why, trustedFlags)
 		b = &trust.Base{SourceHosts: []string{}}
 	}
+	if b.ConfigOutside {
+		// --config names the workflow's own file: no pull request wrote it.
+		if len(src.hosts) == 0 {
+			src.pinned, src.hosts = true, slices.Clone(b.SourceHosts)
+		}
+		return nil
+	}
 	changed := inv.rebaseFlags(fs, b.Config)
 	if inv.config != nil {
 		for _, name := range sortedClusters(inv.config) {

@@ -34,6 +34,10 @@ type Base struct {
 	Commit string
 	// Config is publish.yaml at the base; nil when the base has none.
 	Config *config.Config
+	// ConfigOutside is true when the configuration file given is outside
+	// the work tree: the workflow's own file, which no pull request
+	// changes (Config is nil then).
+	ConfigOutside bool
 	// SourceHosts are the registries (host[:port], as
 	// go-containerregistry names them) that the base's package manifests
 	// name in spec.artifact and spec.relatedImages, sorted; empty, not
@@ -46,8 +50,9 @@ type Base struct {
 // as the command line gives them (relative to the working directory, or
 // absolute), inside that work tree. A manifest that does not parse at the
 // base is skipped (it named no registry the base trusted). Errors: the
-// repository or the commit cannot be read, a path outside the work tree,
-// a publish.yaml at the base that does not load (config.Parse).
+// repository or the commit cannot be read, a packagesDir outside the work
+// tree, a publish.yaml at the base that does not load (config.Parse). A
+// configFile outside the work tree is not read (Base.ConfigOutside).
 func Read(dir, commit, configFile, packagesDir string) (*Base, error) {
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
@@ -67,11 +72,9 @@ func Read(dir, commit, configFile, packagesDir string) (*Base, error) {
 	}
 	root := wt.Filesystem.Root()
 	b := &Base{Commit: commit, SourceHosts: []string{}}
-	if configFile != "" {
-		rel, err := inTree(root, configFile)
-		if err != nil {
-			return nil, err
-		}
+	if rel, err := inTree(root, configFile); configFile != "" && err != nil {
+		b.ConfigOutside = true
+	} else if configFile != "" {
 		data, err := fileAt(tree, rel)
 		if err != nil && !errors.Is(err, object.ErrFileNotFound) {
 			return nil, fmt.Errorf("%s at the base revision %s: %w", rel, short(commit), err)
