@@ -26,7 +26,7 @@ import (
 
 // maxFile caps what is read of one file at the base, as the scan of the
 // working tree caps manifests.
-const maxFile = 4 << 20
+const maxFile = manifest.MaxFileSize
 
 // Base is what the base revision says.
 type Base struct {
