@@ -9,6 +9,7 @@ import (
 	"github.com/operator-publish/publish/internal/check"
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/logging"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -85,12 +86,12 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 			// rep.Warnings went to the log already (o.Log).
 			out := cmd.OutOrStdout()
 			for _, f := range rep.Findings {
-				fmt.Fprintln(out, ci.FormatFinding(f))
+				fmt.Fprintln(out, logging.Clean(ci.FormatFinding(f)))
 			}
 			if len(rep.Findings) > 0 {
 				fmt.Fprintln(out)
 			}
-			fmt.Fprint(out, rep.Text())
+			fmt.Fprint(out, logging.Clean(rep.Text()))
 			if inv.inCI() {
 				inv.ci.Annotate(rep.Findings)
 				if err := inv.ci.Summary(rep.Markdown()); err != nil {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/operator-publish/publish/internal/redact"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -96,8 +97,8 @@ func secretValue(f *pflag.Flag) string {
 		return ""
 	}
 	v := f.Value.String()
-	if f.Annotations[annSecret][0] == "key" && !strings.Contains(v, "-----BEGIN ") {
-		return "" // a file name
+	if f.Annotations[annSecret][0] == "key" {
+		return keySecret(v) // "" for a file name
 	}
 	return v
 }
@@ -221,6 +222,10 @@ func (inv *invocation) applyEnv(fs *pflag.FlagSet) (notices []notice, err error)
 	fs.VisitAll(func(f *pflag.Flag) {
 		if aliasOf(f) == "" {
 			inv.mask(secretValue(f))
+			// A token in a URL (--catalog https://TOKEN@host/...).
+			for _, s := range redact.Secrets(f.Value.String()) {
+				inv.mask(s)
+			}
 		}
 	})
 	return notices, err
@@ -265,6 +270,10 @@ func (inv *invocation) applyConfig(fs *pflag.FlagSet) ([]string, error) {
 			return set, &pipeline.InputError{Err: fmt.Errorf("%s: %s: %w", path, name, e)}
 		}
 		set = append(set, fmt.Sprintf("--%s from %s", name, path))
+		if inv.fromConfig == nil {
+			inv.fromConfig = map[string]bool{}
+		}
+		inv.fromConfig[name] = true
 	}
 	return set, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"text/template"
@@ -126,17 +125,4 @@ func (g *commitFlags) apply(o *gitops.Options) (*template.Template, error) {
 		}
 	}
 	return tmpl, nil
-}
-
-// keyMaterial is a key given as a flag: its content when it looks like a
-// PEM or armored block (a CI secret), else the file it names.
-func keyMaterial(flag, v string) ([]byte, error) {
-	if strings.Contains(v, "-----BEGIN ") {
-		return []byte(v), nil
-	}
-	data, err := os.ReadFile(v)
-	if err != nil {
-		return nil, &usageError{fmt.Errorf("--%s: %w", flag, err)}
-	}
-	return data, nil
 }

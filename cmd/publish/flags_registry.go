@@ -6,22 +6,47 @@ import (
 	"time"
 
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/spf13/pflag"
 )
 
-// srcRegistryFlags are the credentials of the source registries (the
-// registries the package manifests name): --src-username, --src-password.
+// srcRegistryFlags are the credentials of the source registries and the
+// hosts they may go to: --src-username, --src-password, --src-registry
+// (publish.yaml srcRegistries:). Without --src-registry the credentials go
+// to the registries the package manifests name (in a pull request: those
+// the base revision's manifests name; docs/security.md).
 type srcRegistryFlags struct {
 	creds mirror.Credentials
+	hosts []string
+	// pinned: hosts are the only hosts, even when empty (a pull request's
+	// base named no registry).
+	pinned bool
 }
 
 func (s *srcRegistryFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.creds.Username, "src-username", "", "source registry user name (default: docker config)")
-	fs.StringVar(&s.creds.Password, "src-password", "", "source registry password or token")
+	fs.StringVar(&s.creds.Password, "src-password", "", "source registry password or token (sent to the --src-registry hosts only)")
+	fs.StringSliceVar(&s.hosts, "src-registry", nil, "source registry HOST[:PORT] that may receive --src-username/--src-password (repeatable; default: the registries the package manifests name, in a pull request those of its base)")
 	secret(fs, "src-password")
 }
 
-func (s *srcRegistryFlags) apply(o *mirror.Options) { o.Src = s.creds }
+// apply sets the source credentials and, with --src-registry, the hosts
+// they go to. Errors are usage errors naming the flag.
+func (s *srcRegistryFlags) apply(o *mirror.Options) error {
+	o.Src = s.creds
+	if len(s.hosts) == 0 && !s.pinned {
+		return nil
+	}
+	o.SrcHosts = []string{}
+	for _, h := range s.hosts {
+		h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(h), "https://"), "http://"), "/")
+		if !registry.ValidHost(h) {
+			return usagef("--src-registry %q: want HOST[:PORT] (a registry host, no path)", h)
+		}
+		o.SrcHosts = append(o.SrcHosts, h)
+	}
+	return nil
+}
 
 // dstRegistryFlags are the destination registry and its credentials:
 // --dst-registry (violet: --dst-repo, --dest-repo), --dst-username
@@ -188,7 +213,9 @@ type registryFlags struct {
 
 func (r *registryFlags) apply(o *mirror.Options) error {
 	if r.src != nil {
-		r.src.apply(o)
+		if err := r.src.apply(o); err != nil {
+			return err
+		}
 	}
 	if r.dst != nil {
 		r.dst.apply(o)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/operator-publish/publish/internal/sign"
 	"github.com/operator-publish/publish/internal/verify"
@@ -39,10 +38,7 @@ func (f *signFlags) load() (*sign.Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	where := "--cosign-key"
-	if !isPEM(f.key) {
-		where = "--cosign-key " + f.key
-	}
+	where := keyWhere("cosign-key", f.key)
 	k, err := sign.LoadKey(data, []byte(f.pass), where, "--cosign-key-password or PUBLISH_COSIGN_KEY_PASSWORD")
 	if err != nil {
 		return nil, &usageError{err}
@@ -110,9 +106,6 @@ func (a *archiveKey) check(path string) (string, error) {
 	}
 	return verify.VerifyFile(path, pub)
 }
-
-// isPEM reports whether a key flag holds the key itself, not a file name.
-func isPEM(v string) bool { return strings.Contains(v, "-----BEGIN ") }
 
 // hexDigest decodes a SHA-256 sum in hex.
 func hexDigest(sum string) ([]byte, error) {

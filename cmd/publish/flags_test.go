@@ -49,7 +49,7 @@ func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
 // command that has the concept.
 var (
 	sourceGroup  = []string{"source", "packages-dir", "config"}
-	srcGroup     = []string{"src-username", "src-password"}
+	srcGroup     = []string{"src-username", "src-password", "src-registry"}
 	dstGroup     = []string{"dst-registry", "dst-username", "dst-password"}
 	tlsGroup     = []string{"insecure", "ca-file", "plain-http", "plain-http-registry"}
 	retryGroup   = []string{"retries", "request-timeout"}
@@ -492,5 +492,23 @@ func TestDeprecatedAlias(t *testing.T) {
 	}
 	if f := fs.Lookup("new-name"); !strings.HasSuffix(f.Usage, "(alias: --old-name)") {
 		t.Errorf("usage %q", f.Usage)
+	}
+}
+
+// TestCatalogURLTokenMasked: a token given in the catalog URL
+// (https://TOKEN@host/..., the user part alone) is masked in the CI log.
+func TestCatalogURLTokenMasked(t *testing.T) {
+	rec := &recordingEnv{}
+	inv := newInvocation(rec)
+	p := &pushCmd{}
+	fs := p.command(inv).Flags()
+	if err := fs.Parse([]string{"--catalog", "https://ghp_tok3nInTheURL@git.example.com/o/c.git"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inv.applyEnv(fs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.masked, "ghp_tok3nInTheURL") {
+		t.Errorf("the URL's token is not masked: %v", rec.masked)
 	}
 }

@@ -30,6 +30,8 @@ type invocation struct {
 	masked map[string]bool
 	// config is the publish.yaml applied (nil: none).
 	config *config.Config
+	// fromConfig names the flags (canonical names) that publish.yaml set.
+	fromConfig map[string]bool
 	// verifier checks signatures against config's verify policy (nil: no
 	// policy).
 	verifier *verify.Verifier

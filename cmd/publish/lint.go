@@ -34,6 +34,14 @@ lint renders nothing: it takes no cluster, target, namespace or library.`,
 			if err := source.check(false, ""); err != nil {
 				return err
 			}
+			if inv.ci != nil {
+				if pr, target := inv.ci.PullRequest(); pr {
+					// Where credentials go is the base's to say.
+					if err := inv.pullRequestTrust(cmd.Context(), cmd.Flags(), &source, &src, "", target, true); err != nil {
+						return err
+					}
+				}
+			}
 			reg := registryFlags{src: &src, tls: &tls, retry: &retry}
 			if err := reg.apply(&o.Mirror); err != nil {
 				return err

@@ -44,7 +44,7 @@ func (inv *invocation) fail(err error) int {
 		if inv.logFlags.format == logging.FormatJSON {
 			inv.log.Error(err.Error())
 		} else {
-			fmt.Fprintln(os.Stderr, err)
+			fmt.Fprintln(os.Stderr, logging.Clean(err.Error()))
 		}
 		if inv.inCI() {
 			inv.ci.Annotate(le.Findings)

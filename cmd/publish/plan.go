@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/operator-publish/publish/internal/logging"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,15 +46,21 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 (docs/plan-json.md). Exit 1 when there is a lint error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := p.options(inv, &o.Options, false); err != nil {
-				return err
-			}
 			if o.TargetBranch != "" {
 				o.PR = true
 			} else if inv.ci != nil {
 				if pr, target := inv.ci.PullRequest(); pr {
 					o.PR, o.TargetBranch = true, target
 				}
+			}
+			if o.PR {
+				// Where credentials go is the base's to say.
+				if err := inv.pullRequestTrust(cmd.Context(), cmd.Flags(), &p.source, &p.src, o.Base, o.TargetBranch, !o.NoFetch); err != nil {
+					return err
+				}
+			}
+			if err := p.options(inv, &o.Options, false); err != nil {
+				return err
 			}
 			plans, err := pipeline.PlanClusters(cmd.Context(), o)
 			if err != nil {
@@ -75,7 +82,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					plan.Summary.Errors += pl.Summary.Errors
 				}
 			}
-			fmt.Fprint(cmd.OutOrStdout(), md)
+			fmt.Fprint(cmd.OutOrStdout(), logging.Clean(md))
 			if planJSON != "" {
 				data, err := json.MarshalIndent(doc, "", "  ")
 				if err != nil {

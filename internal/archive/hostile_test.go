@@ -101,6 +101,8 @@ func TestHostileArchives(t *testing.T) {
 		{"wrong digest", wrongDigest, "content has digest sha256:"},
 		{"not gzip", []byte("PK\x03\x04 a zip file"), "not a gzip-compressed archive"},
 		{"no layout", buildTgz(t, []tarEntry{index}), "incomplete archive: no oci-layout file"},
+		{"bytes after the gzip stream", append(append([]byte(nil), good...), "hidden payload"...), "bytes after the end of the gzip stream"},
+		{"a second gzip member", append(append([]byte(nil), good...), buildTgz(t, []tarEntry{reg("packages/x.yaml", "x")})...), "bytes after the end of the gzip stream"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

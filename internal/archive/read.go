@@ -89,10 +89,11 @@ var ErrWrittenDamaged = errors.New("the archive matches its .sha256, so it was w
 // the content does not hash to the digest its path names. visit may read
 // body partly or not at all: Walk reads (and, for a blob, verifies) the
 // rest. Errors are *EntryError naming the entry; truncated, corrupt and
-// mismatching content wraps ErrCorrupt.
+// mismatching content, and bytes after the gzip stream, wrap ErrCorrupt.
 func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) error {
 	lim = lim.withDefaults()
-	zr, err := gzip.NewReader(bufio.NewReaderSize(r, 1<<20))
+	br := bufio.NewReaderSize(r, 1<<20)
+	zr, err := gzip.NewReader(br)
 	if err != nil {
 		return &EntryError{Err: fmt.Errorf("not a gzip-compressed archive (%v): %w", err, ErrCorrupt)}
 	}
@@ -146,6 +147,15 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 	// The gzip trailer (CRC and size) is checked on reading to its end.
 	if _, err := io.Copy(io.Discard, zr); err != nil {
 		return streamErr("", counted, err)
+	}
+	// Nothing may follow the one gzip member: bytes there (another member,
+	// a payload) are not part of what was verified, and another reader
+	// (gzip -d, tar xzf reads every member) would see them.
+	if _, err := br.ReadByte(); err != io.EOF {
+		if err == nil {
+			err = errors.New("bytes after the end of the gzip stream: an archive is one gzip stream and nothing else")
+		}
+		return &EntryError{Err: fmt.Errorf("%w: %w", err, ErrCorrupt)}
 	}
 	return nil
 }

@@ -37,11 +37,14 @@ type Config struct {
 	APIVersion string `yaml:"apiVersion"`
 	Kind       string `yaml:"kind"`
 
-	PackagesDir      string   `yaml:"packagesDir,omitempty"`
-	Catalog          string   `yaml:"catalog,omitempty"`
-	CatalogBranch    string   `yaml:"catalogBranch,omitempty"`
-	Cluster          string   `yaml:"cluster,omitempty"`
-	DstRegistry      string   `yaml:"dstRegistry,omitempty"`
+	PackagesDir   string `yaml:"packagesDir,omitempty"`
+	Catalog       string `yaml:"catalog,omitempty"`
+	CatalogBranch string `yaml:"catalogBranch,omitempty"`
+	Cluster       string `yaml:"cluster,omitempty"`
+	DstRegistry   string `yaml:"dstRegistry,omitempty"`
+	// SrcRegistries are the source registries (host[:port]) that may
+	// receive the source credentials (--src-registry).
+	SrcRegistries    []string `yaml:"srcRegistries,omitempty"`
 	PlainHTTP        *bool    `yaml:"plainHTTP,omitempty"`
 	CAFile           string   `yaml:"caFile,omitempty"`
 	Namespace        string   `yaml:"namespace,omitempty"`
@@ -316,6 +319,12 @@ func Load(path string, required bool) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(path, data)
+}
+
+// Parse reads a publish.yaml held in data (the file at a Git revision,
+// say); path names it in the errors, which are Load's.
+func Parse(path string, data []byte) (*Config, error) {
 	c := &Config{Path: path}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -479,6 +488,7 @@ func (c *Config) Values() map[string]string {
 	// cluster: is the default selection of clusters (DefaultClusters),
 	// read by the commands that serve several, not a --cluster value.
 	set("dst-registry", c.DstRegistry)
+	set("src-registry", strings.Join(c.SrcRegistries, ","))
 	if c.PlainHTTP != nil {
 		set("plain-http", strconv.FormatBool(*c.PlainHTTP))
 	}

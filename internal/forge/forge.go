@@ -22,6 +22,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/redact"
 	"net"
 	"net/http"
 	"net/url"
@@ -318,6 +319,7 @@ func New(o Options) (Forge, error) {
 			return nil, err
 		}
 	}
+	hc = sameHostRedirects(hc)
 	b := base{kind: kind, repo: repo, token: token}
 	switch kind {
 	case KindGitHub:
@@ -327,6 +329,52 @@ func New(o Options) (Forge, error) {
 	default:
 		return newGitea(b, api, hc)
 	}
+}
+
+// sameHostRedirects returns a copy of hc whose transport refuses a
+// redirect to another scheme, host or port than the request's (an https
+// request may be redirected to https only): the client gets a
+// *RedirectError instead, never the redirect. Every forge client sends its
+// token on each request (go-github from its transport, GitLab as
+// PRIVATE-TOKEN, which net/http keeps on a redirect, and net/http compares
+// host names without their ports), so a forge, or a proxy in front of it,
+// that redirects elsewhere would otherwise receive it there. The refusal
+// is a transport error, which the GitLab client does not retry.
+func sameHostRedirects(hc *http.Client) *http.Client {
+	c := *hc
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = sameHostTransport{next: next}
+	return &c
+}
+
+// RedirectError is a forge API's redirect to another host, refused.
+type RedirectError struct {
+	From, To string // scheme://host[:port]
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("the forge API at %s redirected to %s: refused, the token is never sent to another host (set --forge-api-url to the address the API answers at)", e.From, e.To)
+}
+
+type sameHostTransport struct{ next http.RoundTripper }
+
+func (t sameHostTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return resp, err
+	}
+	loc, lerr := resp.Location()
+	if lerr != nil {
+		return resp, nil // no redirect to follow
+	}
+	if loc.Host != r.URL.Host || (r.URL.Scheme == "https" && loc.Scheme != "https") {
+		resp.Body.Close()
+		return nil, &RedirectError{From: r.URL.Scheme + "://" + r.URL.Host, To: loc.Scheme + "://" + loc.Host}
+	}
+	return resp, nil
 }
 
 // defaultClient is an HTTP client with the system CAs plus caBundle and an
@@ -366,26 +414,18 @@ func checkAPIURL(s, kind string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, fmt.Errorf("--forge-api-url %q: must not hold credentials: pass the token with --forge-token", redactURL(s))
 	}
+	if u.Scheme == "http" && !redact.LoopbackHost(u.Host) {
+		return nil, fmt.Errorf("--forge-api-url %q: plain http:// to a host that is not this machine would send the token in clear: use https:// (plain HTTP is for localhost only)", redactURL(s))
+	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("--forge-api-url %q: must not have a query or fragment: give the API root, e.g. %s", s, exampleAPIURL(kind))
 	}
 	return u, nil
 }
 
-// redactURL hides the user information of a URL that failed to parse or
-// carried credentials.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil {
-		if u.User != nil {
-			u.User = url.User("redacted")
-		}
-		return u.String()
-	}
-	if i := strings.LastIndex(s, "@"); i >= 0 {
-		return "[redacted]" + s[i:]
-	}
-	return s
-}
+// redactURL drops the user information of a URL that failed to parse or
+// carried credentials (redact.URL).
+func redactURL(s string) string { return redact.URL(s) }
 
 var repoSegment = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]*$`)
 

@@ -16,6 +16,8 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/hiddeco/sshsig"
 	"golang.org/x/crypto/ssh"
+
+	redactpkg "github.com/operator-publish/publish/internal/redact"
 )
 
 // isSSH reports whether u is an SSH URL: ssh://[user@]host[:port]/path or
@@ -47,6 +49,20 @@ func sshUser(u string) string {
 	return "git"
 }
 
+// plainHTTPCredentials refuses credentials (the flags', or a URL's user
+// information) for an http:// catalog URL on another host than this
+// machine: they would cross the network in clear.
+func (o *Options) plainHTTPCredentials() error {
+	u, err := url.Parse(o.URL)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") || redactpkg.LoopbackHost(u.Host) {
+		return nil
+	}
+	if o.Username != "" || o.Password != "" || u.User != nil {
+		return &AuthError{Err: fmt.Errorf("catalog repo %s: plain http:// to a host that is not this machine: the catalog credentials would cross the network in clear; use https:// (plain HTTP carries credentials to localhost only)", redactpkg.URL(o.URL))}
+	}
+	return nil
+}
+
 // auth returns the transport credentials for the catalog URL: HTTP basic
 // auth (a token alone is the password), or for an SSH URL the private key
 // SSHKey (else the SSH agent) with the host key checked against
@@ -55,6 +71,9 @@ func sshUser(u string) string {
 // Nil: no credentials (a local path, an anonymous HTTP clone).
 func (o *Options) auth() (transport.AuthMethod, error) {
 	if !isSSH(o.URL) {
+		if err := o.plainHTTPCredentials(); err != nil {
+			return nil, err
+		}
 		if o.Username != "" || o.Password != "" {
 			user := o.Username
 			if user == "" {

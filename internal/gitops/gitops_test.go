@@ -95,17 +95,20 @@ func TestCloneErrors(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://user:secret@git.example.com/a.git": "https://user:***@git.example.com/a.git",
-		"https://git.example.com/a.git":             "https://git.example.com/a.git",
-		"/local/path":                               "/local/path",
+		"https://user:secret@git.example.com/a.git":  "https://git.example.com/a.git",
+		"https://ghp_token123@git.example.com/a.git": "https://git.example.com/a.git",
+		"https://git.example.com/a.git":              "https://git.example.com/a.git",
+		"/local/path":                                "/local/path",
 	} {
 		if got := redact(in); got != want {
 			t.Errorf("%s: %s", in, got)
 		}
 	}
-	err := &UnreachableError{URL: "https://u:hunter2@h/x.git", Op: "clone", Err: os.ErrNotExist}
-	if strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("password in %q", err)
+	for _, u := range []string{"https://u:hunter2@h/x.git", "https://hunter2@h/x.git"} {
+		err := &UnreachableError{URL: u, Op: "clone", Err: os.ErrNotExist}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("secret in %q", err)
+		}
 	}
 }
 
@@ -204,5 +207,32 @@ func TestLegacyStateSplit(t *testing.T) {
 	}
 	if c, ok := StateCluster(StatePath("b")); !ok || c != "b" {
 		t.Errorf("StateCluster: %q %v", c, ok)
+	}
+}
+
+// Catalog credentials never cross plain HTTP to another machine: the
+// flags' and a URL's token are refused before anything is sent; loopback
+// and anonymous clones are as before.
+func TestNoCredentialsOverPlainHTTP(t *testing.T) {
+	for _, o := range []Options{
+		{URL: "http://git.example.com/o/c.git", Password: "s3cret"},
+		{URL: "http://git.example.com/o/c.git", Username: "bot", Password: "s3cret"},
+		{URL: "http://s3cret@git.example.com/o/c.git"},
+	} {
+		_, err := o.auth()
+		if err == nil || !strings.Contains(err.Error(), "in clear") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: %v", redact(o.URL), err)
+		}
+	}
+	for _, o := range []Options{
+		{URL: "http://127.0.0.1:3000/o/c.git", Password: "s3cret"},
+		{URL: "http://localhost/o/c.git", Password: "s3cret"},
+		{URL: "http://[::1]:80/o/c.git", Password: "s3cret"},
+		{URL: "http://git.example.com/o/c.git"},
+		{URL: "https://git.example.com/o/c.git", Password: "s3cret"},
+	} {
+		if _, err := o.auth(); err != nil {
+			t.Errorf("%s: %v", o.URL, err)
+		}
 	}
 }

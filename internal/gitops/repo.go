@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	redactpkg "github.com/operator-publish/publish/internal/redact"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -132,20 +133,9 @@ func (e *UnreachableError) Error() string {
 }
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// redact removes a password from a URL's user info.
-func redact(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		if at := strings.Index(rest, "@"); at >= 0 && !strings.Contains(rest[:at], "/") {
-			user, _, hasPass := strings.Cut(rest[:at], ":")
-			if !hasPass {
-				return u
-			}
-			return u[:i+3] + user + ":***@" + rest[at+1:]
-		}
-	}
-	return u
-}
+// redact drops the whole user information of a URL (a token given as the
+// user name too): redact.URL.
+func redact(u string) string { return redactpkg.URL(u) }
 
 func (o *Options) defaults() {
 	if o.Branch == "" {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/operator-publish/publish/internal/logging"
 	"io"
 	"strings"
 )
@@ -92,16 +93,20 @@ func formatText(w io.Writer, fs []Finding) error {
 	bw := bufio.NewWriter(w)
 	indent := strings.NewReplacer("\n", "\n      ")
 	for _, f := range fs {
-		fmt.Fprintf(bw, "%s: %s: %s [%s]\n", location(f), f.Severity, indent.Replace(f.Message), f.Rule)
+		// A finding quotes the package repo and the bundle: Clean keeps
+		// them from becoming workflow commands or escape sequences.
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %s: %s [%s]\n", location(f), f.Severity, indent.Replace(f.Message), f.Rule)
 		if f.BundlePath != "" {
-			fmt.Fprintf(bw, "    in bundle: %s\n", f.BundlePath)
+			fmt.Fprintf(&b, "    in bundle: %s\n", f.BundlePath)
 		}
 		if f.Hint != "" {
-			fmt.Fprintf(bw, "    hint: %s\n", indent.Replace(f.Hint))
+			fmt.Fprintf(&b, "    hint: %s\n", indent.Replace(f.Hint))
 		}
 		if f.Severity == Waived {
-			fmt.Fprintf(bw, "    %s\n", indent.Replace(f.WaiverNote()))
+			fmt.Fprintf(&b, "    %s\n", indent.Replace(f.WaiverNote()))
 		}
+		bw.WriteString(logging.Clean(b.String()))
 	}
 	s := Summarize(fs)
 	if len(fs) > 0 {

@@ -351,13 +351,26 @@ func nodeWord(n *yaml.Node) string {
 	return "not a value"
 }
 
-// walkStyle reports anchors, aliases, merge keys and duplicate keys.
+// coreTag are the tags of the YAML 1.2 core schema
+// (https://yaml.org/spec/1.2.2/#103-core-schema): a value tagged so reads
+// the same to every reader.
+var coreTag = map[string]bool{"!!str": true, "!!int": true, "!!float": true, "!!bool": true, "!!null": true, "!!map": true, "!!seq": true}
+
+// walkStyle reports anchors, aliases, merge keys, explicit tags and
+// duplicate keys.
 func (f *mfile) walkStyle(n *yaml.Node) {
 	if n == nil {
 		return
 	}
 	if n.Anchor != "" {
 		f.addAt(RuleManifestAnchor, n, fmt.Sprintf("YAML anchor &%s: write every value out instead of sharing it", n.Anchor), "")
+	}
+	if n.Style&yaml.TaggedStyle != 0 && n.Kind != yaml.DocumentNode && !coreTag[n.ShortTag()] {
+		// !!binary decodes to other bytes than the file shows, an unknown
+		// tag means something to one reader only: every value is plain.
+		// The core schema's tags (!!str, !!int, ...) only restate a type,
+		// which manifest/field-type checks.
+		f.addAt(RuleManifestAnchor, n, fmt.Sprintf("YAML tag %s: write the value plainly (quote it to make it a string)", n.Tag), "")
 	}
 	switch n.Kind {
 	case yaml.AliasNode:

@@ -112,7 +112,7 @@ var catalog = []RuleInfo{
 	{ID: RuleManifestCRLF, Severity: Warning, Summary: "Lines end with LF, not CRLF.", Hint: "Convert the file to LF line endings (e.g. dos2unix, or `git config core.autocrlf input`)."},
 	{ID: RuleManifestTabIndent, Severity: Error, Summary: "No tab characters in indentation (YAML forbids them).", Hint: "Indent with spaces only."},
 	{ID: RuleManifestMultiDocument, Severity: Error, Summary: "The file holds exactly one YAML document.", Hint: "Keep one PackageManifest per manifest.yaml: remove the `---` separator and what follows, or move it to its own version directory."},
-	{ID: RuleManifestAnchor, Severity: Error, Summary: "No YAML anchors, aliases or merge keys (`&a`, `*a`, `<<:`): every value is written out.", Hint: "Replace the alias by a copy of the value and remove the anchor."},
+	{ID: RuleManifestAnchor, Severity: Error, Summary: "No YAML anchors, aliases, merge keys or tags (`&a`, `*a`, `<<:`, `!!binary`, `!custom`): every value is written out as plain YAML.", Hint: "Replace the alias by a copy of the value and remove the anchor; write a tagged value plainly (quote it to make it a string)."},
 	{ID: RuleManifestDuplicateKey, Severity: Error, Summary: "No key appears twice in one mapping.", Hint: "Remove or merge the duplicate key."},
 	{ID: RuleManifestUnknownField, Severity: Error, Summary: "Every field is a PackageManifest field (violet's field names, case-sensitive).", Hint: "Check the spelling against the PackageManifest fields in the README; remove fields publish does not know."},
 	{ID: RuleManifestFieldType, Severity: Error, Summary: "Every field has the right YAML type (text, list or mapping).", Hint: "Write the value with the type the message names, e.g. `arch: [linux/amd64]` for a list."},

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/operator-publish/publish/internal/redact"
 	"io"
 	"log/slog"
 	"strconv"
@@ -71,16 +72,27 @@ type Options struct {
 // back.
 func New(w io.Writer, o Options) *slog.Logger {
 	if o.Format == FormatJSON {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level}))
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level, ReplaceAttr: redactAttr}))
 	}
 	return slog.New(NewTextHandler(w, o.Level))
+}
+
+// redactAttr drops the user information of the URLs in the message and
+// the string attributes of a JSON record (redact.Text); JSON escapes the
+// control characters itself.
+func redactAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindString {
+		a.Value = slog.StringValue(redact.Text(a.Value.String()))
+	}
+	return a
 }
 
 // Discard returns a logger that writes nothing (tests, library defaults).
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // TextHandler is the human slog.Handler: one line per record, the message
-// as given, then " key=value" per attribute (values quoted when they hold
+// as given but made safe to print (Clean: no URL user information, no
+// control character, no line a CI would run as a command), then " key=value" per attribute (values quoted when they hold
 // space or are empty; groups as "group.key"). Warnings start "warning: ",
 // errors "error: ", debug lines "debug: "; info lines have no prefix, so
 // they read as the progress lines publish always printed. No time stamp:
@@ -126,7 +138,7 @@ func Prefix(l slog.Level) string {
 func (h *TextHandler) Handle(_ context.Context, r slog.Record) error {
 	var b bytes.Buffer
 	b.WriteString(Prefix(r.Level))
-	b.WriteString(r.Message)
+	b.WriteString(Clean(r.Message))
 	b.WriteString(h.attrs)
 	r.Attrs(func(a slog.Attr) bool {
 		appendAttr(&b, h.prefix, a)
@@ -179,7 +191,7 @@ func appendAttr(b *bytes.Buffer, prefix string, a slog.Attr) {
 	b.WriteString(prefix)
 	b.WriteString(a.Key)
 	b.WriteByte('=')
-	v := a.Value.String()
+	v := redact.Text(a.Value.String())
 	if v == "" || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || r == '"' || r == '=' || !unicode.IsPrint(r) }) {
 		v = strconv.Quote(v)
 	}

@@ -233,28 +233,31 @@ func Sort(ms []*PackageManifest) {
 }
 
 // isPackageManifest reports whether data looks like a PackageManifest: its
-// kind is PackageManifest, or it does not parse as a YAML mapping with a kind
-// at all (then Parse reports why). Other kinds are not ours and are skipped.
+// kind or apiVersion says so (oursKind: a misspelt kind too), or it does
+// not parse as a YAML mapping with a kind at all (then Parse reports
+// why). Other kinds are not ours and are skipped.
 func isPackageManifest(data []byte) bool {
-	// Fast path: a top-level "kind: X" line decides without a YAML parse.
+	// Fast path: a top-level "kind: X" line of ours decides without a YAML
+	// parse.
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		if k, ok := bytes.CutPrefix(line, []byte("kind:")); ok {
 			v := strings.Trim(strings.TrimSpace(string(bytes.TrimSuffix(k, []byte("\r")))), `"'`)
-			if v != "" && !strings.ContainsAny(v, "#{[&*!|>") {
-				return strings.EqualFold(v, Kind)
+			if v != "" && !strings.ContainsAny(v, "#{[&*!|>") && oursKind(v, "") {
+				return true
 			}
 			break
 		}
 	}
 	var peek struct {
-		Kind string `yaml:"kind"`
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
 	}
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&peek); err != nil {
 		return true
 	}
-	// A kind spelled in another case is a typo of ours: Parse reports it
-	// rather than the version silently disappearing.
-	return peek.Kind == "" || strings.EqualFold(peek.Kind, Kind)
+	// A kind spelled in another case, or misspelt, is a typo of ours:
+	// Parse reports it rather than the version silently disappearing.
+	return peek.Kind == "" || oursKind(peek.Kind, peek.APIVersion)
 }
 
 // ReadFile reads one manifest file at p (rel, relative to the package

@@ -51,8 +51,8 @@ type Options struct {
 	// SrcHosts are the source registries (host[:port]) that may receive the
 	// Src credentials: the hosts the package manifests name. A registry that
 	// only a bundle's CSV names never gets them, so a bundle cannot collect
-	// credentials by naming a registry of its own. Empty: every registry
-	// other than the destination.
+	// credentials by naming a registry of its own. nil: every registry
+	// other than the destination; empty but not nil: none.
 	SrcHosts []string
 	// CAFile is a PEM file of extra CA certificates to trust (besides the
 	// system pool) for both ends.

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -102,9 +100,11 @@ func (o *Options) clusterList() []ClusterOptions {
 func (o Options) forCluster(c ClusterOptions) Options {
 	o.Cluster, o.Target, o.OLM, o.OCI, o.Render = c.Name, c.Target, c.OLM, c.OCI, c.Render
 	if c.DstRegistry != "" {
-		// The credentials of the cluster's own destination host: the
-		// docker config's when it has some, else the flags'.
-		if h := registryHost(c.DstRegistry); h != registryHost(o.Mirror.DstRegistry) && dockerConfigHas(h) {
+		// The flags' credentials belong to --dst-registry's host: a
+		// cluster's own destination host takes the docker config's only
+		// (publish.yaml, which a pull request can change, cannot send
+		// them elsewhere).
+		if registryHost(c.DstRegistry) != registryHost(o.Mirror.DstRegistry) {
 			o.Mirror.Dst = mirror.Credentials{}
 		}
 		o.Mirror.DstRegistry = c.DstRegistry
@@ -597,17 +597,6 @@ func registryHost(dst string) string {
 	d := strings.TrimPrefix(strings.TrimPrefix(dst, "https://"), "http://")
 	h, _, _ := strings.Cut(d, "/")
 	return h
-}
-
-// dockerConfigHas reports whether the docker config keychain has
-// credentials for the registry host.
-func dockerConfigHas(host string) bool {
-	reg, err := name.NewRegistry(host)
-	if err != nil {
-		return false
-	}
-	a, err := authn.DefaultKeychain.Resolve(reg)
-	return err == nil && a != authn.Anonymous
 }
 
 // warnRemoved warns about every rendered/<cluster> of the tip whose

@@ -333,9 +333,10 @@ func TestRunClustersTargets(t *testing.T) {
 // TestClusterDestinationCredentials: a cluster's own destination host
 // gets the credentials the docker config has for it, the other
 // destination the flags' (issue 15 point 2), both real registries with
-// TLS and htpasswd; without an entry for it the flags' credentials are
-// sent there, refused, and the run stops naming that registry, with
-// nothing committed.
+// TLS and htpasswd; without an entry for it no credentials are sent there
+// (the flags' belong to --dst-registry's host alone), the registry
+// refuses, and the run stops naming that registry, with nothing
+// committed.
 func TestClusterDestinationCredentials(t *testing.T) {
 	f := newFixture(t)
 	dstA := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
@@ -368,8 +369,8 @@ func TestClusterDestinationCredentials(t *testing.T) {
 		Declared: []string{"a", "c"},
 		Clusters: []ClusterOptions{{Name: "a"}, {Name: "c", DstRegistry: dstC.Host + "/m"}},
 	}
-	// No docker config entry for c's host: the flags' credentials go
-	// there and are refused.
+	// No docker config entry for c's host: c gets no credentials (the
+	// flags' belong to --dst-registry's host alone) and is refused.
 	os.WriteFile(filepath.Join(docker, "config.json"), []byte(`{"auths":{}}`), 0o600)
 	_, err := Run(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), dstC.Host) {

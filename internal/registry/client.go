@@ -79,9 +79,9 @@ type Options struct {
 	// 16).
 	MaxConnsPerHost int
 	// Src and Dst are the credentials of each side. Dst goes to DstHost
-	// only; Src to the registries of SrcHosts only (empty: every registry
-	// other than DstHost), so that a bundle cannot collect credentials by
-	// naming a registry of its own.
+	// only; Src to the registries of SrcHosts only (nil: every registry
+	// other than DstHost; empty but not nil: none), so that a bundle
+	// cannot collect credentials by naming a registry of its own.
 	Src, Dst Credentials
 	SrcHosts []string
 	// DstHost is the destination registry host[:port] ("" for none).
@@ -172,13 +172,13 @@ func New(o Options) (*Client, error) {
 	}
 	c.transport = &retryTransport{inner: tr, policy: c.policy, timeout: o.Timeout, userAgent: o.UserAgent, sleep: c.sleep, clock: o.Clock, log: log, mon: c.mon}
 	kc := &keychain{src: o.Src, dst: o.Dst}
+	if o.SrcHosts != nil {
+		kc.srcHosts = map[string]bool{} // an empty list: no host
+	}
 	for _, h := range o.SrcHosts {
 		reg, err := name.NewRegistry(h)
 		if err != nil {
 			return nil, fmt.Errorf("source registry %q: %w", h, err)
-		}
-		if kc.srcHosts == nil {
-			kc.srcHosts = map[string]bool{}
 		}
 		kc.srcHosts[reg.RegistryStr()] = true
 	}

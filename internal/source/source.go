@@ -14,13 +14,13 @@ package source
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/operator-publish/publish/internal/redact"
 )
 
 // Repo is the package repo: the Git repository around one directory
@@ -168,21 +168,6 @@ func (r *Repo) HasCommit(h string) bool {
 	return err == nil
 }
 
-// RedactURL returns u without its user information: a user and password, a
-// token given as the user (https://TOKEN@host/...), or a user alone. An
-// scp-like address (git@host:path) is returned as it is: its user names
-// the SSH account, not a secret.
-func RedactURL(u string) string {
-	if p, err := url.Parse(u); err == nil && p.Scheme != "" && p.Host != "" {
-		p.User = nil
-		return p.String()
-	}
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
-			return u[:i+3] + rest[at+1:]
-		}
-		return u
-	}
-	return u
-}
+// RedactURL returns u without its user information (redact.URL: a user
+// and password, a token given as the user, or a user alone).
+func RedactURL(u string) string { return redact.URL(u) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/redact"
 	"os"
 	"os/exec"
 	"strings"
@@ -212,23 +213,5 @@ func (c *computer) gitFetch(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// redactURL drops user information from URLs in s.
-func redactURL(s string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(s, "://")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i+3])
-		s = s[i+3:]
-		end := strings.IndexAny(s, " \t\n/")
-		if end < 0 {
-			end = len(s)
-		}
-		if at := strings.LastIndex(s[:end], "@"); at >= 0 {
-			s = s[at+1:]
-		}
-	}
-}
+// redactURL drops user information from URLs in s (redact.Text).
+func redactURL(s string) string { return redact.Text(s) }
