@@ -40,6 +40,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/ocicatalog"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -592,6 +593,9 @@ const UnmappedRegistry = "unmapped.invalid"
 type unmapped struct{}
 
 func (unmapped) MapRepository(src string) (string, string, error) {
+	if err := registry.CheckReference(src); err != nil {
+		return "", "", fmt.Errorf("image reference %q: %w", src, err)
+	}
 	ref, err := name.ParseReference(src)
 	if err != nil {
 		return "", "", err
