@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -1013,18 +1014,10 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// writeFiles writes files (catalog paths) below root.
+// writeFiles writes files (catalog paths) below root, never through a
+// symbolic link nor outside root (checkout.WriteFiles).
 func writeFiles(root string, files map[string][]byte) error {
-	for p, data := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkout.WriteFiles(root, files)
 }
 
 // dirFiles reads every regular file below root, by slash-separated path

@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/diff"
 	"github.com/operator-publish/publish/internal/mirror"
-	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // MirrorOptions configures Mirror (`publish mirror`).
