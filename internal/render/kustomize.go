@@ -296,7 +296,9 @@ type artifactFiles struct {
 }
 
 // loadCatalog copies the catalog at root into an in-memory file system,
-// except .git, rendered/ and the generated bases of other clusters; the
+// except .git, rendered/ and the generated bases of other clusters, and
+// refuses any kustomization in it that names a remote resource
+// (CheckNoRemote): kustomize would fetch it, even from memory; the
 // files of cluster's generated base are returned grouped by artifact
 // directory (and also copied).
 func loadCatalog(root, cluster string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
@@ -324,6 +326,11 @@ func loadCatalog(root, cluster string, only map[string]bool) (filesys.FileSystem
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		if kustomizationNames[d.Name()] {
+			if err := CheckNoRemote(rel, data); err != nil {
+				return err
+			}
 		}
 		if strings.HasPrefix(p, genRoot+string(filepath.Separator)) {
 			g, _ := filepath.Rel(genRoot, p)
