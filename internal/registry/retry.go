@@ -441,6 +441,10 @@ func (t *retryTransport) once(r *http.Request, b *budget) (*http.Response, error
 	}
 	w.kick()
 	resp.Body = &watchedBody{ReadCloser: resp.Body, w: w, cancel: cancel, parent: parent, method: r.Method, url: r.URL.Redacted()}
+	if err := capManifest(r, resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
 	return resp, nil
 }
 
