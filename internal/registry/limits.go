@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 )
 
 // MaxManifestSize is the largest manifest or image index (and referrers
@@ -71,4 +73,46 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
+}
+
+// MinBlobRate is the slowest transfer a blob download may average, in
+// bytes per second: a blob of n bytes must arrive within the per-request
+// timeout plus n / MinBlobRate, however steadily a registry trickles it
+// (one byte every few seconds never trips the inactivity timeout).
+const MinBlobRate = 64 << 10
+
+// blobDeadline is the total time a GET of a blob of n bytes may take
+// after its response headers: timeout + n / MinBlobRate, or 0 (none) when
+// r is not a blob GET or n is unknown.
+func blobDeadline(r *http.Request, n int64, timeout time.Duration) time.Duration {
+	if r.Method != http.MethodGet || n <= 0 || !strings.HasPrefix(r.URL.Path, "/v2/") || !strings.Contains(r.URL.Path, "/blobs/") {
+		return 0
+	}
+	return timeout + time.Duration(n/MinBlobRate+1)*time.Second
+}
+
+// overdueError is a blob download that ran past its total deadline.
+type overdueError struct {
+	url   string
+	size  int64
+	after time.Duration
+}
+
+func (e *overdueError) Error() string {
+	return fmt.Sprintf("GET %s: %d bytes did not arrive within %v (slower than %d KiB/s on average): the registry is too slow or stalling on purpose", e.url, e.size, e.after, MinBlobRate>>10)
+}
+
+// deadline arms the total deadline of a blob download on b: when it passes,
+// the request is cancelled and reads fail with a *PermanentError wrapping
+// an *overdueError.
+func (b *watchedBody) deadline(clock Clock, d time.Duration, size int64) {
+	if d <= 0 {
+		return
+	}
+	b.overdue = new(atomic.Bool)
+	b.overdueErr = &PermanentError{Err: &overdueError{url: b.url, size: size, after: d}}
+	b.total = clock.AfterFunc(d, func() {
+		b.overdue.Store(true)
+		b.cancel()
+	})
 }
