@@ -2,7 +2,8 @@
 // PackageManifests to a registry and a GitOps catalog repo. See README.md.
 //
 // Exit codes: 0 ok, 1 invalid input (fix the package repo, the overlay or
-// the flags), 2 usage or infrastructure error (registry, Git, network).
+// the flags), 2 usage or infrastructure error (registry, Git, network),
+// 130 or 143 interrupted by SIGINT or SIGTERM.
 package main
 
 import (
@@ -10,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/logging"
@@ -26,10 +25,16 @@ func run() int {
 	// Before anything is printed: in GitHub Actions this masks every secret
 	// input and PUBLISH_*_PASSWORD.
 	inv := newInvocation(ci.Detect(nil, os.Stdout), ci.Secrets(nil)...)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(context.Background())
 	defer stop()
 	err := newRoot(inv).ExecuteContext(ctx)
 	inv.finish() // erase the live status line before the error
+	if ie := interrupted(ctx); ie != nil {
+		// Whatever the command returned (an error of the cancelled work,
+		// or none), it did not finish: never exit 0.
+		inv.log.Error(ie.Error())
+		return ie.exitCode()
+	}
 	if err == nil {
 		return 0
 	}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,14 @@ func TestHostileArchives(t *testing.T) {
 		{"no layout", buildTgz(t, []tarEntry{index}), "incomplete archive: no oci-layout file"},
 		{"bytes after the gzip stream", append(append([]byte(nil), good...), "hidden payload"...), "bytes after the end of the gzip stream"},
 		{"a second gzip member", append(append([]byte(nil), good...), buildTgz(t, []tarEntry{reg("packages/x.yaml", "x")})...), "bytes after the end of the gzip stream"},
+		{"dot-dot in an index reference", buildTgz(t, []tarEntry{layout, refIndex("reg.example.com/src/../team-b/x:v1", "")}),
+			`reference "reg.example.com/src/../team-b/x:v1": repository "src/../team-b/x" has a ".." path component`},
+		{"empty component in an index reference", buildTgz(t, []tarEntry{layout, refIndex("reg.example.com/src//x:v1", "")}),
+			`has an empty path component`},
+		{"port out of range in an index reference", buildTgz(t, []tarEntry{layout, refIndex("reg.example.com:70000/src/x:v1", "")}),
+			`registry "reg.example.com:70000" is not DOMAIN[:PORT]`},
+		{"bad tag annotation", buildTgz(t, []tarEntry{layout, refIndex("reg.example.com/src/x@sha256:"+strings.Repeat("a", 64), "../x")}),
+			`io.operator-publish.tag: tag "../x" is not valid`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -131,4 +140,15 @@ func TestHostileArchives(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// refIndex is an index.json with one image entry whose reference (and
+// destination tag, when not "") are the given annotations.
+func refIndex(ref, tag string) tarEntry {
+	ann := fmt.Sprintf("%q:%q", AnnotationRefName, ref)
+	if tag != "" {
+		ann += fmt.Sprintf(",%q:%q", AnnotationTag, tag)
+	}
+	return reg(IndexFile, `{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","size":2,"digest":"sha256:`+
+		strings.Repeat("b", 64)+`","annotations":{`+ann+`}}]}`)
 }

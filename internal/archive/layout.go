@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // IndexEntry is one image of an archive, from index.json.
@@ -162,6 +163,16 @@ func (c *Contents) readIndex(data []byte) error {
 		if d.Annotations[AnnotationKind] == KindCatalog {
 			if cluster = d.Annotations[AnnotationCluster]; cluster == "" || ref != CatalogRef(cluster) {
 				return fmt.Errorf("manifests[%d] (%s): an OCI catalog entry needs %s and the reference name %s", i, ref, AnnotationCluster, CatalogRef("<cluster>"))
+			}
+		}
+		if cluster == "" {
+			if err := registry.CheckReference(ref); err != nil {
+				return fmt.Errorf("manifests[%d]: reference %q: %v (publish push maps it below the destination prefix)", i, ref, err)
+			}
+		}
+		if t := d.Annotations[AnnotationTag]; t != "" {
+			if err := registry.CheckTag(t); err != nil {
+				return fmt.Errorf("manifests[%d] (%s): %s: %v", i, ref, AnnotationTag, err)
 			}
 		}
 		subject := ""

@@ -37,6 +37,13 @@ const (
 const (
 	maxFileBytes  = 32 << 20
 	maxTotalBytes = 128 << 20
+	// MaxLayers is the most layers a bundle image may have (a bundle
+	// built by operator-sdk or opm has one).
+	MaxLayers = 128
+	// MaxFiles is the most files and directories a bundle may hold below
+	// manifests/ and metadata/: a bundle has tens; 100,000 small ones would
+	// make reading and linting it run for half an hour.
+	MaxFiles = 1000
 )
 
 // Bundle is what publishing needs to know about one bundle.
@@ -206,6 +213,9 @@ func extract(img v1.Image, dir string) error {
 	if err != nil {
 		return fmt.Errorf("reading image layers: %w", err)
 	}
+	if len(layers) > MaxLayers {
+		return &InvalidError{Err: fmt.Errorf("the image has %d layers, more than a bundle can have (%d)", len(layers), MaxLayers)}
+	}
 	x := &extractor{dir: dir, seen: map[string]bool{}, opaque: map[string]bool{}}
 	for i := len(layers) - 1; i >= 0; i-- {
 		if err := x.layer(layers[i]); err != nil {
@@ -263,6 +273,9 @@ func (x *extractor) layer(l v1.Layer) error {
 			continue
 		}
 		x.seen[clean] = h.Typeflag != tar.TypeDir
+		if len(x.seen) > MaxFiles {
+			return &InvalidError{Err: fmt.Errorf("manifests/ and metadata/ hold more than %d files and directories, more than a bundle can have", MaxFiles)}
+		}
 		// The parents are directories from here down: a lower layer's
 		// file at one of them is shadowed, as a container runtime would.
 		for d := path.Dir(clean); d != "."; d = path.Dir(d) {

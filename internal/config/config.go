@@ -306,13 +306,40 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
 }
 
-// Load reads path. A missing file is no configuration (nil, nil) unless
+// readCapped reads the regular file at path, up to manifest.MaxFileSize:
+// reading stops at the cap, so that a pull request's huge publish.yaml
+// costs no memory. Errors: the file is missing (wraps os.ErrNotExist), not
+// a regular file, or over the cap (*Error).
+func readCapped(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &Error{Path: path, Msg: "not a regular file: publish reads publish.yaml only from a file committed as such"}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, manifest.MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > manifest.MaxFileSize {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("larger than %d bytes, the limit of publish.yaml (a configuration is a few KiB)", manifest.MaxFileSize)}
+	}
+	return data, nil
+}
+
+// Load reads path (at most manifest.MaxFileSize bytes). A missing file is no configuration (nil, nil) unless
 // required; anything else that is wrong is an *Error with the line:
 // unknown fields, wrong types, a wrong apiVersion/kind. Credentials are not
 // accepted in the file: they belong in the environment or the docker
 // config.
 func Load(path string, required bool) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readCapped(path)
 	if errors.Is(err, os.ErrNotExist) && !required {
 		return nil, nil
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/plumbing/transport/server"
+
+	"github.com/operator-publish/publish/internal/checkout"
 )
 
 func init() {
@@ -268,25 +270,31 @@ func isNoBranch(err error) bool {
 func (r *Repo) Close() error { return os.RemoveAll(r.WorkTree) }
 
 // Seed writes every file of tmpl (rooted at root inside tmpl) that does not
-// exist yet in the working tree. User files are never overwritten.
+// exist yet in the working tree. User files are never overwritten; nothing
+// is written outside the working tree or through a symbolic link
+// (checkout.Dir, *checkout.LinkError).
 func (r *Repo) Seed(tmpl fs.FS, root string) error {
+	dir, err := checkout.Open(r.Dir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
 	return fs.WalkDir(tmpl, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
-		target := filepath.Join(r.Dir, filepath.FromSlash(rel))
-		if _, err := os.Stat(target); err == nil {
+		if err := dir.NoLinks(rel); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(rel))); err == nil {
 			return nil
 		}
 		data, err := fs.ReadFile(tmpl, p)
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
+		return dir.WriteFile(rel, data)
 	})
 }
 

@@ -101,6 +101,11 @@ func (f *mfile) imageRules(b *bundle.Bundle) []Finding {
 		listed = append(listed, parseRefKey(r))
 	}
 	for _, d := range deployed {
+		if err := registry.CheckReference(d.raw); err != nil {
+			out = append(out, f.findingAt(RuleImagesMissingRelated, at, bundleManifestsPath,
+				fmt.Sprintf("image %q, which the CSV deploys, is not a valid image reference: %v; publish refuses to mirror it", d.raw, err), ""))
+			continue
+		}
 		if !anySame(d, listed) {
 			out = append(out, f.findingAt(RuleImagesMissingRelated, at, bundleManifestsPath,
 				fmt.Sprintf("image %s, which the CSV deploys, is not declared in the manifest's spec.relatedImages: publish mirrors it from the CSV anyway, but the manifest is the reviewed list of what the version ships (and only the registries it names get the source credentials)", d.raw), ""))

@@ -16,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // mfile is one manifest.yaml being linted: its bytes, its YAML tree with
@@ -707,7 +708,7 @@ func (f *mfile) checkFields() {
 
 	// spec.artifact.
 	if s, ok := f.str("spec.artifact"); ok && strings.TrimSpace(s) != "" {
-		if _, err := name.ParseReference(s, name.StrictValidation); err != nil {
+		if _, err := registry.ParseStrict(s); err != nil {
 			msg := fmt.Sprintf("spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", s, err)
 			if full := fullReference(s); full != "" {
 				msg = fmt.Sprintf("spec.artifact %q is not a full image reference: write %s", s, full)
@@ -757,7 +758,7 @@ func (f *mfile) checkFields() {
 				continue
 			}
 			f.relatedText = append(f.relatedText, s)
-			if _, err := name.ParseReference(s, name.StrictValidation); err != nil {
+			if _, err := registry.ParseStrict(s); err != nil {
 				msg := fmt.Sprintf("spec.relatedImages[%d] %q is not a valid image reference with a tag or digest: %v", i, s, err)
 				if full := fullReference(s); full != "" {
 					msg = fmt.Sprintf("spec.relatedImages[%d] %q is not a full image reference: write %s", i, s, full)

@@ -26,8 +26,9 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
-	"github.com/google/go-containerregistry/pkg/name"
 	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // APIVersion and Kind identify a PackageManifest document.
@@ -204,7 +205,7 @@ func Parse(path string, data []byte) (*PackageManifest, error) {
 		return nil, fail("spec.version", "spec.version %q is not a semantic version (e.g. v1.2.3): %v", m.Spec.Version, err)
 	}
 	m.Version = v
-	if _, err := name.ParseReference(m.Spec.Artifact, name.StrictValidation); err != nil {
+	if _, err := registry.ParseStrict(m.Spec.Artifact); err != nil {
 		return nil, fail("spec.artifact", "spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", m.Spec.Artifact, err)
 	}
 	suffix := ".v" + v.String()
@@ -216,7 +217,7 @@ func Parse(path string, data []byte) (*PackageManifest, error) {
 		return nil, fail("metadata.name", "artifact name %q: %s", m.Artifact, errs)
 	}
 	for i, img := range m.Spec.RelatedImages {
-		if _, err := name.ParseReference(img, name.StrictValidation); err != nil {
+		if _, err := registry.ParseStrict(img); err != nil {
 			return nil, fail(fmt.Sprintf("spec.relatedImages.%d", i), "spec.relatedImages[%d] %q is not a valid image reference with a tag or digest: %v", i, img, err)
 		}
 	}

@@ -62,6 +62,8 @@ func TestParseErrors(t *testing.T) {
 		{"kind", "kind: PackageManifest", "kind: Other", "p/manifest.yaml:1: apiVersion/kind"},
 		{"chart", "type: bundle", "type: chart", "p/manifest.yaml:6: spec.type chart is not supported yet"},
 		{"bad ref", "quay.io/coreos/etcd-operator:v0.9.4", "quay.io/Coreos/etcd-operator:v0.9.4", "p/manifest.yaml:16: spec.relatedImages[0]"},
+		{"dot-dot in a related image", "quay.io/coreos/etcd-operator:v0.9.4", "quay.io/coreos/../other/etcd-operator:v0.9.4", `p/manifest.yaml:16: spec.relatedImages[0] "quay.io/coreos/../other/etcd-operator:v0.9.4" is not a valid image reference with a tag or digest: repository "coreos/../other/etcd-operator" has a ".." path component`},
+		{"dot-dot in the artifact", "registry.example.com/ops/etcd-bundle:v0.9.4", "registry.example.com/ops/../x/etcd-bundle:v0.9.4", `p/manifest.yaml:7: spec.artifact "registry.example.com/ops/../x/etcd-bundle:v0.9.4" is not a valid image reference`},
 		{"two docs", "", "---\nkind: x\n", "more than one YAML document"},
 		{"bad yaml", "  info:\n", "  info: [\n", "p/manifest.yaml:"},
 		{"uppercase artifact", "name: etcd.v0.9.4", "name: Etcd.v0.9.4", "artifact name \"Etcd\""},

@@ -87,6 +87,9 @@ func walk(base, root string) (files []File, errs []error, err error) {
 	if err != nil || !st.IsDir() {
 		return nil, nil, fmt.Errorf("packages directory %s not found: pass --packages-dir relative to --source (default: packages)", root)
 	}
+	if err := below(base, root); err != nil {
+		return nil, nil, err
+	}
 	relOf := func(p string) string {
 		if base != "" {
 			if r, err := filepath.Rel(base, p); err == nil {
@@ -276,4 +279,34 @@ func Suspect(name string, mode fs.FileMode) bool {
 		return manifestName(name)
 	}
 	return name != FileName && manifestName(name)
+}
+
+// below returns an error when the directory root, links resolved, is not
+// base or below it: the packages directory (--packages-dir, or packagesDir
+// in publish.yaml, which a pull request can change) must stay inside the
+// package repo, or a scan would read and publish manifests from anywhere.
+// An empty base confines nothing.
+func below(base, root string) error {
+	if base == "" {
+		return nil
+	}
+	resolve := func(p string) (string, error) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", err
+		}
+		return filepath.EvalSymlinks(abs)
+	}
+	b, err := resolve(base)
+	if err != nil {
+		return fmt.Errorf("--source %s: %v", base, err)
+	}
+	r, err := resolve(root)
+	if err != nil {
+		return fmt.Errorf("packages directory %s: %v", root, err)
+	}
+	if rel, err := filepath.Rel(b, r); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("packages directory %s is outside --source %s: --packages-dir (or packagesDir in publish.yaml) names a directory below the package repo", root, base)
+	}
+	return nil
 }

@@ -156,6 +156,10 @@ func (e *engine) copyManifest(ctx context.Context, st *imageState, srcRepo, dstR
 		if err != nil {
 			return nil, &PermanentError{Err: fmt.Errorf("index %s: %w", digest, err)}
 		}
+		ctx, err := checkIndex(ctx, digest, im)
+		if err != nil {
+			return nil, err
+		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(im.Manifests))
 		grand := make([][]v1.Hash, len(im.Manifests))

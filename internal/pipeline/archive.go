@@ -21,6 +21,7 @@ import (
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -249,7 +250,7 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, error) {
 	}
 	// Rendered afresh (no previous key): whatever rendered/<cluster> the
 	// tip has, the overlay decides.
-	if err := os.RemoveAll(filepath.Join(dir, render.RenderedDir, o.Cluster)); err != nil {
+	if err := checkout.RemoveAll(dir, render.RenderedDir+"/"+o.Cluster); err != nil {
 		return nil, err
 	}
 	if _, err := target.RenderInto(dir, o.Cluster, o.Render, state.Artifacts, ""); err != nil {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/render"
 )
@@ -58,7 +59,7 @@ func migrateCatalog(dir string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if err := os.RemoveAll(genRoot); err != nil {
+		if err := checkout.RemoveAll(dir, render.GeneratedDir); err != nil {
 			return false, err
 		}
 	}
@@ -100,5 +101,5 @@ func migrateCatalog(dir string) (bool, error) {
 	if err := writeFiles(dir, files); err != nil {
 		return false, err
 	}
-	return true, os.Remove(legacy)
+	return true, checkout.RemoveAll(dir, gitops.LegacyStatePath)
 }

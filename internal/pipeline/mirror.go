@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/source/diff"
 )
 
@@ -91,6 +92,11 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 		}
 		if opts.SrcHosts == nil {
 			opts.SrcHosts = sourceHosts(ms)
+		}
+	}
+	for _, ref := range o.Images {
+		if err := registry.CheckReference(ref); err != nil {
+			return nil, &FlagError{Err: fmt.Errorf("--image %q: %w", ref, err)}
 		}
 	}
 	if len(o.Images) > 0 && opts.SrcHosts != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -383,10 +384,9 @@ func seedOverlay(dir, cluster string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(strings.ReplaceAll(string(data), "global", cluster)), 0o644)
+	return checkout.WriteFiles(dir, map[string][]byte{
+		render.ClustersDir + "/" + cluster + "/kustomization.yaml": []byte(strings.ReplaceAll(string(data), "global", cluster)),
+	})
 }
 
 // otherStates reports whether the catalog root dir holds the state file

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/source/diff"
 )
 
@@ -108,6 +109,9 @@ func (c clientMapper) MapRepository(src string) (string, string, error) {
 type unmapped struct{}
 
 func (unmapped) MapRepository(src string) (string, string, error) {
+	if err := registry.CheckReference(src); err != nil {
+		return "", "", fmt.Errorf("image reference %q: %w", src, err)
+	}
 	ref, err := name.ParseReference(src)
 	if err != nil {
 		return "", "", err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/operator-publish/publish"
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -51,6 +52,11 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	}
 	if isBareRepo(o.CatalogDir) {
 		return render.Changes{}, inputErr(fmt.Errorf("--catalog-dir %q is a bare Git repository: render writes files, so clone it first (git clone %s catalog) and pass the clone", o.CatalogDir, o.CatalogDir))
+	}
+	// Nothing is written through a committed symbolic link (the writes
+	// themselves go through checkout as well).
+	if err := checkout.NoLinks(o.CatalogDir, render.RenderedDir, "publish", render.ClustersDir+"/"+ro.Cluster); err != nil {
+		return render.Changes{}, inputErr(fmt.Errorf("--catalog-dir: %w", err))
 	}
 	ms, err := Scan(ro.Source, ro.PackagesDir)
 	if err != nil {

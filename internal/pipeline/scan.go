@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -193,18 +194,10 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// writeFiles writes files (catalog paths) below root.
+// writeFiles writes files (catalog paths) below root, never through a
+// symbolic link nor outside root (checkout.WriteFiles).
 func writeFiles(root string, files map[string][]byte) error {
-	for p, data := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkout.WriteFiles(root, files)
 }
 
 // dirFiles reads every regular file below root, by slash-separated path

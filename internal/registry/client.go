@@ -254,8 +254,13 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 func (c *Client) PlainHTTP(reg string) bool { return c.opts.PlainHTTP || c.plain[reg] }
 
 // ParseReference parses an image reference with the client's naming
-// options: plain HTTP for the registries given as such.
+// options: plain HTTP for the registries given as such. Every reference is
+// checked against the distribution grammar first (CheckReference): no
+// empty, "." or ".." path component can reach a registry.
 func (c *Client) ParseReference(ref string) (name.Reference, error) {
+	if err := CheckReference(ref); err != nil {
+		return nil, fmt.Errorf("image reference %q: %w", ref, err)
+	}
 	var nopts []name.Option
 	if c.opts.PlainHTTP {
 		nopts = append(nopts, name.Insecure)

@@ -440,7 +440,15 @@ func (t *retryTransport) once(r *http.Request, b *budget) (*http.Response, error
 		return nil, err
 	}
 	w.kick()
-	resp.Body = &watchedBody{ReadCloser: resp.Body, w: w, cancel: cancel, parent: parent, method: r.Method, url: r.URL.Redacted()}
+	wb := &watchedBody{ReadCloser: resp.Body, w: w, cancel: cancel, parent: parent, method: r.Method, url: r.URL.Redacted()}
+	if resp.StatusCode == http.StatusOK {
+		wb.deadline(t.clock, blobDeadline(r, resp.ContentLength, t.timeout), resp.ContentLength)
+	}
+	resp.Body = wb
+	if err := capManifest(r, resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
 	return resp, nil
 }
 
@@ -518,12 +526,20 @@ type watchedBody struct {
 	cancel      context.CancelFunc
 	parent      context.Context
 	method, url string
+	// total, overdue and overdueErr: the total deadline of a blob
+	// download (deadline), nil without one.
+	total      Timer
+	overdue    *atomic.Bool
+	overdueErr error
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		b.w.kick()
+	}
+	if err != nil && err != io.EOF && b.overdue != nil && b.overdue.Load() && b.parent.Err() == nil {
+		return n, b.overdueErr
 	}
 	if err != nil && err != io.EOF {
 		b.w.mu.Lock()
@@ -537,6 +553,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 func (b *watchedBody) Close() error {
+	if b.total != nil {
+		b.total.Stop()
+	}
 	b.w.stop()
 	err := b.ReadCloser.Close()
 	b.cancel()

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -295,7 +296,9 @@ type artifactFiles struct {
 }
 
 // loadCatalog copies the catalog at root into an in-memory file system,
-// except .git, rendered/ and the generated bases of other clusters; the
+// except .git, rendered/ and the generated bases of other clusters, and
+// refuses any kustomization in it that names a remote resource
+// (CheckNoRemote): kustomize would fetch it, even from memory; the
 // files of cluster's generated base are returned grouped by artifact
 // directory (and also copied).
 func loadCatalog(root, cluster string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
@@ -323,6 +326,11 @@ func loadCatalog(root, cluster string, only map[string]bool) (filesys.FileSystem
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		if kustomizationNames[d.Name()] {
+			if err := CheckNoRemote(rel, data); err != nil {
+				return err
+			}
 		}
 		if strings.HasPrefix(p, genRoot+string(filepath.Separator)) {
 			g, _ := filepath.Rel(genRoot, p)
@@ -472,64 +480,11 @@ func toObject(m map[string]any) Object {
 
 // Write replaces the files under each of dirs (relative to root) by files:
 // every file under dirs not in files is removed, every file in files is
-// written. Files outside dirs are written without removing anything.
+// written. Files outside dirs are written without removing anything. Every
+// change stays inside root (checkout.Sync): a symbolic link at or on the
+// way to dirs or files is refused with its path (*checkout.LinkError).
 func Write(root string, dirs []string, files Files) error {
-	for _, d := range dirs {
-		base := filepath.Join(root, filepath.FromSlash(d))
-		err := filepath.WalkDir(base, func(p string, e fs.DirEntry, err error) error {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if e.IsDir() {
-				return nil
-			}
-			rel, _ := filepath.Rel(root, p)
-			if _, keep := files[filepath.ToSlash(rel)]; !keep {
-				return os.Remove(p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		removeEmptyDirs(base)
-	}
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, files[p]) {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(full, files[p], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func removeEmptyDirs(dir string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			removeEmptyDirs(filepath.Join(dir, e.Name()))
-		}
-	}
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
-		os.Remove(dir)
-	}
+	return checkout.Sync(root, dirs, files)
 }
 
 // Key identifies everything besides the artifacts that rendering depends
