@@ -27,9 +27,22 @@ var platformAliases = map[string]string{
 	"ppc64le": "linux/ppc64le", "s390x": "linux/s390x", "386": "linux/386", "riscv64": "linux/riscv64",
 }
 
-// checkFields checks the values of the fields.
+// checkFields checks the values of the fields in this order, which is the
+// order of the findings: identity, version and name, artifact, arch, related
+// images, info.
+// It reads f.vals, sets the derived fields of f and adds findings to f.
 func (f *mfile) checkFields() {
-	// apiVersion / kind.
+	f.checkIdentity()
+	f.checkVersionName()
+	f.checkArtifact()
+	f.checkArch()
+	f.checkRelatedImages()
+	f.checkInfo()
+}
+
+// checkIdentity checks apiVersion and kind, the required fields and
+// spec.type. It reads f.vals and adds findings to f; it returns nothing.
+func (f *mfile) checkIdentity() {
 	av, _ := f.str("apiVersion")
 	kd, _ := f.str("kind")
 	if av != manifest.APIVersion {
@@ -56,8 +69,12 @@ func (f *mfile) checkFields() {
 			f.addAt(RuleManifestType, f.node("spec.type"), fmt.Sprintf("spec.type %q is not valid: use bundle", t), "")
 		}
 	}
+}
 
-	// spec.version and metadata.name.
+// checkVersionName checks spec.version (a semantic version) and
+// metadata.name (<artifact>.v<version>). It reads f.vals, sets f.version and
+// f.artifact when they can be derived, and adds findings to f.
+func (f *mfile) checkVersionName() {
 	var ver *semver.Version
 	if s, ok := f.str("spec.version"); ok && strings.TrimSpace(s) != "" {
 		if v, err := semver.Parse(strings.TrimPrefix(s, "v")); err != nil {
@@ -80,8 +97,11 @@ func (f *mfile) checkFields() {
 			}
 		}
 	}
+}
 
-	// spec.artifact.
+// checkArtifact checks that spec.artifact is a full image reference with a
+// tag or digest. It reads f.vals and adds findings to f.
+func (f *mfile) checkArtifact() {
 	if s, ok := f.str("spec.artifact"); ok && strings.TrimSpace(s) != "" {
 		if _, err := name.ParseReference(s, name.StrictValidation); err != nil {
 			msg := fmt.Sprintf("spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", s, err)
@@ -91,8 +111,12 @@ func (f *mfile) checkFields() {
 			f.addAt(RuleManifestArtifact, f.node("spec.artifact"), msg, "")
 		}
 	}
+}
 
-	// spec.arch.
+// checkArch checks each spec.arch entry against the known platforms and for
+// duplicates. It reads f.vals, appends the good entries to f.arch and adds
+// findings to f.
+func (f *mfile) checkArch() {
 	if a := f.vals["spec.arch"]; a != nil && a.Kind == yaml.SequenceNode {
 		seen := map[string]bool{}
 		for i := range a.Content {
@@ -118,8 +142,12 @@ func (f *mfile) checkFields() {
 			seen[s] = true
 		}
 	}
+}
 
-	// spec.relatedImages.
+// checkRelatedImages checks each spec.relatedImages entry: set, a valid
+// reference, not a duplicate, pinned by digest. It reads f.vals, appends
+// to f.relatedText and f.related, and adds findings to f.
+func (f *mfile) checkRelatedImages() {
 	if ri := f.vals["spec.relatedImages"]; ri != nil && ri.Kind == yaml.SequenceNode {
 		seen := map[string]int{}
 		for i := range ri.Content {
@@ -152,8 +180,11 @@ func (f *mfile) checkFields() {
 			}
 		}
 	}
+}
 
-	// spec.info.
+// checkInfo checks spec.info: the display name, the sizes, the icon and
+// the links. It reads f.vals and adds findings to f.
+func (f *mfile) checkInfo() {
 	if s, _ := f.str("spec.info.displayName"); strings.TrimSpace(s) == "" && (f.vals["spec.info.displayName"] == nil || f.vals["spec.info.displayName"].Kind == yaml.ScalarNode) {
 		f.addAt(RuleManifestDisplayName, f.node("spec.info.displayName"), "spec.info.displayName is empty: the OperatorHub page has no name to show", "")
 	}
