@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/importer"
-	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/registry"
-	"github.com/operator-publish/publish/internal/scaffold"
 )
 
 func newImportCmd(inv *invocation) *cobra.Command {
@@ -100,106 +95,17 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			found, err := importer.Read(ctx, client, ns)
-			if err != nil {
-				return err
-			}
-			inv.logf("import: %d Artifacts and %d ArtifactVersions in namespace %s", len(found.Artifacts), len(found.Versions), ns)
-			var plan *importer.Plan
-			var sk *importer.Skeletons
 			// The bundles are read at the destination registry, with the
 			// destination credentials.
 			m := o.Mirror
 			m.Src = m.Dst
 			// Registry errors name the flags import has.
 			m.Flags = registry.Flags{Src: registry.CredentialFlags{Username: "--dst-username", Password: "--dst-password"}, CA: "--ca-file", Insecure: "--insecure", PlainHTTP: "--plain-http"}
-			res, err := pipeline.Import(ctx, o, pipeline.ImportOptions{
-				DryRun: dryRun,
-				Plan: func(state *gitops.State) ([]model.ArtifactRecord, error) {
-					plan = importer.MakePlan(found, state.Artifacts, importer.Options{Render: o.Render})
-					if len(plan.Conflicts) > 0 {
-						return nil, &pipeline.InputError{Err: &importer.ConflictError{Conflicts: plan.Conflicts}}
-					}
-					return plan.Artifacts, nil
-				},
-				BeforeCommit: func(ctx context.Context) error {
-					if manifests == "" {
-						return nil
-					}
-					var err error
-					sk, err = importer.Stage(ctx, plan.Artifacts, manifests, m)
-					var ie *scaffold.InputError
-					if errors.As(err, &ie) {
-						return &pipeline.InputError{Err: err}
-					}
-					return err
-				},
-				Describe: describe(found.Namespace, rs.Cluster),
-			})
-			if plan != nil {
-				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if eerr := enc.Encode(struct {
-						*importer.Plan
-						DryRun bool     `json:"dryRun"`
-						Files  []string `json:"files,omitempty"`
-						Commit string   `json:"commit,omitempty"`
-					}{plan, dryRun, filesOf(res), commitOf(res)}); eerr != nil {
-						return eerr
-					}
-				} else {
-					plan.Print(cmd.OutOrStdout(), dryRun)
-				}
+			r, err := importer.Run(cmd.Context(), client, o, importer.RunOptions{Namespace: ns, ManifestsDir: manifests, DryRun: dryRun, Bundles: m})
+			if perr := printImport(cmd.OutOrStdout(), output, manifests, dryRun, r, err); perr != nil {
+				return perr
 			}
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if output == "text" {
-				for _, f := range res.Files {
-					verb := "write"
-					if dryRun {
-						verb = "would write"
-					}
-					fmt.Fprintf(w, "%s catalog %s\n", verb, f)
-				}
-			}
-			if dryRun {
-				if manifests != "" && output == "text" {
-					for _, a := range plan.Artifacts {
-						for _, v := range a.Versions {
-							if a.Present && v.Present {
-								fmt.Fprintf(w, "would write %s (publish create of %s/%s:%s)\n", filepath.Join(manifests, a.Name, v.Version, "manifest.yaml"), a.Registry, a.Repository, v.Tag)
-							}
-						}
-					}
-				}
-				fmt.Fprintln(w, "dry run: nothing written")
-				return nil
-			}
-			if sk != nil {
-				if err := sk.Write(); err != nil {
-					return fmt.Errorf("%w (the catalog commit %s is pushed; run publish create for the missing manifests)", err, res.Commit)
-				}
-				if output == "text" {
-					for _, p := range sk.Paths() {
-						fmt.Fprintf(w, "created   %s\n", filepath.Join(manifests, filepath.FromSlash(p)))
-					}
-					for _, p := range sk.Kept {
-						fmt.Fprintf(w, "kept      %s (exists)\n", filepath.Join(manifests, filepath.FromSlash(p)))
-					}
-				}
-			}
-			if output == "text" {
-				if res.Commit != "" {
-					fmt.Fprintf(w, "commit    %s\n", res.Commit)
-				} else {
-					fmt.Fprintln(w, "no change: nothing committed")
-				}
-			}
-			return nil
+			return err
 		},
 	}
 	fs := cmd.Flags()
@@ -219,24 +125,74 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 	return cmd
 }
 
-// describe is the body of the import commit message.
-func describe(ns, cluster string) string {
-	return strings.Join([]string{
-		fmt.Sprintf("Imported from namespace %s of the cluster rendered as %s: the", ns, cluster),
-		"state records each ArtifactVersion's name, which later renders keep.",
-	}, "\n") + "\n"
-}
-
-func filesOf(r *pipeline.ImportResult) []string {
+// printImport prints to w, as text or json (output), what importer.Run
+// did (r, nil when it failed before planning) and stopped on (runErr):
+// the plan, then, once the catalog step succeeded, the catalog files, the
+// manifests a dry run would write into manifests (the --manifests-dir, ""
+// when not given), the manifests written and the commit. It returns the
+// error of encoding the JSON only.
+func printImport(w io.Writer, output, manifests string, dryRun bool, r *importer.Result, runErr error) error {
 	if r == nil {
 		return nil
 	}
-	return r.Files
-}
-
-func commitOf(r *pipeline.ImportResult) string {
-	if r == nil {
-		return ""
+	if r.Plan != nil {
+		if output == "json" {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			if eerr := enc.Encode(struct {
+				*importer.Plan
+				DryRun bool     `json:"dryRun"`
+				Files  []string `json:"files,omitempty"`
+				Commit string   `json:"commit,omitempty"`
+			}{r.Plan, dryRun, r.Files, r.Commit}); eerr != nil {
+				return eerr
+			}
+		} else {
+			r.Plan.Print(w, dryRun)
+		}
 	}
-	return r.Commit
+	if !r.Imported {
+		return nil
+	}
+	if output == "text" {
+		for _, f := range r.Files {
+			verb := "write"
+			if dryRun {
+				verb = "would write"
+			}
+			fmt.Fprintf(w, "%s catalog %s\n", verb, f)
+		}
+	}
+	if dryRun {
+		if manifests != "" && output == "text" {
+			for _, a := range r.Plan.Artifacts {
+				for _, v := range a.Versions {
+					if a.Present && v.Present {
+						fmt.Fprintf(w, "would write %s (publish create of %s/%s:%s)\n", filepath.Join(manifests, a.Name, v.Version, "manifest.yaml"), a.Registry, a.Repository, v.Tag)
+					}
+				}
+			}
+		}
+		fmt.Fprintln(w, "dry run: nothing written")
+		return nil
+	}
+	if runErr != nil {
+		return nil // the manifests were not written
+	}
+	if r.Skeletons != nil && output == "text" {
+		for _, p := range r.Skeletons.Paths() {
+			fmt.Fprintf(w, "created   %s\n", filepath.Join(manifests, filepath.FromSlash(p)))
+		}
+		for _, p := range r.Skeletons.Kept {
+			fmt.Fprintf(w, "kept      %s (exists)\n", filepath.Join(manifests, filepath.FromSlash(p)))
+		}
+	}
+	if output == "text" {
+		if r.Commit != "" {
+			fmt.Fprintf(w, "commit    %s\n", r.Commit)
+		} else {
+			fmt.Fprintln(w, "no change: nothing committed")
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -89,65 +90,11 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			var refreshErr error
-			refresh := func() {
-				if refreshAfter <= 0 || refreshErr != nil {
-					return
-				}
-				for _, ns := range namespaces(asked) {
-					rs, err := status.RefreshWith(ctx, client, status.RefreshOptions{Namespace: ns, Grace: refreshAfter, Now: time.Now(), CatalogOperator: co})
-					status.PrintRestarted(cmd.ErrOrStderr(), rs)
-					if err != nil {
-						refreshErr = err
-						return
-					}
-				}
-			}
-			var rep *status.Report
-			if wait > 0 {
-				wctx, cancel := context.WithTimeout(ctx, wait)
-				defer cancel()
-				first := true
-				rep, err = status.Wait(wctx, client, cluster, asked, func(r *status.Report) {
-					refresh()
-					if first {
-						fmt.Fprintf(cmd.ErrOrStderr(), "waiting up to %s for cluster %s: %d as asked, %d waiting\n", wait, cluster, r.Count(status.AsAsked), r.Count(status.Waiting))
-						first = false
-					}
-				})
-				var nae *status.NotAsAskedError
-				if errors.As(err, &nae) && nae.TimedOut {
-					err = &statusError{fmt.Errorf("--wait %s: %w", wait, err)}
-				} else if errors.As(err, &nae) {
-					err = &statusError{err}
-				}
-			} else {
-				rep, err = status.Check(ctx, client, cluster, asked)
-				if err == nil {
-					refresh()
-				}
-				if err == nil && rep.Count(status.Failed) > 0 {
-					err = &statusError{&status.NotAsAskedError{Failed: rep.Count(status.Failed), Waiting: rep.Count(status.Waiting), Report: rep}}
-				}
-			}
+			rep, err := checkStatus(cmd.Context(), client, cmd.ErrOrStderr(), cluster, asked, wait, refreshAfter, co)
 			if rep != nil {
-				if perr := rep.Print(cmd.OutOrStdout(), output); perr != nil {
+				if perr := printStatus(cmd.OutOrStdout(), rep, output, summary); perr != nil {
 					return perr
 				}
-				if summary != "" {
-					f, ferr := os.OpenFile(summary, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-					if ferr != nil {
-						return &usageError{fmt.Errorf("--summary: %w", ferr)}
-					}
-					rep.Print(f, status.FormatMarkdown)
-					if ferr := f.Close(); ferr != nil {
-						return fmt.Errorf("--summary: %w", ferr)
-					}
-				}
-			}
-			if err == nil {
-				err = refreshErr
 			}
 			return err
 		},
@@ -165,6 +112,84 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 10m) until every version is as asked; exit 1 when one fails or at the end")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// checkStatus compares what the cluster of client has with asked (the
+// rendered objects of cluster): once, or, with wait > 0, watching until all
+// is as asked, one failed or wait is over (a first progress line goes to
+// stderr). With refreshAfter > 0 it restarts, through status.RefreshWith
+// with catalog operator co, the catalog pods that lag that long, printing
+// the restarts to stderr. It returns the report (nil when none could be
+// made) and a *statusError when a version failed or is still waiting at
+// the end of wait, else the error of the check, else that of the refresh.
+func checkStatus(ctx context.Context, client dynamic.Interface, stderr io.Writer, cluster string, asked *status.Asked, wait, refreshAfter time.Duration, co status.ObjectRef) (*status.Report, error) {
+	var refreshErr error
+	refresh := func() {
+		if refreshAfter <= 0 || refreshErr != nil {
+			return
+		}
+		for _, ns := range namespaces(asked) {
+			rs, err := status.RefreshWith(ctx, client, status.RefreshOptions{Namespace: ns, Grace: refreshAfter, Now: time.Now(), CatalogOperator: co})
+			status.PrintRestarted(stderr, rs)
+			if err != nil {
+				refreshErr = err
+				return
+			}
+		}
+	}
+	var rep *status.Report
+	var err error
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		first := true
+		rep, err = status.Wait(wctx, client, cluster, asked, func(r *status.Report) {
+			refresh()
+			if first {
+				fmt.Fprintf(stderr, "waiting up to %s for cluster %s: %d as asked, %d waiting\n", wait, cluster, r.Count(status.AsAsked), r.Count(status.Waiting))
+				first = false
+			}
+		})
+		var nae *status.NotAsAskedError
+		if errors.As(err, &nae) && nae.TimedOut {
+			err = &statusError{fmt.Errorf("--wait %s: %w", wait, err)}
+		} else if errors.As(err, &nae) {
+			err = &statusError{err}
+		}
+	} else {
+		rep, err = status.Check(ctx, client, cluster, asked)
+		if err == nil {
+			refresh()
+		}
+		if err == nil && rep.Count(status.Failed) > 0 {
+			err = &statusError{&status.NotAsAskedError{Failed: rep.Count(status.Failed), Waiting: rep.Count(status.Waiting), Report: rep}}
+		}
+	}
+	if err == nil {
+		err = refreshErr
+	}
+	return rep, err
+}
+
+// printStatus prints rep to w in format output and, when summary (the
+// --summary file) is not "", appends its Markdown to that file. The error
+// is that of printing to w, or a usage error naming --summary when the
+// file cannot be opened, or the error of closing it.
+func printStatus(w io.Writer, rep *status.Report, output, summary string) error {
+	if perr := rep.Print(w, output); perr != nil {
+		return perr
+	}
+	if summary != "" {
+		f, ferr := os.OpenFile(summary, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if ferr != nil {
+			return &usageError{fmt.Errorf("--summary: %w", ferr)}
+		}
+		rep.Print(f, status.FormatMarkdown)
+		if ferr := f.Close(); ferr != nil {
+			return fmt.Errorf("--summary: %w", ferr)
+		}
+	}
+	return nil
 }
 
 // namespaces are the namespaces of the asked ArtifactVersions, sorted.

@@ -39,18 +39,47 @@ var signatureSuffixes = []string{".sig", ".att", ""}
 // (404) has no signatures; any other error fails the package and names
 // the image and what --signatures=false does.
 func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []ImageResult) (*sigSet, error) {
-	type subject struct {
-		repo    name.Repository
-		digests []v1.Hash // the image's own digest first (unless reduced), then its children
-	}
-	var subjects []subject
 	out := &sigSet{}
+	subjects, err := c.sigSubjects(o, imgs, out)
+	if err != nil {
+		return nil, err
+	}
+	sf := &sigFinder{c: c, out: out, tags: map[string]*tagList{}, seen: map[string]bool{}}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	for _, s := range subjects {
+		g.Go(func() error {
+			return sf.find(gctx, o, s)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	sort.Slice(out.entries, func(i, j int) bool { return out.entries[i].ref < out.entries[j].ref })
+	sort.Strings(out.warnings)
+	return out, nil
+}
+
+// sigSubject is one stored image whose signatures are looked for: its
+// source repository and the digests signatures may name.
+type sigSubject struct {
+	repo    name.Repository
+	digests []v1.Hash // the image's own digest first (unless reduced), then its children
+}
+
+// sigSubjects returns the subject of each image of imgs, in order: its
+// source repository (o.Parse of its ref), its digest unless --platforms
+// reduced it (then a warning is appended to out), then the digests of its
+// platform children stored in c. The error is that of o.Parse or of a
+// digest that does not parse.
+func (c *collected) sigSubjects(o PackageOptions, imgs []ImageResult, out *sigSet) ([]sigSubject, error) {
+	var subjects []sigSubject
 	for _, im := range imgs {
 		ref, err := o.Parse(im.Ref)
 		if err != nil {
 			return nil, err
 		}
-		s := subject{repo: ref.Context()}
+		s := sigSubject{repo: ref.Context()}
 		if im.Reduced {
 			out.warnings = append(out.warnings, fmt.Sprintf("%s: --platforms reduced the image index to a new digest, so the signatures of its source digest %s are not carried (each platform's are)", im.Ref, im.SourceDigest))
 		} else {
@@ -63,123 +92,138 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 		s.digests = append(s.digests, c.children(im.Digest)...)
 		subjects = append(subjects, s)
 	}
+	return subjects, nil
+}
 
-	var mu sync.Mutex
-	tags := map[string]*tagList{}
-	listTags := func(ctx context.Context, repo name.Repository) (map[string]bool, error) {
-		mu.Lock()
-		tl, ok := tags[repo.String()]
-		if !ok {
-			tl = &tagList{done: make(chan struct{})}
-			tags[repo.String()] = tl
-		}
-		mu.Unlock()
-		if ok {
-			select {
-			case <-tl.done:
-				return tl.tags, tl.err
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		defer close(tl.done)
-		list, err := c.puller.List(ctx, repo)
-		if err != nil && !registry.IsNotFound(err) {
-			tl.err = err
-			return nil, err
-		}
-		tl.tags = map[string]bool{}
-		for _, t := range list {
-			tl.tags[t] = true
-		}
-		return tl.tags, nil
-	}
-	seen := map[string]bool{}
-	add := func(e sigEntry) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !seen[e.ref] {
-			seen[e.ref] = true
-			out.entries = append(out.entries, e)
-		}
-	}
-	warn := func(s string) {
-		mu.Lock()
-		defer mu.Unlock()
-		out.warnings = append(out.warnings, s)
-	}
-	// store records the signature manifest ref (a tag or digest of repo)
-	// and what it names.
-	store := func(ctx context.Context, repo name.Repository, ref name.Reference, subj v1.Hash) error {
-		raw, mt, h, err := c.get(ctx, ref)
-		if err != nil {
-			return err
-		}
-		if !mt.IsImage() && !mt.IsIndex() {
-			warn(fmt.Sprintf("%s: a signature of media type %s, neither an image manifest nor an index: not carried", ref, mt))
-			return nil
-		}
-		d, err := c.add(ctx, repo, raw, mt, ref.String(), 0)
-		if err != nil {
-			return err
-		}
-		d.Digest = h
-		d.Annotations = map[string]string{AnnotationRefName: ref.String(), AnnotationSource: ref.String(), AnnotationKind: KindSignature, AnnotationSubject: subj.String()}
-		add(sigEntry{ref: ref.String(), subject: subj.String(), desc: d})
-		return nil
-	}
+// sigFinder is the state signatures shares between the goroutines that
+// look for the signatures of the subjects: the tag lists, read once per
+// repository, and the entries and warnings found, all under mu.
+type sigFinder struct {
+	c    *collected
+	mu   sync.Mutex
+	tags map[string]*tagList
+	seen map[string]bool // entry refs in out
+	out  *sigSet
+}
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.Concurrency)
-	for _, s := range subjects {
-		g.Go(func() error {
-			fail := func(what string, err error) error {
-				return fmt.Errorf("%s: %s (--signatures=false leaves the signatures out): %w", s.repo, what, err)
-			}
-			for _, d := range s.digests {
-				idx, err := remote.Referrers(s.repo.Digest(d.String()), append(append([]remote.Option(nil), o.Remote...), remote.WithContext(gctx))...)
-				if err != nil && !registry.IsNotFound(err) {
-					return fail("listing the referrers of "+d.String(), err)
-				}
-				if idx != nil {
-					im, err := idx.IndexManifest()
-					if err != nil {
-						return fail("reading the referrers of "+d.String(), err)
-					}
-					for _, r := range im.Manifests {
-						if err := store(gctx, s.repo, s.repo.Digest(r.Digest.String()), d); err != nil {
-							return fail("referrer "+r.Digest.String(), err)
-						}
-					}
-				}
-			}
-			have, err := listTags(gctx, s.repo)
-			if err != nil {
-				return fail("listing its tags to find signatures", err)
-			}
-			for _, d := range s.digests {
-				for _, suffix := range signatureSuffixes {
-					tag := d.Algorithm + "-" + d.Hex + suffix
-					if !have[tag] {
-						continue
-					}
-					if err := store(gctx, s.repo, s.repo.Tag(tag), d); err != nil {
-						if registry.IsNotFound(err) {
-							continue // deleted since the listing
-						}
-						return fail("signature tag "+tag, err)
-					}
-				}
-			}
-			return nil
-		})
+// listTags returns the tags of repo as a set, listing them once per
+// repository; concurrent callers wait for the first. A repository the
+// registry does not list (404) has no tags. The error is that of the
+// listing, or ctx's while waiting.
+func (sf *sigFinder) listTags(ctx context.Context, repo name.Repository) (map[string]bool, error) {
+	sf.mu.Lock()
+	tl, ok := sf.tags[repo.String()]
+	if !ok {
+		tl = &tagList{done: make(chan struct{})}
+		sf.tags[repo.String()] = tl
 	}
-	if err := g.Wait(); err != nil {
+	sf.mu.Unlock()
+	if ok {
+		select {
+		case <-tl.done:
+			return tl.tags, tl.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	defer close(tl.done)
+	list, err := sf.c.puller.List(ctx, repo)
+	if err != nil && !registry.IsNotFound(err) {
+		tl.err = err
 		return nil, err
 	}
-	sort.Slice(out.entries, func(i, j int) bool { return out.entries[i].ref < out.entries[j].ref })
-	sort.Strings(out.warnings)
-	return out, nil
+	tl.tags = map[string]bool{}
+	for _, t := range list {
+		tl.tags[t] = true
+	}
+	return tl.tags, nil
+}
+
+// add appends e to the entries unless an entry of the same ref is there.
+func (sf *sigFinder) add(e sigEntry) {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	if !sf.seen[e.ref] {
+		sf.seen[e.ref] = true
+		sf.out.entries = append(sf.out.entries, e)
+	}
+}
+
+// warn appends the warning s.
+func (sf *sigFinder) warn(s string) {
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	sf.out.warnings = append(sf.out.warnings, s)
+}
+
+// store records the signature manifest ref (a tag or digest of repo)
+// and what it names: its manifest and blobs in the collection, and an
+// entry signing subj. A manifest that is neither an image nor an index is
+// a warning, not an error. The error is that of reading or storing it.
+func (sf *sigFinder) store(ctx context.Context, repo name.Repository, ref name.Reference, subj v1.Hash) error {
+	raw, mt, h, err := sf.c.get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !mt.IsImage() && !mt.IsIndex() {
+		sf.warn(fmt.Sprintf("%s: a signature of media type %s, neither an image manifest nor an index: not carried", ref, mt))
+		return nil
+	}
+	d, err := sf.c.add(ctx, repo, raw, mt, ref.String(), 0)
+	if err != nil {
+		return err
+	}
+	d.Digest = h
+	d.Annotations = map[string]string{AnnotationRefName: ref.String(), AnnotationSource: ref.String(), AnnotationKind: KindSignature, AnnotationSubject: subj.String()}
+	sf.add(sigEntry{ref: ref.String(), subject: subj.String(), desc: d})
+	return nil
+}
+
+// find stores the signatures of subject s: the referrers of each of its
+// digests (OCI referrers API or tag schema, through o.Remote), then its
+// signature tags (signatureSuffixes) that the repository lists. A
+// signature tag deleted since the listing is skipped. The error names the
+// repository, what failed and what --signatures=false does.
+func (sf *sigFinder) find(ctx context.Context, o PackageOptions, s sigSubject) error {
+	fail := func(what string, err error) error {
+		return fmt.Errorf("%s: %s (--signatures=false leaves the signatures out): %w", s.repo, what, err)
+	}
+	for _, d := range s.digests {
+		idx, err := remote.Referrers(s.repo.Digest(d.String()), append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))...)
+		if err != nil && !registry.IsNotFound(err) {
+			return fail("listing the referrers of "+d.String(), err)
+		}
+		if idx != nil {
+			im, err := idx.IndexManifest()
+			if err != nil {
+				return fail("reading the referrers of "+d.String(), err)
+			}
+			for _, r := range im.Manifests {
+				if err := sf.store(ctx, s.repo, s.repo.Digest(r.Digest.String()), d); err != nil {
+					return fail("referrer "+r.Digest.String(), err)
+				}
+			}
+		}
+	}
+	have, err := sf.listTags(ctx, s.repo)
+	if err != nil {
+		return fail("listing its tags to find signatures", err)
+	}
+	for _, d := range s.digests {
+		for _, suffix := range signatureSuffixes {
+			tag := d.Algorithm + "-" + d.Hex + suffix
+			if !have[tag] {
+				continue
+			}
+			if err := sf.store(ctx, s.repo, s.repo.Tag(tag), d); err != nil {
+				if registry.IsNotFound(err) {
+					continue // deleted since the listing
+				}
+				return fail("signature tag "+tag, err)
+			}
+		}
+	}
+	return nil
 }
 
 // tagList is the tag list of one repository, read once.

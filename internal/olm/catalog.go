@@ -401,13 +401,54 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 		return fail(err)
 	}
 
-	type gvk = property.GVK
-	provided := map[gvk]bool{}
-	required := map[gvk]bool{}
-	// The bundle's properties as opm's bundle parser collects them
-	// (pkg/registry/parse.go): metadata/properties.yaml, then the package
-	// of metadata/annotations.yaml, then the CSV's olm.properties
-	// annotation, each once. The last olm.package wins.
+	provided, pkgProp, others, err := bundleProperties(pkg, b, fileProps)
+	if err != nil {
+		return fail(err)
+	}
+	required, pkgRequired, depOthers, err := dependencyProperties(deps)
+	if err != nil {
+		return fail(err)
+	}
+	others = append(others, depOthers...)
+	if err := apiGVKs(b, provided, required); err != nil {
+		return fail(err)
+	}
+
+	props := []property.Property{pkgProp}
+	for g := range provided {
+		props = append(props, property.MustBuildGVK(g.Group, g.Version, g.Kind))
+	}
+	for g := range required {
+		props = append(props, property.MustBuildGVKRequired(g.Group, g.Version, g.Kind))
+	}
+	props = append(props, pkgRequired...)
+	props = append(props, others...)
+	objProps, csvJSON, err := objectProperties(b)
+	if err != nil {
+		return fail(err)
+	}
+	props = append(props, objProps...)
+	head, objs := orderProperties(props)
+	return declcfg.Bundle{
+		Schema:        declcfg.SchemaBundle,
+		Name:          b.CSVName,
+		Package:       pkg,
+		Image:         e.Image,
+		Properties:    append(head, objs...),
+		RelatedImages: relatedImages(b, e.Image),
+		CsvJSON:       csvJSON,
+	}, nil
+}
+
+// bundleProperties collects the properties of bundle b in package pkg as
+// opm's bundle parser does (pkg/registry/parse.go): fileProps (of
+// metadata/properties.yaml), then the package of metadata/annotations.yaml,
+// then the CSV's olm.properties annotation, each once; the last olm.package
+// wins. It returns the GVKs the properties provide, the olm.package
+// property and the other properties in order. The error names the property
+// whose value is not the JSON of its type.
+func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Property) (provided map[property.GVK]bool, pkgProp property.Property, others []property.Property, err error) {
+	provided = map[property.GVK]bool{}
 	var csvProps []property.Property
 	if a := b.CSV.Annotations["olm.properties"]; a != "" {
 		if json.Unmarshal([]byte(a), &csvProps) != nil {
@@ -415,8 +456,6 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 		}
 	}
 	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackage(pkg, b.Version)), csvProps...)
-	var pkgProp property.Property
-	var others []property.Property
 	seen := map[string]bool{}
 	for i, p := range all {
 		if seen[p.String()] {
@@ -425,40 +464,57 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 		seen[p.String()] = true
 		switch p.Type {
 		case property.TypeGVK:
-			var v gvk
+			var v property.GVK
 			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return fail(fmt.Errorf("property %d (%s): %v", i, p.Type, err))
+				return nil, property.Property{}, nil, fmt.Errorf("property %d (%s): %v", i, p.Type, err)
 			}
 			provided[v] = true
 		case property.TypePackage:
 			var v property.Package
 			if err := json.Unmarshal(p.Value, &v); err != nil {
-				return fail(fmt.Errorf("property %d (%s): %v", i, p.Type, err))
+				return nil, property.Property{}, nil, fmt.Errorf("property %d (%s): %v", i, p.Type, err)
 			}
 			pkgProp = property.MustBuildPackage(v.PackageName, v.Version)
 		default:
 			others = append(others, p)
 		}
 	}
-	var pkgRequired []property.Property
+	return provided, pkgProp, others, nil
+}
+
+// dependencyProperties turns the entries of metadata/dependencies.yaml
+// (deps) into the GVKs they require, olm.package.required properties and,
+// for other types, the entries unchanged, in order. The error names the
+// entry whose value is not the JSON of its type.
+func dependencyProperties(deps []property.Property) (required map[property.GVK]bool, pkgRequired, others []property.Property, err error) {
+	required = map[property.GVK]bool{}
 	for i, d := range deps {
 		switch d.Type {
 		case property.TypeGVK:
-			var v gvk
+			var v property.GVK
 			if err := json.Unmarshal(d.Value, &v); err != nil {
-				return fail(fmt.Errorf("metadata dependencies entry %d (%s): %v", i, d.Type, err))
+				return nil, nil, nil, fmt.Errorf("metadata dependencies entry %d (%s): %v", i, d.Type, err)
 			}
 			required[v] = true
 		case property.TypePackage:
 			var v property.Package
 			if err := json.Unmarshal(d.Value, &v); err != nil {
-				return fail(fmt.Errorf("metadata dependencies entry %d (%s): %v", i, d.Type, err))
+				return nil, nil, nil, fmt.Errorf("metadata dependencies entry %d (%s): %v", i, d.Type, err)
 			}
 			pkgRequired = append(pkgRequired, property.MustBuildPackageRequired(v.PackageName, v.Version))
 		default:
 			others = append(others, d)
 		}
 	}
+	return required, pkgRequired, others, nil
+}
+
+// apiGVKs adds to provided the GVKs of bundle b's CRDs (v1 and v1beta1) and
+// owned API services, and to required those of the CSV's required CRDs and
+// API services. The error names a required CRD whose name is not
+// <plural>.<group>.
+func apiGVKs(b *bundle.Bundle, provided, required map[property.GVK]bool) error {
+	type gvk = property.GVK
 	for _, crd := range b.Loaded.V1CRDs {
 		for _, v := range crd.Spec.Versions {
 			provided[gvk{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = true
@@ -478,42 +534,43 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 	for _, c := range b.CSV.Spec.CustomResourceDefinitions.Required {
 		plural, group, ok := strings.Cut(c.Name, ".")
 		if !ok || plural == "" {
-			return fail(fmt.Errorf("required CRD %q: name is not <plural>.<group>", c.Name))
+			return fmt.Errorf("required CRD %q: name is not <plural>.<group>", c.Name)
 		}
 		required[gvk{Group: group, Version: c.Version, Kind: c.Kind}] = true
 	}
 	for _, a := range b.CSV.Spec.APIServiceDefinitions.Required {
 		required[gvk{Group: a.Group, Version: a.Version, Kind: a.Kind}] = true
 	}
+	return nil
+}
 
-	props := []property.Property{pkgProp}
-	for g := range provided {
-		props = append(props, property.MustBuildGVK(g.Group, g.Version, g.Kind))
-	}
-	for g := range required {
-		props = append(props, property.MustBuildGVKRequired(g.Group, g.Version, g.Kind))
-	}
-	props = append(props, pkgRequired...)
-	props = append(props, others...)
-	var csvJSON string
+// objectProperties returns one olm.bundle.object property per manifest
+// object of bundle b, in order, and the JSON of the CSV among them (""
+// when there is none). The error names the object that does not marshal.
+func objectProperties(b *bundle.Bundle) (props []property.Property, csvJSON string, err error) {
 	for i, obj := range b.Loaded.Objects {
 		data, err := json.Marshal(obj)
 		if err != nil {
-			return fail(fmt.Errorf("manifest object %d: %v", i, err))
+			return nil, "", fmt.Errorf("manifest object %d: %v", i, err)
 		}
 		if obj.GetKind() == "ClusterServiceVersion" {
 			csvJSON = string(data)
 		}
 		props = append(props, property.MustBuildBundleObject(data))
 	}
+	return props, csvJSON, nil
+}
+
+// orderProperties sorts props (in place) by type, then value, and splits
+// them as opm render writes them (alpha/action/render.go): head holds all
+// but the bundle objects and CSV metadata, objs those, which go last.
+func orderProperties(props []property.Property) (head, objs []property.Property) {
 	sort.SliceStable(props, func(i, j int) bool {
 		if props[i].Type != props[j].Type {
 			return props[i].Type < props[j].Type
 		}
 		return string(props[i].Value) < string(props[j].Value)
 	})
-	// opm render puts the objects last (alpha/action/render.go).
-	var head, objs []property.Property
 	for _, p := range props {
 		if p.Type == property.TypeBundleObject || p.Type == property.TypeCSVMetadata {
 			objs = append(objs, p)
@@ -521,15 +578,7 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 			head = append(head, p)
 		}
 	}
-	return declcfg.Bundle{
-		Schema:        declcfg.SchemaBundle,
-		Name:          b.CSVName,
-		Package:       pkg,
-		Image:         e.Image,
-		Properties:    append(head, objs...),
-		RelatedImages: relatedImages(b, e.Image),
-		CsvJSON:       csvJSON,
-	}, nil
+	return head, objs
 }
 
 // relatedImages lists the CSV's spec.relatedImages, then the bundle image,
