@@ -190,7 +190,7 @@ var catalog = []RuleInfo{
 
 	// repo: across the manifests of the repository.
 	{ID: RuleDuplicateVersion, Severity: Error, Summary: "No artifact declares one version twice (the platform would leave the second ArtifactVersion Pending with reason AlreadyAdd).", Hint: "Remove one of the two manifests."},
-	{ID: RuleDuplicateTag, Severity: Error, Summary: "No two versions of one artifact use the same bundle tag (they would name the same ArtifactVersion).", Hint: "Give every version its own bundle tag."},
+	{ID: RuleDuplicateTag, Severity: Error, Summary: "No two versions of one artifact have bundle tags that name the same ArtifactVersion (equal tags, or tags that differ only in case or in characters a name cannot hold, as `V0_9_6` and `v0-9-6`).", Hint: "Give every version a bundle tag of its own that differs in more than case and punctuation."},
 	{ID: RuleOneRepository, Severity: Error, Summary: "All versions of one artifact use one bundle repository (an Artifact has one spec.repository).", Hint: "Push every version's bundle to the same repository."},
 	{ID: RuleReplaces, Severity: Error, Summary: "The CSV's spec.replaces names an older version of the artifact present in the repository (unless it predates every version there).", Hint: "Fix spec.replaces, or add the replaced version's manifest back."},
 	{ID: RuleSkips, Severity: Warning, Summary: "The CSV's spec.skips names versions that exist, unless they predate every version in the repository.", Hint: "Remove stale entries from spec.skips."},
