@@ -918,3 +918,12 @@ func (f *mfile) lenientManifest() *manifest.PackageManifest {
 	}
 	return m
 }
+
+// ManifestFile runs the manifest rules (manifest/...) on the text data of
+// one manifest.yaml at path, without reading a registry or the bundle, and
+// returns their findings with the catalog's severities (no waivers or
+// re-grading applied). `publish create` uses it to leave out of a scaffolded
+// manifest what these rules would refuse.
+func ManifestFile(path string, data []byte) []Finding {
+	return checkManifest(path, data).fs
+}
