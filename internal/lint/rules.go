@@ -135,7 +135,7 @@ var catalog = []RuleInfo{
 	{ID: RuleManifestObjectSize, Severity: Error, Summary: "Every rendered object (Artifact, ArtifactVersion, after the cluster overlay) is under 256 KiB of YAML: Argo CD's client-side apply keeps a copy of each object in an annotation capped there (the API server refuses objects over about 1.5 MiB). Checked when rendering (`publish run`, `publish plan`, `publish render`), not by `publish lint`.", Hint: "Shorten spec.info.description and spec.info.displayName of the newest manifest of the artifact, or what the cluster overlay adds."},
 
 	// bundle: the bundle image spec.artifact names.
-	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},
+	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry. A registry problem is not a finding: `publish lint` prints what it checked, then exits 2 with the registry error.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},
 	{ID: RuleBundleNotFound, Severity: Error, Summary: "The bundle image spec.artifact names exists.", Hint: "Push the bundle image, or correct spec.artifact."},
 	{ID: RuleBundleInvalid, Severity: Error, Summary: "The bundle image is a loadable registry+v1 bundle (manifests/ and metadata/, objects that parse).", Hint: "Rebuild the bundle with `operator-sdk generate bundle` / `opm`; fix the file the message names."},
 	{ID: RuleBundleOneCSV, Severity: Error, Summary: "The bundle holds exactly one ClusterServiceVersion.", Hint: "Keep one CSV in manifests/: one bundle is one version of one operator."},
@@ -186,7 +186,7 @@ var catalog = []RuleInfo{
 	{ID: RuleImagesUnusedRelated, Severity: Warning, Summary: "Every spec.relatedImages entry is an image the CSV deploys.", Hint: "Remove the entry, or waive the rule when the operator pulls the image by another way (e.g. a config map)."},
 	{ID: RuleImagesNotFound, Severity: Error, Summary: "Every image exists in the source registry.", Hint: "Push the image, or correct the reference."},
 	{ID: RuleImagesPlatform, Severity: Error, Summary: "Every image offers each platform of spec.arch (an image index with those platforms; a single-platform image serves one).", Hint: "Push a multi-platform image (image index) with every platform of spec.arch, or drop the platform from spec.arch."},
-	{ID: RuleImagesCheck, Severity: Error, Summary: "The source registry answered the image check.", Hint: "Check the registry address, credentials and network."},
+	{ID: RuleImagesCheck, Severity: Error, Summary: "The source registry answered the image check. A registry problem is not a finding: `publish lint` prints what it checked, then exits 2 with the registry error.", Hint: "Check the registry address, credentials and network."},
 
 	// repo: across the manifests of the repository.
 	{ID: RuleDuplicateVersion, Severity: Error, Summary: "No artifact declares one version twice (the platform would leave the second ArtifactVersion Pending with reason AlreadyAdd).", Hint: "Remove one of the two manifests."},

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"reflect"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"

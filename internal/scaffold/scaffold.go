@@ -82,7 +82,8 @@ func Create(ctx context.Context, o Options) (string, error) {
 		if errors.As(err, &nf) || errors.As(err, &inv) {
 			return "", inputErr(err)
 		}
-		return "", err
+		// What to do about it, with the command's flags, as run says it.
+		return "", mc.Registry().Describe("reading bundle "+o.Artifact, ref.Context().RegistryStr(), err)
 	}
 	arch := o.Platforms
 	if len(arch) == 0 {
