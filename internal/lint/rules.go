@@ -101,6 +101,7 @@ const (
 	RuleVerifyUntrusted           = "verify/untrusted"
 	RuleVerifyIdentity            = "verify/identity"
 	RuleVerifyPattern             = "verify/pattern"
+	RuleVerifySkipped             = "verify/skipped"
 )
 
 var catalog = []RuleInfo{
@@ -204,6 +205,7 @@ var catalog = []RuleInfo{
 	{ID: RuleVerifyUntrusted, Severity: Error, Summary: "A signature of the image verifies with the policy's key or trusted root and binds the image's digest (a signature of another digest, by another key, or a keyless signature where a key is expected, is untrusted).", Hint: "Check that the image was not replaced after signing and that the policy names the signer's public key or trusted root."},
 	{ID: RuleVerifyIdentity, Severity: Error, Summary: "The keyless signature's certificate names the policy's identity (issuer and subject, exact or regular expression).", Hint: "Compare the expected and found identity in the message; correct keyless.issuer/subject (or their regexps) if the signer is legitimate."},
 	{ID: RuleVerifyPattern, Severity: Warning, Summary: "Every verify policy entry matches at least one bundle or related image of the package repo (reported by publish lint).", Hint: "Correct the pattern (registry/repository, * within a segment, ** across) or remove the entry."},
+	{ID: RuleVerifySkipped, Severity: Warning, Summary: "The signatures the verify policy asks for were checked: `publish lint --offline` reads no image, so it says that it checked none (reported by publish lint).", Hint: "Run publish lint without --offline (or publish plan/run) to verify the signatures."},
 }
 
 var catalogByID = func() map[string]RuleInfo {

@@ -89,6 +89,9 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		verifyFindings, _ = verifyStage(ctx, o.Verify, mc, selected)
 		verifyFindings = append(verifyFindings, unmatchedFindings(o.Verify, o.Source, model.NewVersions(ms))...)
 	}
+	if o.Offline && o.Verify != nil {
+		verifyFindings = append(verifyFindings, skippedFinding(o.Verify, o.Source))
+	}
 	var out []lint.Finding
 	all := append(lint.Run(ctx, o.Lint, in), unreadFindings(scanErr, files)...)
 	all = append(all, verifyFindings...)
@@ -99,7 +102,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 			regErrs = append(regErrs, fmt.Errorf("%s:%d: %s", f.Path, f.Line, f.Message))
 			continue
 		}
-		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") || f.Rule == RuleVerifyPattern {
+		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") || f.Rule == RuleVerifyPattern || f.Rule == lint.RuleVerifySkipped {
 			out = append(out, f)
 		}
 	}
@@ -174,4 +177,21 @@ func splitErrs(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// skippedFinding is the verify/skipped warning of lint --offline with the
+// signature policy of iv: at the policy's first entry in publish.yaml
+// (relative to source), saying that no signature was checked.
+func skippedFinding(iv ImageVerifier, source string) lint.Finding {
+	file, entries := iv.Unmatched(nil) // every entry: nothing was matched
+	if rel, err := filepath.Rel(source, file); err == nil {
+		file = filepath.ToSlash(rel)
+	}
+	line := 0
+	if len(entries) > 0 {
+		line = entries[0].Line
+	}
+	info, _ := lint.Rule(lint.RuleVerifySkipped)
+	return lint.Finding{Rule: lint.RuleVerifySkipped, Severity: lint.Warning, Path: file, Line: line,
+		Message: "signatures not checked: --offline reads no image, so the verify policy of publish.yaml was not applied", Hint: info.Hint}
 }
