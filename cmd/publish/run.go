@@ -168,7 +168,7 @@ are delisted (present: false), never deleted.`,
 	p.register(cmd, true)
 	fs := cmd.Flags()
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
-	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from publish/state.yaml)")
+	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from the catalog state, publish/state/)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	withEnvHelp(fs)
 	return cmd
