@@ -40,7 +40,7 @@ kustomize/clusters/<cluster> from publish/generated, in process, and reports
 every file of rendered/<cluster> that differs from that render: changed by
 hand, missing, or extra, or an overlay that does not build. Every rendered
 Artifact, ArtifactVersion and Library is validated against the CRDs built into
-the binary. A cluster that publish/state.yaml records as rendered by the olm
+the binary. A cluster that the catalog state (publish/state/) records as rendered by the olm
 target is not checked (its CatalogSource names a catalog image only a run
 builds), and says so.
 

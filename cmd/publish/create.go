@@ -25,8 +25,11 @@ func newCreateCmd(inv *invocation) *cobra.Command {
 PackageManifest with metadata.name <package>.v<version>, spec.version from the
 CSV, spec.info (displayName, description, icon, keywords, links) from the CSV,
 spec.relatedImages (every image the CSV deploys) and spec.arch (the platforms
-of the bundle's image index, or --platforms). It passes publish lint. An
-existing manifest.yaml is kept unless --force.`,
+of the bundle's image index, or --platforms). It passes publish lint's
+manifest rules: a value of the CSV they would refuse (an icon over 192 KiB, a
+description over 128 KiB, a link without name or absolute URL) is left out,
+with a warning naming the field and the rule. An existing manifest.yaml is
+kept unless --force.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Artifact == "" {
@@ -38,6 +41,7 @@ existing manifest.yaml is kept unless --force.`,
 			}
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			o.Dir = args[0]
+			o.Note = func(n string) { inv.warnf("%s", n) }
 			path, err := scaffold.Create(cmd.Context(), o)
 			if err != nil {
 				var ie *scaffold.InputError

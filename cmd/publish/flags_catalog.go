@@ -21,6 +21,9 @@ type catalogFlags struct {
 	sshKey, sshKeyPass, knownHosts  string
 	insecureIgnoreHostKey           bool
 	createBranch, initCatalog       bool
+	// readOnly, set before register, leaves out --create-branch and
+	// --init-catalog (publish package only reads the catalog).
+	readOnly bool
 }
 
 // register adds the flags; access says what the credentials need ("push"
@@ -35,8 +38,15 @@ func (c *catalogFlags) register(fs *pflag.FlagSet, access, what string) {
 	fs.StringVar(&c.sshKeyPass, "catalog-ssh-key-password", "", "passphrase of an encrypted --catalog-ssh-key")
 	fs.StringVar(&c.knownHosts, "catalog-known-hosts", "", "known_hosts file with the SSH catalog server's host key (default: $SSH_KNOWN_HOSTS, ~/.ssh/known_hosts)")
 	fs.BoolVar(&c.insecureIgnoreHostKey, "insecure-ignore-host-key", false, "do not check the SSH catalog server's host key (only on a trusted network)")
+	if access == "read" && c.readOnly {
+		// A command that only reads the catalog makes no branch and seeds
+		// no template.
+		secret(fs, "catalog-password", "catalog-ssh-key-password")
+		secretKey(fs, "catalog-ssh-key")
+		return
+	}
 	fs.BoolVar(&c.createBranch, "create-branch", false, "create --catalog-branch when the catalog repo has other branches but not this one (default: refuse, naming the branches it has)")
-	fs.BoolVar(&c.initCatalog, "init-catalog", false, "seed the catalog template into a repo (or --catalog-path) that holds files but no publish/state.yaml (default: refuse, it is not a catalog)")
+	fs.BoolVar(&c.initCatalog, "init-catalog", false, "seed the catalog template into a repo (or --catalog-path) that holds files but no catalog state (publish/state/) (default: refuse, it is not a catalog)")
 	secret(fs, "catalog-password", "catalog-ssh-key-password")
 	secretKey(fs, "catalog-ssh-key")
 }

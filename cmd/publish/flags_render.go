@@ -192,7 +192,7 @@ type ociFlags struct {
 
 func (f *ociFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noOCI, "no-oci", false, "stop pushing the OCI catalog of a cluster whose state records one (without it, a run with no --oci keeps pushing to the recorded reference); the record leaves the state")
-	fs.StringVar(&f.ref, "oci", "", "also push rendered/<cluster> as an OCI artifact (Flux OCIRepository, Argo CD OCI source) to REGISTRY/REPOSITORY[:TAG] (tag default: the cluster name), with the destination registry's credentials and TLS settings; its digest goes into publish/state.yaml (default: publish.yaml clusters.<cluster>.oci)")
+	fs.StringVar(&f.ref, "oci", "", "also push rendered/<cluster> as an OCI artifact (Flux OCIRepository, Argo CD OCI source) to REGISTRY/REPOSITORY[:TAG] (tag default: the cluster name), with the destination registry's credentials and TLS settings; its digest goes into the catalog state (publish/state/) (default: publish.yaml clusters.<cluster>.oci)")
 }
 
 // resolve returns the reference for cluster ("" for none). Errors are

@@ -100,7 +100,7 @@ func TestCommandFlags(t *testing.T) {
 		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image"}),
-		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, logGroup,
+		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key"}),

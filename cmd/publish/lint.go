@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/registry"
 	"github.com/spf13/cobra"
+	"io"
+	"strings"
 )
 
 func newLintCmd(inv *invocation) *cobra.Command {
@@ -52,16 +56,28 @@ lint renders nothing: it takes no cluster, target, namespace or library.`,
 			o.Lint = inv.lintConfig()
 			o.Verify = inv.imageVerifier()
 			fs, err := pipeline.Lint(cmd.Context(), o)
-			if err != nil {
+			var rf *pipeline.RegistryFailure
+			if err != nil && !errors.As(err, &rf) {
 				return err
 			}
-			if err := lint.Format(cmd.OutOrStdout(), fs, l.format); err != nil {
+			if rf != nil && l.format == "text" {
+				// Not everything was checked: no "lint ok" before the
+				// registry's error.
+				var b bytes.Buffer
+				if err := lint.Format(&b, fs, l.format); err != nil {
+					return err
+				}
+				io.WriteString(cmd.OutOrStdout(), strings.TrimSuffix(b.String(), "lint ok\n"))
+			} else if err := lint.Format(cmd.OutOrStdout(), fs, l.format); err != nil {
 				return err
 			}
 			// In CI, text output also gets annotations (GitHub) or a Code
 			// Quality report (GitLab); machine formats stay alone on stdout.
 			if l.format == "text" && inv.inCI() {
 				inv.ci.Annotate(fs)
+			}
+			if rf != nil {
+				return rf // exit 2, after the findings of what could be read
 			}
 			if n := lint.Summarize(fs).Errors; n > 0 {
 				return &pipeline.InputError{Err: &planFindingsError{n: n}}

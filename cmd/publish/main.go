@@ -15,6 +15,7 @@ import (
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/logging"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 func main() {
@@ -73,9 +74,29 @@ func exitCode(err error) int {
 		return 1
 	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &fe):
 		return 2
+	case infrastructure(err):
+		return 2
 	case errors.As(err, &ie):
 		return 1
 	default:
 		return 2
 	}
+}
+
+// infrastructure reports whether err holds a registry failure that is not
+// the input's fault: credentials or rights refused, a TLS setup to fix, a
+// registry unreachable or too slow. It exits 2 even when a command wraps it
+// as an input error; a registry answer that an image does not exist is the
+// input's (exit 1 where the command says so).
+func infrastructure(err error) bool {
+	var re *registry.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	switch re.Kind {
+	case registry.KindUnauthorized, registry.KindForbidden, registry.KindUnknownAuthority, registry.KindHostname,
+		registry.KindCertificate, registry.KindTLS, registry.KindPlainHTTP, registry.KindUnreachable, registry.KindTimeout:
+		return true
+	}
+	return false
 }

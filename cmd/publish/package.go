@@ -150,7 +150,8 @@ the images.`,
 	src.register(fs)
 	tls.register(fs)
 	retry.register(fs)
-	catalog.register(fs, "read", "catalog Git repo of the connected side (URL or local path): carry the OCI catalog of --cluster, rendered from its publish/state.yaml (publish.yaml's catalog does not switch this on)")
+	catalog.readOnly = true
+	catalog.register(fs, "read", "catalog Git repo of the connected side (URL or local path): carry the OCI catalog of --cluster, rendered from its state (publish/state/) (publish.yaml's catalog does not switch this on)")
 	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
 	r.register(fs)
 	withEnvHelp(fs)

@@ -173,7 +173,7 @@ are delisted (present: false), never deleted.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	fs.BoolVar(&o.AllowDirty, "allow-dirty", false, "publish manifests that differ from the package repo's HEAD (uncommitted or staged) as they are on disk; the state records them, and the next run reads them again")
-	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from publish/state.yaml)")
+	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from the catalog state, publish/state/)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	withEnvHelp(fs)
 	return cmd

@@ -2,8 +2,9 @@
 # Starts a throwaway API server for trying the catalog by hand: Debian's etcd
 # and kube-apiserver (built and cached by build.sh) on free loopback ports,
 # RBAC on, a static admin token. It writes a kubeconfig, installs the CRDs of
-# ../shared/crds when kubectl is there, and runs until Ctrl-C, then removes
-# everything it made.
+# ../shared/crds when kubectl is there and waits until each reports
+# Established (START_CRD_TIMEOUT seconds, default 60), and runs until Ctrl-C,
+# then removes everything it made.
 #
 #   hack/apiserver/start.sh [CRD_DIR]
 #   export KUBECONFIG=<the path it prints>
@@ -86,9 +87,34 @@ for _ in $(seq 600); do
   kill -0 "${pids[1]}" 2>/dev/null || { tail -20 "$dir/kube-apiserver.log" >&2; exit 2; }
   sleep 0.5
 done
+# established NAME...: polls each CRD (type/name, as `kubectl apply -o name`
+# prints it) until its Established condition is True, for at most
+# $START_CRD_TIMEOUT seconds (default 60) in all. It reads the condition with
+# a JSONPath filter and takes any failure of the read (a CRD whose status the
+# API server has not written yet has conditions: null, which some kubectl
+# versions report as an error) as "not yet", so the wording of kubectl does
+# not matter. Exit 2 names the CRD still not Established and kubectl's last
+# answer about it.
+established() {
+  local deadline=$((SECONDS + ${START_CRD_TIMEOUT:-60})) crd got
+  for crd in "$@"; do
+    while :; do
+      got="$(KUBECONFIG="$dir/kubeconfig" kubectl get "$crd" \
+        -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>&1)" || true
+      [ "$got" = True ] && break
+      if ((SECONDS >= deadline)); then
+        echo "start.sh: $crd not Established after ${START_CRD_TIMEOUT:-60} s (kubectl: ${got:-no Established condition yet})" >&2
+        exit 2
+      fi
+      sleep 0.5
+    done
+  done
+}
 if command -v kubectl >/dev/null && [ -d "$crds" ]; then
-  KUBECONFIG="$dir/kubeconfig" kubectl apply --server-side -f "$crds" >&2
-  KUBECONFIG="$dir/kubeconfig" kubectl wait --for condition=Established crd --all --timeout 60s >&2
+  names="$(KUBECONFIG="$dir/kubeconfig" kubectl apply --server-side -f "$crds" -o name)"
+  echo "$names" >&2
+  # shellcheck disable=SC2086 # one CRD a word
+  established $names
 fi
 echo "$dir/kubeconfig"
 echo "start.sh: ready; KUBECONFIG=$dir/kubeconfig; Ctrl-C stops it" >&2

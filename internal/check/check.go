@@ -356,7 +356,7 @@ func (c *checker) olmRendered(cluster string) bool {
 }
 
 // notOLM is why a cluster of the olm target is not re-rendered.
-const notOLM = "rendered by the olm target (publish/state.yaml): its CatalogSource names the catalog image by digest, which only a run that builds and pushes the image can render; not checked"
+const notOLM = "rendered by the olm target (publish/state/): its CatalogSource names the catalog image by digest, which only a run that builds and pushes the image can render; not checked"
 
 func subdirs(dir string) (map[string]bool, error) {
 	out := map[string]bool{}

@@ -70,3 +70,28 @@ func TestLintLines(t *testing.T) {
 		t.Errorf("lines: %v", c.Lint.Lines)
 	}
 }
+
+// TestUnknownFieldPathAndSuggestion: an unknown publish.yaml field is named
+// by its path, with the nearest field of that place when one is close, and
+// a credential is sent to its PUBLISH_* variable.
+func TestUnknownFieldPathAndSuggestion(t *testing.T) {
+	head := "apiVersion: " + APIVersion + "\nkind: " + Kind + "\n"
+	for _, tc := range []struct{ body, want string }{
+		{"dstRegistri: r.example.com\n", `publish.yaml:3: unknown field dstRegistri: did you mean dstRegistry?`},
+		{"clusters:\n  edge:\n    namspace: x\n", `publish.yaml:5: unknown field clusters.edge.namspace: did you mean namespace?`},
+		{"dstPassword: secret\n", `publish.yaml:3: unknown field dstPassword: credentials are not read from publish.yaml: set PUBLISH_DST_PASSWORD`},
+		{"zzz: 1\n", `publish.yaml:3: unknown field zzz is not a publish.yaml field`},
+	} {
+		p := filepath.Join(t.TempDir(), "publish.yaml")
+		if err := os.WriteFile(p, []byte(head+tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p, true)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("%q: the error prints the value: %v", tc.body, err)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func TestVerifyPolicyErrors(t *testing.T) {
 		"bad index":        {"verify:\n- match: a/b\n  mode: off\n  index: all\n", "publish.yaml:6: verify[0]: index \"all\""},
 		"no match":         {"verify:\n- mode: off\n", "publish.yaml:4: verify[0]: match is empty"},
 		"digest in match":  {"verify:\n- match: a/b@sha256:00\n  mode: off\n", "publish.yaml:4: verify[0]: match \"a/b@sha256:00\""},
-		"unknown field":    {"verify:\n- match: a/b\n  keys: x\n", "publish.yaml:5: unknown field keys"},
+		"unknown field":    {"verify:\n- match: a/b\n  keys: x\n", "publish.yaml:5: unknown field verify[0].keys: did you mean key?"},
 		"second entry bad": {"verify:\n- match: a/b\n  mode: off\n- match: c/d\n", "publish.yaml:6: verify[1]: no key"},
 	} {
 		os.WriteFile(p, []byte(head+tc.body), 0o644)

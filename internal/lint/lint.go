@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 // Severity of a finding. Errors stop `publish run` before any side effect.
@@ -123,8 +124,9 @@ func Errors(fs []Finding) error {
 //   - repo/duplicate-version: the same version twice for one artifact (the
 //     platform would leave the second ArtifactVersion Pending with reason
 //     AlreadyAdd);
-//   - repo/duplicate-tag: two versions of one artifact with the same bundle
-//     tag (they would name the same ArtifactVersion);
+//   - repo/duplicate-tag: two versions of one artifact whose bundle tags
+//     name the same ArtifactVersion (model.ArtifactVersionName: equal tags,
+//     or tags that differ only in case or in characters a name cannot hold);
 //   - repo/one-repository: versions of one artifact in different bundle
 //     repositories (an Artifact has one spec.repository).
 func Repo(ms []*manifest.PackageManifest) []Finding {
@@ -141,12 +143,16 @@ func Repo(ms []*manifest.PackageManifest) []Finding {
 			continue
 		}
 		versions[k] = m
-		t := key{m.Artifact, m.Tag()}
+		// Two tags clash when they give one ArtifactVersion name, as
+		// "V0_9_6" and "v0-9-6" do, not only when they are equal.
+		avName := model.ArtifactVersionName(m.Artifact, m.Tag())
+		t := key{m.Artifact, avName}
 		if first, ok := tags[t]; ok {
 			out = append(out, Finding{Rule: RuleDuplicateTag, Severity: Error, Artifact: m.Artifact, Version: k.v, Path: m.Path, Line: m.Lines["spec.artifact"],
-				Message: fmt.Sprintf("bundle tag %s of %s is also used by %s: each version needs its own bundle tag", t.v, t.a, first.Path)})
+				Message: fmt.Sprintf("bundle tag %s of %s names the ArtifactVersion %s, as bundle tag %s of %s does: each version needs a bundle tag of its own that differs in more than case and punctuation", m.Tag(), m.Artifact, avName, first.Tag(), first.Path)})
+		} else {
+			tags[t] = m
 		}
-		tags[t] = m
 		repo := Repository(m.Spec.Artifact)
 		if first, ok := repos[m.Artifact]; !ok {
 			repos[m.Artifact] = m

@@ -30,7 +30,10 @@ func TestRepo(t *testing.T) {
 		}, []string{"b/1:8: error: version 1.0.0 of op is also declared in a/1", "AlreadyAdd", RuleDuplicateVersion}},
 		{"duplicate tag", func(t *testing.T) []*manifest.PackageManifest {
 			return []*manifest.PackageManifest{pm(t, "a/1", "op.v1.0.0", "r.io/op:latest", "v1.0.0"), pm(t, "a/2", "op.v1.1.0", "r.io/op:latest", "v1.1.0")}
-		}, []string{"a/2:7: error: bundle tag latest", RuleDuplicateTag}},
+		}, []string{"a/2:7: error: bundle tag latest of op names the ArtifactVersion op.latest, as bundle tag latest of a/1 does", RuleDuplicateTag}},
+		{"tags naming one ArtifactVersion", func(t *testing.T) []*manifest.PackageManifest {
+			return []*manifest.PackageManifest{pm(t, "a/1", "op.v0.9.6", "r.io/op:V0_9_6", "v0.9.6"), pm(t, "a/2", "op.v0.9.7", "r.io/op:v0-9-6", "v0.9.7")}
+		}, []string{"a/2:7: error: bundle tag v0-9-6 of op names the ArtifactVersion op.v0-9-6, as bundle tag V0_9_6 of a/1 does", RuleDuplicateTag}},
 		{"two repositories", func(t *testing.T) []*manifest.PackageManifest {
 			return []*manifest.PackageManifest{pm(t, "a/1", "op.v1.0.0", "r.io/op:v1.0.0", "v1.0.0"), pm(t, "a/2", "op.v1.1.0", "r.io:5000/other/op:v1.1.0", "v1.1.0")}
 		}, []string{"a/2:7: error: bundle repository r.io:5000/other/op differs from r.io/op", RuleOneRepository}},

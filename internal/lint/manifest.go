@@ -193,7 +193,7 @@ func (f *mfile) hygiene() {
 			what = "carriage returns (CR)"
 		}
 		n := crlf + cr
-		msg := fmt.Sprintf("the file uses %s: line %d", what, first+1)
+		msg := fmt.Sprintf("the file uses %s: this line", what)
 		if n > 1 {
 			msg += fmt.Sprintf(" and %d more", n-1)
 		}
@@ -415,9 +415,11 @@ func (f *mfile) tabs() {
 	if count == 0 {
 		return
 	}
-	msg := fmt.Sprintf("line %d is indented with a tab", first)
+	// The finding's position is the first line: the message does not
+	// repeat it.
+	msg := "indented with a tab"
 	if count > 1 {
-		msg = fmt.Sprintf("line %d and %d more are indented with tabs", first, count-1)
+		msg = fmt.Sprintf("this line and %d more are indented with tabs", count-1)
 	}
 	col := 1 + bytes.IndexByte(f.lines[first-1], '\t')
 	// A YAML syntax error on a tab-indented line is this finding.
@@ -475,4 +477,13 @@ func (f *mfile) lenientManifest() *manifest.PackageManifest {
 		m.Lines[p] = k.Line
 	}
 	return m
+}
+
+// ManifestFile runs the manifest rules (manifest/...) on the text data of
+// one manifest.yaml at path, without reading a registry or the bundle, and
+// returns their findings with the catalog's severities (no waivers or
+// re-grading applied). `publish create` uses it to leave out of a scaffolded
+// manifest what these rules would refuse.
+func ManifestFile(path string, data []byte) []Finding {
+	return checkManifest(path, data).fs
 }

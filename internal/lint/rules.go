@@ -101,6 +101,7 @@ const (
 	RuleVerifyUntrusted           = "verify/untrusted"
 	RuleVerifyIdentity            = "verify/identity"
 	RuleVerifyPattern             = "verify/pattern"
+	RuleVerifySkipped             = "verify/skipped"
 )
 
 var catalog = []RuleInfo{
@@ -135,7 +136,7 @@ var catalog = []RuleInfo{
 	{ID: RuleManifestObjectSize, Severity: Error, Summary: "Every rendered object (Artifact, ArtifactVersion, after the cluster overlay) is under 256 KiB of YAML: Argo CD's client-side apply keeps a copy of each object in an annotation capped there (the API server refuses objects over about 1.5 MiB). Checked when rendering (`publish run`, `publish plan`, `publish render`), not by `publish lint`.", Hint: "Shorten spec.info.description and spec.info.displayName of the newest manifest of the artifact, or what the cluster overlay adds."},
 
 	// bundle: the bundle image spec.artifact names.
-	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},
+	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry. A registry problem is not a finding: `publish lint` prints what it checked, then exits 2 with the registry error.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},
 	{ID: RuleBundleNotFound, Severity: Error, Summary: "The bundle image spec.artifact names exists.", Hint: "Push the bundle image, or correct spec.artifact."},
 	{ID: RuleBundleInvalid, Severity: Error, Summary: "The bundle image is a loadable registry+v1 bundle (manifests/ and metadata/, objects that parse).", Hint: "Rebuild the bundle with `operator-sdk generate bundle` / `opm`; fix the file the message names."},
 	{ID: RuleBundleOneCSV, Severity: Error, Summary: "The bundle holds exactly one ClusterServiceVersion.", Hint: "Keep one CSV in manifests/: one bundle is one version of one operator."},
@@ -186,11 +187,11 @@ var catalog = []RuleInfo{
 	{ID: RuleImagesUnusedRelated, Severity: Warning, Summary: "Every spec.relatedImages entry is an image the CSV deploys.", Hint: "Remove the entry, or waive the rule when the operator pulls the image by another way (e.g. a config map)."},
 	{ID: RuleImagesNotFound, Severity: Error, Summary: "Every image exists in the source registry.", Hint: "Push the image, or correct the reference."},
 	{ID: RuleImagesPlatform, Severity: Error, Summary: "Every image offers each platform of spec.arch (an image index with those platforms; a single-platform image serves one).", Hint: "Push a multi-platform image (image index) with every platform of spec.arch, or drop the platform from spec.arch."},
-	{ID: RuleImagesCheck, Severity: Error, Summary: "The source registry answered the image check.", Hint: "Check the registry address, credentials and network."},
+	{ID: RuleImagesCheck, Severity: Error, Summary: "The source registry answered the image check. A registry problem is not a finding: `publish lint` prints what it checked, then exits 2 with the registry error.", Hint: "Check the registry address, credentials and network."},
 
 	// repo: across the manifests of the repository.
 	{ID: RuleDuplicateVersion, Severity: Error, Summary: "No artifact declares one version twice (the platform would leave the second ArtifactVersion Pending with reason AlreadyAdd).", Hint: "Remove one of the two manifests."},
-	{ID: RuleDuplicateTag, Severity: Error, Summary: "No two versions of one artifact use the same bundle tag (they would name the same ArtifactVersion).", Hint: "Give every version its own bundle tag."},
+	{ID: RuleDuplicateTag, Severity: Error, Summary: "No two versions of one artifact have bundle tags that name the same ArtifactVersion (equal tags, or tags that differ only in case or in characters a name cannot hold, as `V0_9_6` and `v0-9-6`).", Hint: "Give every version a bundle tag of its own that differs in more than case and punctuation."},
 	{ID: RuleOneRepository, Severity: Error, Summary: "All versions of one artifact use one bundle repository (an Artifact has one spec.repository).", Hint: "Push every version's bundle to the same repository."},
 	{ID: RuleReplaces, Severity: Error, Summary: "The CSV's spec.replaces names an older version of the artifact present in the repository (unless it predates every version there).", Hint: "Fix spec.replaces, or add the replaced version's manifest back."},
 	{ID: RuleSkips, Severity: Warning, Summary: "The CSV's spec.skips names versions that exist, unless they predate every version in the repository.", Hint: "Remove stale entries from spec.skips."},
@@ -204,6 +205,7 @@ var catalog = []RuleInfo{
 	{ID: RuleVerifyUntrusted, Severity: Error, Summary: "A signature of the image verifies with the policy's key or trusted root and binds the image's digest (a signature of another digest, by another key, or a keyless signature where a key is expected, is untrusted).", Hint: "Check that the image was not replaced after signing and that the policy names the signer's public key or trusted root."},
 	{ID: RuleVerifyIdentity, Severity: Error, Summary: "The keyless signature's certificate names the policy's identity (issuer and subject, exact or regular expression).", Hint: "Compare the expected and found identity in the message; correct keyless.issuer/subject (or their regexps) if the signer is legitimate."},
 	{ID: RuleVerifyPattern, Severity: Warning, Summary: "Every verify policy entry matches at least one bundle or related image of the package repo (reported by publish lint).", Hint: "Correct the pattern (registry/repository, * within a segment, ** across) or remove the entry."},
+	{ID: RuleVerifySkipped, Severity: Warning, Summary: "The signatures the verify policy asks for were checked: `publish lint --offline` reads no image, so it says that it checked none (reported by publish lint).", Hint: "Run publish lint without --offline (or publish plan/run) to verify the signatures."},
 }
 
 var catalogByID = func() map[string]RuleInfo {

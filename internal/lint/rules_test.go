@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -434,5 +435,42 @@ func TestParseFallback(t *testing.T) {
 	f.explainParse(errors.New("again"))
 	if len(f.fs) != 1 {
 		t.Fatalf("an explained error is reported twice: %+v", f.fs)
+	}
+}
+
+// TestPositionOnce: a finding's position is its path:line:col, printed
+// once: no message of the rule fixtures says its own line again ("line 13
+// is indented with a tab" at :13:). Other lines a message names (where a
+// duplicated key was first defined) are information and stay.
+func TestPositionOnce(t *testing.T) {
+	finding := regexp.MustCompile(`^(\S+?):(\d+)(?::\d+)?: \w+: (.*) \[[^\]]+\]$`)
+	n := 0
+	for _, kinds := range ruleCases(t) {
+		for _, files := range kinds {
+			for _, p := range files {
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, want, ok := strings.Cut(string(data), "\n-- want --\n")
+				if !ok {
+					continue
+				}
+				for _, l := range strings.Split(want, "\n") {
+					m := finding.FindStringSubmatch(l)
+					if m == nil {
+						continue
+					}
+					n++
+					own := regexp.MustCompile(`\bline ` + m[2] + `\b|` + regexp.QuoteMeta(m[1]+":"+m[2]))
+					if own.MatchString(m[3]) {
+						t.Errorf("%s: %q says its position again", p, l)
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no findings read from the fixtures")
 	}
 }

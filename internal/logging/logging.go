@@ -70,11 +70,72 @@ type Options struct {
 // the Status of a terminal, each text line first erases the live status
 // line and draws it again below itself (see Status); StatusOf finds it
 // back.
+//
+// A warning or error record is written once per logger (and the loggers
+// derived from it): the same level, message and attributes again are
+// dropped, so that a problem seen by two parts of a command, or by one
+// part run twice, is said once. Info and debug records always pass.
 func New(w io.Writer, o Options) *slog.Logger {
 	if o.Format == FormatJSON {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level, ReplaceAttr: redactAttr}))
+		return slog.New(newOnce(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: o.Level, ReplaceAttr: redactAttr})))
 	}
-	return slog.New(NewTextHandler(w, o.Level))
+	return slog.New(newOnce(NewTextHandler(w, o.Level)))
+}
+
+// onceHandler passes records to next, dropping a warning or error record
+// equal (level, message, attributes, those of WithAttrs and WithGroup
+// included) to one passed before by it or a handler derived from it.
+type onceHandler struct {
+	next  slog.Handler
+	scope string // the WithAttrs/WithGroup calls made, as text
+	mu    *sync.Mutex
+	seen  map[string]bool
+}
+
+func newOnce(next slog.Handler) *onceHandler {
+	return &onceHandler{next: next, mu: &sync.Mutex{}, seen: map[string]bool{}}
+}
+
+// Enabled implements slog.Handler.
+func (h *onceHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+// Handle implements slog.Handler.
+func (h *onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%d\x00%s\x00%s", r.Level, h.scope, r.Message)
+		r.Attrs(func(a slog.Attr) bool {
+			appendAttr(&b, "", a)
+			return true
+		})
+		k := b.String()
+		h.mu.Lock()
+		dup := h.seen[k]
+		h.seen[k] = true
+		h.mu.Unlock()
+		if dup {
+			return nil
+		}
+	}
+	return h.next.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (h *onceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	var b bytes.Buffer
+	for _, a := range as {
+		appendAttr(&b, "", a)
+	}
+	h2 := *h
+	h2.next, h2.scope = h.next.WithAttrs(as), h.scope+b.String()
+	return &h2
+}
+
+// WithGroup implements slog.Handler.
+func (h *onceHandler) WithGroup(name string) slog.Handler {
+	h2 := *h
+	h2.next, h2.scope = h.next.WithGroup(name), h.scope+"\x00group "+name
+	return &h2
 }
 
 // redactAttr drops the user information of the URLs in the message and

@@ -161,3 +161,41 @@ func TestErrorValue(t *testing.T) {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
 }
+
+// TestWarningOnce: a warning (or error) said again in one invocation, by
+// the same code run twice or by two parts that both see the problem, is
+// written once in either format; info lines (progress) repeat; a warning
+// with other attributes or other text is new. The live status still finds
+// its text handler.
+func TestWarningOnce(t *testing.T) {
+	for _, f := range []Format{FormatText, FormatJSON} {
+		var b bytes.Buffer
+		l := New(&b, Options{Format: f})
+		for range 2 {
+			l.Warn("diff: base abc (state) is HEAD: nothing to compare")
+			l.Info("scan: 3 package manifests")
+			l.With("host", "r.example.com").Warn("slow registry")
+			l.Error("r/a:v1: 404")
+			NewLineWriterWarn(l, "warning: shallow clone\n")
+		}
+		l.With("host", "s.example.com").Warn("slow registry")
+		out := b.String()
+		for msg, want := range map[string]int{"nothing to compare": 1, "scan: 3": 2, "r.example.com": 1, "s.example.com": 1, "404": 1, "shallow clone": 1} {
+			if n := strings.Count(out, msg); n != want {
+				t.Errorf("%s: %q written %d times, want %d:\n%s", f, msg, n, want, out)
+			}
+		}
+	}
+	st := NewStatus(&bytes.Buffer{}, func() int { return 80 })
+	if StatusOf(New(st, Options{})) != st {
+		t.Error("StatusOf does not find the status behind the logger")
+	}
+}
+
+// NewLineWriterWarn writes s through a LineWriter of l (as the code that
+// still takes an io.Writer does).
+func NewLineWriterWarn(l *slog.Logger, s string) {
+	w := Writer(l)
+	fmt.Fprint(w, s)
+	w.Flush()
+}

@@ -233,7 +233,11 @@ func StatusOf(l *slog.Logger) *Status {
 	if l == nil {
 		return nil
 	}
-	h, ok := l.Handler().(*TextHandler)
+	lh := l.Handler()
+	if o, ok := lh.(*onceHandler); ok {
+		lh = o.next
+	}
+	h, ok := lh.(*TextHandler)
 	if !ok || !h.Enabled(context.Background(), slog.LevelInfo) {
 		return nil
 	}

@@ -34,7 +34,9 @@ type LintOptions struct {
 }
 
 // Lint lints the package repo: every manifest, and (unless Offline) every
-// bundle. Registry failures reading a bundle become bundle/fetch findings.
+// bundle. A registry that fails reading a bundle or checking an image is no
+// finding: Lint returns the findings of what it read with a
+// *RegistryFailure.
 func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	if o.Source == "" {
 		o.Source = "."
@@ -55,6 +57,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		o.Paths = paths
 	}
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
+	var regErrs []error
 	var verifyFindings []lint.Finding
 	if !o.Offline {
 		mc, err := newClient(o.Mirror, ms)
@@ -74,12 +77,11 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 			}
 		}
 		in.BundleErrors = bundleErrors(selected)
-		// Unreadable bundles are findings here: lint reports, it does not stop.
-		for _, e := range splitErrs(failed) {
-			var be *bundleReadError
-			if errors.As(e, &be) {
-				in.BundleErrors[be.v.Manifest.Path] = e
-			}
+		// A bundle the registry did not give (TLS, credentials, network) is
+		// no finding of its manifest: lint reports the rest, then fails
+		// with the registry's error (exit 2).
+		if failed != nil {
+			regErrs = append(regErrs, splitErrs(failed)...)
 		}
 		if o.Images {
 			in.Images = lint.RegistryChecker{Parse: mc.ParseReference, Options: mc.SrcOptions()}
@@ -87,17 +89,40 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		verifyFindings, _ = verifyStage(ctx, o.Verify, mc, selected)
 		verifyFindings = append(verifyFindings, unmatchedFindings(o.Verify, o.Source, model.NewVersions(ms))...)
 	}
+	if o.Offline && o.Verify != nil {
+		verifyFindings = append(verifyFindings, skippedFinding(o.Verify, o.Source))
+	}
 	var out []lint.Finding
 	all := append(lint.Run(ctx, o.Lint, in), unreadFindings(scanErr, files)...)
 	all = append(all, verifyFindings...)
 	lint.Sort(all)
 	for _, f := range all {
-		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") || f.Rule == RuleVerifyPattern {
+		if f.Rule == lint.RuleImagesCheck || f.Rule == lint.RuleBundleFetch {
+			// The registry did not answer: not a finding (see above).
+			regErrs = append(regErrs, fmt.Errorf("%s:%d: %s", f.Path, f.Line, f.Message))
+			continue
+		}
+		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") || f.Rule == RuleVerifyPattern || f.Rule == lint.RuleVerifySkipped {
 			out = append(out, f)
 		}
 	}
+	if len(regErrs) > 0 {
+		return out, &RegistryFailure{Err: errors.Join(regErrs...)}
+	}
 	return out, nil
 }
+
+// RegistryFailure is Lint's error when a source registry could not be read
+// (a certificate, credentials, the network, a server error): what was read
+// was linted and Lint returns those findings with it, but the versions it
+// could not read were not checked. Not an input error: the command exits 2.
+type RegistryFailure struct{ Err error }
+
+func (e *RegistryFailure) Error() string {
+	return "the source registry could not be read, so lint did not check everything: " + e.Err.Error()
+}
+
+func (e *RegistryFailure) Unwrap() error { return e.Err }
 
 // PathError says a path given to lint cannot be linted (a usage error: a
 // typo must not make lint pass without checking anything): it does not
@@ -152,4 +177,21 @@ func splitErrs(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// skippedFinding is the verify/skipped warning of lint --offline with the
+// signature policy of iv: at the policy's first entry in publish.yaml
+// (relative to source), saying that no signature was checked.
+func skippedFinding(iv ImageVerifier, source string) lint.Finding {
+	file, entries := iv.Unmatched(nil) // every entry: nothing was matched
+	if rel, err := filepath.Rel(source, file); err == nil {
+		file = filepath.ToSlash(rel)
+	}
+	line := 0
+	if len(entries) > 0 {
+		line = entries[0].Line
+	}
+	info, _ := lint.Rule(lint.RuleVerifySkipped)
+	return lint.Finding{Rule: lint.RuleVerifySkipped, Severity: lint.Warning, Path: file, Line: line,
+		Message: "signatures not checked: --offline reads no image, so the verify policy of publish.yaml was not applied", Hint: info.Hint}
 }

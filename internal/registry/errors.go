@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -272,8 +273,71 @@ func DescribeSide(f Flags, side Side, op, host string, err error) error {
 		f = RunFlags
 	}
 	k := Classify(err)
+	switch k {
+	case KindUnknownAuthority, KindHostname, KindCertificate, KindTLS:
+		err = onlyPart(err, k)
+	}
 	return &Error{Op: op, Host: host, Side: side, Kind: k, Hint: hint(f, side, k, host), Err: err}
 }
+
+// onlyPart narrows err, when it joins several failures (go-containerregistry
+// pings a loopback or --insecure registry over HTTPS and then over plain
+// HTTP, and joins both errors with "; "), to the parts of kind k: the
+// certificate failure without the plain-HTTP retry's answer, which only
+// misleads when the registry speaks HTTPS. The result still wraps err
+// (errors.Is and errors.As see every part); err is returned as it is when
+// it joins nothing or no part is of kind k.
+func onlyPart(err error, k Kind) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		parts := joined(e)
+		if len(parts) < 2 {
+			continue
+		}
+		var keep []string
+		for _, p := range parts {
+			if Classify(p) == k {
+				keep = append(keep, p.Error())
+			}
+		}
+		if len(keep) == 0 || len(keep) == len(parts) {
+			return err
+		}
+		msg := strings.Replace(err.Error(), e.Error(), strings.Join(keep, "; "), 1)
+		return &narrowedError{msg: msg, err: err}
+	}
+	return err
+}
+
+// joined returns the errors e joins: those of Unwrap() []error (errors.Join)
+// or of a slice of errors (go-containerregistry's unexported multierrs).
+func joined(e error) []error {
+	if j, ok := e.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	v := reflect.ValueOf(e)
+	if v.Kind() != reflect.Slice {
+		return nil
+	}
+	var out []error
+	for i := range v.Len() {
+		p, ok := v.Index(i).Interface().(error)
+		if !ok || p == nil {
+			return nil
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// narrowedError is an error shown as msg (a part of err's text) that
+// unwraps to err.
+type narrowedError struct {
+	msg string
+	err error
+}
+
+func (e *narrowedError) Error() string { return e.msg }
+func (e *narrowedError) Unwrap() error { return e.err }
 
 // hint is the advice for an error of kind k at host.
 func hint(f Flags, side Side, k Kind, host string) string {

@@ -5,6 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -222,4 +224,41 @@ func TestTLSErrorsAreTyped(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTLSErrorWithoutPlainHTTPRetry: go-containerregistry reads a loopback
+// registry over HTTPS, then retries over plain HTTP, and joins both
+// failures. Against an HTTPS registry the certificate failure is the
+// whole story: the error says it without the plain-HTTP retry's answer
+// ("Client sent an HTTP request to an HTTPS server"), and is still typed.
+func TestTLSErrorWithoutPlainHTTPRetry(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the plain-HTTP retry's handshake error
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ImagePlatforms(t.Context(), host+"/a/b:v1")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "certificate") || !strings.Contains(msg, "https://"+host) {
+		t.Errorf("%q: want the certificate failure of https://%s", msg, host)
+	}
+	for _, bad := range []string{"http://" + host, "HTTP request to an HTTPS server", "400"} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("%q carries the plain-HTTP retry (%q)", msg, bad)
+		}
+	}
+	if k := Classify(err); k != KindUnknownAuthority {
+		t.Errorf("Classify = %v, want KindUnknownAuthority", k)
+	}
+	var ua x509.UnknownAuthorityError
+	if !errors.As(err, &ua) {
+		t.Errorf("%v: not an x509.UnknownAuthorityError any more", err)
+	}
 }

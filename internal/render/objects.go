@@ -9,7 +9,6 @@ package render
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/model"
@@ -49,14 +48,11 @@ type (
 )
 
 // ArtifactVersionName is the ArtifactVersion object name: <artifact>.<tag>,
-// with characters a Kubernetes name cannot hold turned into '-'.
+// with characters a Kubernetes name cannot hold turned into '-' (see
+// model.ArtifactVersionName, which it is).
 func ArtifactVersionName(artifact, tag string) string {
-	t := strings.ToLower(tag)
-	t = invalidNameChars.ReplaceAllString(t, "-")
-	return artifact + "." + strings.Trim(t, "-.")
+	return model.ArtifactVersionName(artifact, tag)
 }
-
-var invalidNameChars = regexp.MustCompile(`[^a-z0-9.-]`)
 
 // VersionObjectName is the ArtifactVersion object name of version v of
 // artifact: the name the state records (model.VersionRecord.ObjectName,

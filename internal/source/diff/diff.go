@@ -104,8 +104,9 @@ type Result struct {
 	// All is true when there is no usable base: every version counts as
 	// changed and Changes is empty.
 	All bool `json:"all"`
-	// Warnings explain a base that could not be used, a fetch, a base equal
-	// to HEAD. They were also written to Options.Log.
+	// Warnings explain a base that could not be used or a fetch (a base
+	// equal to HEAD is information, written to Options.Log only). They were
+	// also written to Options.Log.
 	Warnings []string `json:"warnings,omitempty"`
 	// Changes is sorted by artifact, version (semver order), kind.
 	Changes []Change `json:"changes"`
@@ -194,7 +195,7 @@ func Compute(ctx context.Context, o Options) (*Result, error) {
 		return c.finish(), err
 	}
 	if base.Hash == headCommit.Hash {
-		c.warnf("base %s (%s) is HEAD: nothing to compare, no changes", short(base.Hash), c.res.BaseFrom)
+		c.logf("diff: base %s (%s) is HEAD: nothing to compare, no changes", short(base.Hash), c.res.BaseFrom)
 		return c.finish(), nil
 	}
 	if err := c.diff(ctx, base, headCommit); err != nil {

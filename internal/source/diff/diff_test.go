@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -169,11 +170,17 @@ func TestFirstPublish(t *testing.T) {
 	}
 }
 
+// TestBaseIsHead: a base equal to HEAD is the normal case of a run after
+// a run: no changes, said as information, not as a warning.
 func TestBaseIsHead(t *testing.T) {
 	r, c1 := baseRepo(t)
-	res := r.compute(Options{StateCommit: c1.String()})
+	var log bytes.Buffer
+	res := r.compute(Options{StateCommit: c1.String(), Log: &log})
 	wantChanges(t, res)
-	wantWarning(t, res, "is HEAD", "nothing to compare")
+	noWarnings(t, res)
+	if l := log.String(); !strings.Contains(l, "is HEAD: nothing to compare") || strings.Contains(l, "warning") {
+		t.Errorf("log %q: want the information line, no warning", l)
+	}
 	if res.Base != c1.String() {
 		t.Errorf("base %q", res.Base)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,7 +177,11 @@ func computeIn(t *testing.T, dir string, o Options) *Result {
 		o.Repo = dir
 	}
 	var log bytes.Buffer
-	o.Log = &log
+	if o.Log != nil {
+		o.Log = io.MultiWriter(o.Log, &log)
+	} else {
+		o.Log = &log
+	}
 	if o.Getenv == nil {
 		o.Getenv = func(string) string { return "" }
 	}

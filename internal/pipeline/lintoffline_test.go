@@ -1,0 +1,55 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/model"
+)
+
+// policyOnly is a verify policy of one entry that is never asked to verify
+// (lint --offline reads no image).
+type policyOnly struct{ file string }
+
+func (p policyOnly) Verify(context.Context, string, []remote.Option) model.Verification {
+	panic("lint --offline verified an image")
+}
+
+func (p policyOnly) Unmatched([]string) (string, []config.VerifyEntry) {
+	return p.file, []config.VerifyEntry{{Match: "r.example.com/**", Line: 4}}
+}
+
+// TestLintOfflineSaysSignaturesSkipped: lint --offline with a signature
+// policy says, as a verify/skipped warning at publish.yaml, that the
+// signatures were not checked, so that a clean report is not read as
+// verified; without a policy it says nothing of signatures.
+func TestLintOfflineSaysSignaturesSkipped(t *testing.T) {
+	src := lintPathsRepo(t)
+	fs, err := Lint(context.Background(), LintOptions{Source: src, Offline: true, Verify: policyOnly{file: filepath.Join(src, "publish.yaml")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var skipped []lint.Finding
+	for _, f := range fs {
+		if f.Rule == lint.RuleVerifySkipped {
+			skipped = append(skipped, f)
+		}
+	}
+	if len(skipped) != 1 || skipped[0].Severity != lint.Warning || skipped[0].Path != "publish.yaml" || !strings.Contains(skipped[0].Message, "--offline") {
+		t.Errorf("verify/skipped findings %v, want one warning at publish.yaml naming --offline", skipped)
+	}
+	fs, err = Lint(context.Background(), LintOptions{Source: src, Offline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if strings.HasPrefix(f.Rule, "verify/") {
+			t.Errorf("without a policy: %s", f)
+		}
+	}
+}
