@@ -3,6 +3,7 @@ package publish
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -45,4 +46,36 @@ func TestCodeMapNamesEveryPackage(t *testing.T) {
 			t.Errorf("docs/design.md's code map names %s/, which holds no package", p)
 		}
 	}
+}
+
+// trackerCitation matches a citation of the project's issue tracker in
+// prose: code comments and docs describe the code, not the tracker.
+var trackerCitation = regexp.MustCompile(`(?i)\(issue \d+|\bissue \d+('s|,)? points?\b|\bis issue \d+|\bof issue \d+`)
+
+// TestNoTrackerCitations: no Go file, doc, script or workflow of the
+// repository cites the issue tracker ("issue 13 point 4").
+func TestNoTrackerCitations(t *testing.T) {
+	filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(p) {
+		case ".go", ".md", ".sh", ".yml", ".yaml":
+		default:
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if trackerCitation.MatchString(line) && !strings.Contains(line, "trackerCitation") && !strings.Contains(line, `"issue 13 point 4"`) {
+				t.Errorf("%s:%d cites the tracker: %s", p, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
 }

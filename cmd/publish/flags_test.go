@@ -45,7 +45,7 @@ func subcommand(t *testing.T, root *cobra.Command, name string) *cobra.Command {
 	return nil
 }
 
-// The vocabulary (issue 13 point 11): one name per concept on every
+// The vocabulary: one name per concept on every
 // command that has the concept.
 var (
 	sourceGroup  = []string{"source", "packages-dir", "config"}
@@ -351,7 +351,7 @@ func TestNoStateBetweenInvocations(t *testing.T) {
 
 // TestPackagesDirIsUsageError: a wrong --source or --packages-dir is a
 // usage error (exit 2) naming the flag, on every command that reads the
-// package repo, before anything else is read (issue 13 point 12).
+// package repo, before anything else is read.
 func TestPackagesDirIsUsageError(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "packages"), 0o755)
@@ -420,7 +420,7 @@ func TestLogFlags(t *testing.T) {
 }
 
 // TestPinned: a reference pinned by digest is printed once, not with its
-// digest twice (issue 13 point 12).
+// digest twice.
 func TestPinned(t *testing.T) {
 	d := "sha256:" + strings.Repeat("a", 64)
 	for ref, want := range map[string]string{

@@ -20,8 +20,7 @@ import (
 // TestPushErrorsNameItsFlags: publish push against the real registry
 // (distribution 2.8, TLS, htpasswd) with a wrong password, with no
 // credentials at all and without the CA names push's own flags, says the
-// archive's name once, and never suggests a rerun for a 401 (issue 13,
-// point 10).
+// archive's name once, and never suggests a rerun for a 401.
 func TestPushErrorsNameItsFlags(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	t.Setenv("PUBLISH_DST_USERNAME", "")

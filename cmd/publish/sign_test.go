@@ -19,7 +19,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
-// TestSignedArchive (issue 17 point 4): an archive signed as package
+// TestSignedArchive: an archive signed as package
 // --cosign-key signs it (a cosign encrypted key, its passphrase from the
 // environment) passes publish verify --key and is pushed by publish push
 // --key; one flipped byte in the archive, or in its bundle, fails both,

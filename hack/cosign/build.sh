@@ -35,7 +35,7 @@
 # reports up to date in a cache this script filled (900 of its 2352).
 #
 # The test that uses it: test/e2e/cosign_test.go (the real verifier accepts
-# our signatures, issue 17).
+# our signatures).
 #
 # Usage: PUBLISH_COSIGN="$(hack/cosign/build.sh)" go test ./test/e2e/ -run Cosign
 #        hack/cosign/build.sh [VERSION]      (default v3.1.3, or $COSIGN_VERSION)

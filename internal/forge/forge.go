@@ -1,6 +1,6 @@
 // Package forge opens, finds, updates, comments on, closes and auto-merges
 // the pull requests (GitLab: merge requests) through which a cluster's
-// catalog change is reviewed (issue 15, points 4 and 5; see docs/design.md).
+// catalog change is reviewed (docs/design.md).
 //
 // Three forges are supported, each through its own maintained Go client:
 // GitHub and GitHub Enterprise Server (google/go-github), GitLab

@@ -23,7 +23,7 @@
 //     commit, which is made after the push and would make the digest
 //     depend on itself.
 //
-// A signature (issue 17) attaches to the manifest digest as an OCI
+// A signature attaches to the manifest digest as an OCI
 // referrer; nothing in the artifact has to change for it.
 package ocicatalog
 

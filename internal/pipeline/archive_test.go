@@ -117,7 +117,7 @@ func TestPushCatalogChangedOnly(t *testing.T) {
 
 // TestPushCatalogSubset: `publish package DIR` of one version, then push
 // --catalog: that version is published, every other artifact and version
-// of the catalog stays as it is (issue 13 point 4).
+// of the catalog stays as it is.
 func TestPushCatalogSubset(t *testing.T) {
 	f := newFixture(t)
 	f.run(t)

@@ -180,7 +180,7 @@ func TestRunMissingBranch(t *testing.T) {
 
 // TestRunNotACatalog: --catalog naming a repo that holds files but no
 // publish/state.yaml (here the package repo itself) is refused before
-// anything is mirrored; --init-catalog publishes into it (issue 13 point 1).
+// anything is mirrored; --init-catalog publishes into it.
 func TestRunNotACatalog(t *testing.T) {
 	f := newFixture(t)
 	head, err := f.repo.Head()

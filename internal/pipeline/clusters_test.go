@@ -332,7 +332,7 @@ func TestRunClustersTargets(t *testing.T) {
 
 // TestClusterDestinationCredentials: a cluster's own destination host
 // gets the credentials the docker config has for it, the other
-// destination the flags' (issue 15 point 2), both real registries with
+// destination the flags', both real registries with
 // TLS and htpasswd; without an entry for it no credentials are sent there
 // (the flags' belong to --dst-registry's host alone), the registry
 // refuses, and the run stops naming that registry, with nothing

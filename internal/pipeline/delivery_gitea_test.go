@@ -67,7 +67,7 @@ type giteaPR struct {
 }
 
 // TestRunPullRequestGitea: pull-request delivery against a real Gitea
-// server (issue 15's tests): the catalog repo lives on Gitea, global
+// server: the catalog repo lives on Gitea, global
 // pushes to main and prod takes pull requests, in the same runs. The first
 // change opens a pull request with the plan in its body; a rerun does
 // nothing; a second change updates the same one while global's commit

@@ -11,8 +11,7 @@ import (
 )
 
 // TestFirstRunLog: the first publish says once why every version counts as
-// changed, and no "0 added, 0 modified, 0 removed" after it (issue 13
-// point 12).
+// changed, and no "0 added, 0 modified, 0 removed" after it.
 func TestFirstRunLog(t *testing.T) {
 	f := newFixture(t)
 	var log bytes.Buffer

@@ -107,7 +107,7 @@ func TestLintNothing(t *testing.T) {
 }
 
 // TestLintNotRegular: a directory or FIFO named manifest.yaml is a lint
-// error naming the path (issue 13 point 5), also when it is the PATH.
+// error naming the path, also when it is the PATH.
 func TestLintNotRegular(t *testing.T) {
 	src := lintPathsRepo(t)
 	os.MkdirAll(filepath.Join(src, "packages/etcd/0.9.5/manifest.yaml"), 0o755)

@@ -15,7 +15,7 @@ import (
 	"github.com/operator-publish/publish/internal/ocicatalog"
 )
 
-// TestPackageOCICatalog is issue 16 point 4, the round trip: `publish
+// TestPackageOCICatalog is the round trip of the OCI catalog: `publish
 // package --catalog` (the connected side's catalog repo) carries the OCI
 // catalog of the cluster, rendered from the catalog's state through its
 // overlay; `publish verify` accepts the archive; `publish push --oci` on a

@@ -595,8 +595,7 @@ func (f *fixture) addVersion(t *testing.T, v string) {
 
 // TestDelistLastOperator: removing the last operator removes packages/
 // from the Git tree (Git keeps no empty directory). Without --allow-empty
-// the refusal names it; with it every artifact is delisted, never deleted
-// (issue 13 point 3).
+// the refusal names it; with it every artifact is delisted, never deleted.
 func TestDelistLastOperator(t *testing.T) {
 	f := newFixture(t)
 	f.run(t)

@@ -8,8 +8,7 @@ import (
 )
 
 // TestPlanMarkdownWaived: the plan summary counts in the singular when it
-// should and shows a waived finding's reason and original severity (issue
-// 13 point 12).
+// should and shows a waived finding's reason and original severity.
 func TestPlanMarkdownWaived(t *testing.T) {
 	p := &Plan{Cluster: "global", Findings: []lint.Finding{
 		{Rule: "images/tag", Severity: lint.Error, Path: "packages/a/1/manifest.yaml", Line: 3, Message: "bad"},

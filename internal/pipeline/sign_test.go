@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestRunOLMTargetSigned (issue 17 point 4): with a signing key, publish
+// TestRunOLMTargetSigned: with a signing key, publish
 // run signs the olm catalog image it pushed: the digest the CatalogSource
 // names has a Sigstore bundle referrer, and the log says so.
 func TestRunOLMTargetSigned(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // TestDebianRegistryErrors: the real registry (distribution 2.8, TLS and
 // htpasswd) refuses a wrong password and a client that does not trust
 // its CA; each error is typed, names the flags of the command that ran
-// and only those (issue 13, point 10).
+// and only those.
 func TestDebianRegistryErrors(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials from the machine
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})

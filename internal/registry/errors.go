@@ -15,7 +15,7 @@ import (
 )
 
 // Flags are the flag names of the command that runs, so that an error
-// tells the user what to type (issue 13, point 10: push has --username,
+// tells the user what to type (push has --username,
 // run has --dst-username). An empty name means the command has no such
 // flag: the advice then leaves it out.
 type Flags struct {

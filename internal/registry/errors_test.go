@@ -75,7 +75,7 @@ func (timeoutNetErr) Timeout() bool   { return true }
 func (timeoutNetErr) Temporary() bool { return true }
 
 // TestDescribeNamesTheCommandsFlags: each command's errors name its own
-// flags, and only flags it has (issue 13, point 10).
+// flags, and only flags it has.
 func TestDescribeNamesTheCommandsFlags(t *testing.T) {
 	cert := &x509.Certificate{}
 	unknownCA := &url.Error{Op: "Get", URL: "u", Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{Cert: cert}}}

@@ -13,7 +13,7 @@ import (
 	"github.com/operator-publish/publish/internal/logging"
 )
 
-// monitor reports the requests that wait (issue 13, point 9: a registry
+// monitor reports the requests that wait (a registry
 // that accepts connections and never answers must not mean minutes of
 // silence). Off a terminal it logs, every interval, one line per registry
 // host whose requests moved no byte for at least that long. On a terminal
@@ -270,7 +270,7 @@ func describeRequest(r *http.Request) string {
 // LineLogger returns a logger writing one human line per record to w
 // (slog's text format without the time, e.g. `level=INFO msg="waiting for
 // registry" host=r.example.com …`), or nil for a nil w or io.Discard: a
-// stand-in until the commands share one logger (issue 14, point 6).
+// stand-in until the commands share one logger.
 func LineLogger(w io.Writer) *slog.Logger {
 	if w == nil || w == io.Discard {
 		return nil

@@ -137,8 +137,8 @@ func attrs(r slog.Record) map[string]string {
 	return m
 }
 
-// holdListener accepts connections and never answers: the registry of
-// issue 13 point 9, silent for minutes.
+// holdListener accepts connections and never answers: a registry
+// silent for minutes.
 func holdListener(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,4 +1,4 @@
-// Package sign signs what publish produces with a key (issue 17 point 4,
+// Package sign signs what publish produces with a key (
 // docs/signatures.md "Sign what goes out"): the OCI catalog artifact and
 // the OLM catalog image in their registry, and the offline archive as a
 // file beside it.

@@ -22,7 +22,7 @@ import (
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
-// TestArchiveCarriesSignatures (issue 17 point 3): the bundle and the
+// TestArchiveCarriesSignatures: the bundle and the
 // worker signed as Sigstore bundle referrers, the manager as a .sig tag,
 // on go-containerregistry's registry (referrers API) and on Debian's
 // docker-registry (the referrers tag schema). publish package carries the

@@ -25,7 +25,7 @@ func cosignKey(t *testing.T, pass string) (priv, pub []byte) {
 	return priv, pub
 }
 
-// TestSignOut (issue 17 point 4): what internal/sign writes, publish's own
+// TestSignOut: what internal/sign writes, publish's own
 // verifier accepts. An image signed on go-containerregistry's registry
 // (referrers API) and on Debian's docker-registry (the tag schema) verifies
 // through its Sigstore bundle referrer under a key policy, and its .sig

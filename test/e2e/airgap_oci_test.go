@@ -12,7 +12,7 @@ import (
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
-// TestAirgapOCICatalog is issue 16 point 4 through the binary: `publish
+// TestAirgapOCICatalog is the OCI catalog of an archive through the binary: `publish
 // package --catalog --cluster global` (the catalog on the Git server, basic
 // auth) carries the OCI catalog, `publish verify` shows it, and `publish
 // push --oci` pushes it with the images to a site's Debian docker-registry

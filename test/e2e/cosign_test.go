@@ -135,7 +135,7 @@ func cosignKeyPair(t *testing.T, pass string) (keyFile, pubFile string) {
 	return keyFile, pubFile
 }
 
-// TestCosignVerifies (issue 17, "the real verifier accepts our
+// TestCosignVerifies ("the real verifier accepts our
 // signatures"): the cosign CLI (hack/cosign/build.sh, v3.1.3) verifies
 // what publish signs with --cosign-key, on the Debian docker-registry
 // (TLS, htpasswd, no referrers API: the referrers tag schema), offline

@@ -412,7 +412,7 @@ type fluxSource struct {
 	deliver func(t *testing.T, commit *object.Commit, tree *object.Tree) string
 }
 
-// fluxStory is issue 16's list of steps, for either source: a first run,
+// fluxStory is the list of steps of the Flux tests, for either source: a first run,
 // an upgrade (a new ArtifactVersion), a version delist, an artifact delist
 // (present: false, no object deleted: the template does not prune) and a
 // relist. Each step runs publish, delivers, asks Flux to reconcile the
@@ -522,7 +522,7 @@ func (k *kube) applyAll(t *testing.T, ctx context.Context, objs []*unstructured.
 	}
 }
 
-// TestFluxGit is the Git path of issue 16: real Flux controllers (source-
+// TestFluxGit is the Git path of the Flux tests: real Flux controllers (source-
 // and kustomize-controller, hack/flux/build.sh) apply the catalog that
 // `publish run` pushed to the Git smart-HTTP server (basic auth) through
 // the catalog template's own flux/ objects (fluxStory). The Kustomization's
@@ -589,7 +589,7 @@ func TestFluxGit(t *testing.T) {
 	t.Run("health", func(t *testing.T) { fluxHealth(t, ctx, k, platform, revision) })
 }
 
-// TestFluxOCI is the OCI path of issue 16: each `publish run --oci`
+// TestFluxOCI is the OCI path of the Flux tests: each `publish run --oci`
 // pushes rendered/global of its catalog commit to the Debian
 // docker-registry (TLS, htpasswd) as the OCI catalog (internal/ocicatalog,
 // tag global, the cluster name) with the destination credentials, and
@@ -611,7 +611,7 @@ func TestFluxOCI(t *testing.T) {
 	auth := base64.StdEncoding.EncodeToString([]byte(e.dst.Username + ":" + e.dst.Password))
 	dockerConfig := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q,"auth":%q}}}`, e.dst.Host, e.dst.Username, e.dst.Password, auth)
 	// publish run --cosign-key signs each catalog it pushes; the
-	// OCIRepository verifies it with the public key (issue 17 point 4).
+	// OCIRepository verifies it with the public key.
 	privPEM, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), nil)
 	if err != nil {
 		t.Fatal(err)
