@@ -1,6 +1,9 @@
 package publish
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -78,4 +81,59 @@ func TestNoTrackerCitations(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// sizeExceptions are the production functions allowed over maxFuncLines,
+// each named with its reason in docs/design.md ("Code size").
+var sizeExceptions = map[string]bool{
+	"internal/archive/write.go Package":    true,
+	"cmd/publish/package.go newPackageCmd": true,
+}
+
+const maxFuncLines, maxFileLines = 120, 700
+
+// TestCodeSize: no production file over maxFileLines lines and no
+// production function over maxFuncLines, tests, bench/, hack/, test/ and
+// internal/testenv aside, but the exceptions docs/design.md names.
+func TestCodeSize(t *testing.T) {
+	fset := token.NewFileSet()
+	filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch p {
+			case ".git", "bench", "hack", "test", "internal/testenv":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		if n := fset.File(f.Pos()).LineCount(); n > maxFileLines {
+			t.Errorf("%s: %d lines, over %d", p, n, maxFileLines)
+		}
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+			if n > maxFuncLines && !sizeExceptions[filepath.ToSlash(p)+" "+fd.Name.Name] {
+				t.Errorf("%s: %s is %d lines, over %d", p, fd.Name.Name, n, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	design, _ := os.ReadFile("docs/design.md")
+	for e := range sizeExceptions {
+		if !strings.Contains(string(design), "`"+strings.Replace(e, " ", "` `", 1)+"`") {
+			t.Errorf("docs/design.md does not name the exception %s", e)
+		}
+	}
 }

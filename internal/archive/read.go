@@ -12,7 +12,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/klauspost/compress/gzip"
 )
 

@@ -447,34 +447,9 @@ func clustersCommitMessage(tmpl templateExec, changed []*clusterRun, many bool, 
 // destination), then published in one commit.
 func runClusters(ctx context.Context, o Options) (*Result, error) {
 	cls := o.clusterList()
-	// Every cluster's settings are checked before anything is read.
-	tgts := make([]target.Target, len(cls))
-	for i, c := range cls {
-		if err := c.checkPatterns(); err != nil {
-			return nil, err
-		}
-		co := o.forCluster(c)
-		tgt, err := co.newTarget()
-		if err != nil {
-			return nil, err
-		}
-		if err := tgt.Check(); err != nil {
-			return nil, err
-		}
-		probe, err := newClient(co.Mirror, nil)
-		if err != nil {
-			return nil, err
-		}
-		if probe.DstHost() == "" {
-			return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
-		}
-		if co.OCI != "" {
-			// A bad reference is told before anything is mirrored.
-			if _, err := (&run{Options: co, mc: probe}).ociTag(); err != nil {
-				return nil, err
-			}
-		}
-		tgts[i] = tgt
+	tgts, err := checkClusters(o, cls)
+	if err != nil {
+		return nil, err
 	}
 	var f forge.Forge
 	if pullRequests(cls) {
@@ -569,6 +544,43 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	return res, err
+}
+
+// checkClusters checks every cluster's settings before anything is read:
+// its artifact patterns, its target and the target's settings, a
+// destination registry, and its OCI reference. It returns the target of
+// each cluster, in order. Errors are input and usage errors naming the
+// setting.
+func checkClusters(o Options, cls []ClusterOptions) ([]target.Target, error) {
+	tgts := make([]target.Target, len(cls))
+	for i, c := range cls {
+		if err := c.checkPatterns(); err != nil {
+			return nil, err
+		}
+		co := o.forCluster(c)
+		tgt, err := co.newTarget()
+		if err != nil {
+			return nil, err
+		}
+		if err := tgt.Check(); err != nil {
+			return nil, err
+		}
+		probe, err := newClient(co.Mirror, nil)
+		if err != nil {
+			return nil, err
+		}
+		if probe.DstHost() == "" {
+			return nil, inputErr(errors.New("no destination registry: set --dst-registry HOST[:PORT][/PREFIX]"))
+		}
+		if co.OCI != "" {
+			// A bad reference is told before anything is mirrored.
+			if _, err := (&run{Options: co, mc: probe}).ociTag(); err != nil {
+				return nil, err
+			}
+		}
+		tgts[i] = tgt
+	}
+	return tgts, nil
 }
 
 // mergeListings adds b's items to a's, each once, sorted.
