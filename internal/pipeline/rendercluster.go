@@ -22,12 +22,12 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 	state := s.state
 	next := render.Merge(state.Artifacts, current)
 	res.Changes = render.Diff(state.Artifacts, next)
-	res.Changes.Updated = updatedVersions(res.Diff, r.dirty, state.Artifacts, next)
 	o.logf("render: %s/%s", render.RenderedDir, o.Cluster)
 	changes, key, _, err := s.render(ctx, next, false)
 	if err != nil {
 		return nil, err
 	}
+	res.Changes.Updated = updatedInCatalog(res.Changes, updatedVersions(res.Diff, r.dirty, state.Artifacts, next), changes, o.Cluster, next)
 	rendered := map[string]string{o.Cluster: key}
 	commit, origin := o.sourceCommit()
 	src := gitops.Source{Repo: origin, Commit: commit, Dirty: r.dirtyPaths}
@@ -152,4 +152,68 @@ func sameArtifacts(a, b []model.ArtifactRecord) bool {
 	x, _ := (&gitops.State{Artifacts: a}).Marshal()
 	y, _ := (&gitops.State{Artifacts: b}).Marshal()
 	return string(x) == string(y)
+}
+
+// updatedInCatalog is the "updated in place" list from what changed in the
+// catalog, not from the source diff: the edited versions (candidates,
+// "artifact version") whose artifact's rendered/<cluster>/<artifact>/ files
+// changed, and every other artifact whose rendered files changed while no
+// listing change names it (a display name edited or reverted), by its name
+// alone. A source edit that changes no rendered byte is not mentioned. A
+// target whose rendered files are not one directory per artifact of next
+// (olm: one catalog) keeps the candidates when anything below
+// rendered/<cluster> changed.
+func updatedInCatalog(ch render.Changes, candidates []string, changes []catalog.Change, cluster string, next []model.ArtifactRecord) []string {
+	prefix := render.RenderedDir + "/" + cluster + "/"
+	known := map[string]bool{}
+	for _, a := range next {
+		known[a.Name] = true
+	}
+	touched := map[string]bool{}
+	perArtifact, any := false, false
+	for _, c := range changes {
+		rest, ok := strings.CutPrefix(c.Path, prefix)
+		if !ok {
+			continue
+		}
+		any = true
+		if art, _, ok := strings.Cut(rest, "/"); ok && known[art] {
+			touched[art], perArtifact = true, true
+		}
+	}
+	if !perArtifact {
+		if any {
+			return candidates
+		}
+		return nil
+	}
+	named := map[string]bool{}
+	for _, list := range [][]string{ch.Listed, ch.Upgraded, ch.Relisted, ch.Delisted} {
+		for _, item := range list {
+			named[listedArtifact(item)] = true
+		}
+	}
+	var out []string
+	for _, c := range candidates {
+		art, _, _ := strings.Cut(c, " ")
+		if touched[art] {
+			out = append(out, c)
+			named[art] = true
+		}
+	}
+	for _, art := range sortedKeys(touched) {
+		if !named[art] {
+			out = append(out, art)
+		}
+	}
+	return out
+}
+
+// listedArtifact is the artifact of a listing change's item ("artifact",
+// "artifact@version" or "artifact version").
+func listedArtifact(item string) string {
+	if i := strings.IndexAny(item, "@ "); i >= 0 {
+		return item[:i]
+	}
+	return item
 }
