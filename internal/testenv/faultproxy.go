@@ -285,13 +285,15 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	status := p.forward(w, r, f == FaultTruncate)
-	p.record(r, f, status)
+	p.forward(w, r, f)
 }
 
-// forward sends r to the registry and copies the answer; with truncate,
-// only half of a body.
-func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, truncate bool) int {
+// forward sends r to the registry and copies the answer; with
+// FaultTruncate, only half of a body. It records r, with the registry's
+// status, before it answers: a client that has its response finds its
+// request in Requests and Count.
+func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, f Fault) {
+	truncate := f == FaultTruncate
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.target.Scheme, p.target.Host
@@ -302,8 +304,9 @@ func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, truncate bo
 	}
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
+		p.record(r, f, http.StatusBadGateway)
 		registryError(w, http.StatusBadGateway, "UNAVAILABLE", "fault proxy: "+err.Error())
-		return http.StatusBadGateway
+		return
 	}
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
@@ -314,13 +317,13 @@ func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, truncate bo
 			w.Header().Add(k, v)
 		}
 	}
+	p.record(r, f, resp.StatusCode)
 	w.WriteHeader(resp.StatusCode)
 	if truncate && r.Method == http.MethodGet && resp.ContentLength > 1 {
 		io.CopyN(w, resp.Body, resp.ContentLength/2)
 		// Returning with fewer bytes than Content-Length makes the server
 		// close the connection: the client reads an unexpected EOF.
-		return resp.StatusCode
+		return
 	}
 	io.Copy(w, resp.Body)
-	return resp.StatusCode
 }

@@ -85,6 +85,36 @@ func TestFaultProxyFaults(t *testing.T) {
 			t.Errorf("Count = %d, want 1", n)
 		}
 	})
+	t.Run("recorded before the body", func(t *testing.T) {
+		// A backend that sends half of its body and holds the rest until
+		// released: the proxy has forwarded the headers and part of the
+		// body, so the request must be recorded by then (a test reading
+		// Count after the response must never see it missing).
+		release := make(chan struct{})
+		held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "2000")
+			io.WriteString(w, strings.Repeat("x", 1000))
+			w.(http.Flusher).Flush()
+			<-release
+			io.WriteString(w, strings.Repeat("x", 1000))
+		}))
+		t.Cleanup(held.Close)
+		p := StartFaultProxy(t, held.URL, http.DefaultTransport, FaultOptions{})
+		resp, err := client.Get("http://" + p.Host + "/v2/x/blobs/sha256:2")
+		if err != nil {
+			close(release)
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, c := p.Count(http.MethodGet, "/blobs/"), p.Requests()
+		close(release)
+		if n != 1 || c[0].Status != 200 {
+			t.Errorf("with the response under way: Count = %d, requests %+v; want 1, status 200", n, c)
+		}
+		if body, err := io.ReadAll(resp.Body); err != nil || len(body) != 2000 {
+			t.Errorf("read %d bytes, %v; want 2000", len(body), err)
+		}
+	})
 	t.Run("status and cap", func(t *testing.T) {
 		p := StartFaultProxy(t, srv.URL, http.DefaultTransport, FaultOptions{
 			Rates:     map[Fault]float64{FaultUnavailable: 1},
