@@ -100,8 +100,7 @@ func goroutineSites(t *testing.T, root string) map[string]string {
 }
 
 // TestRaceList: every package whose non-test code starts goroutines is in
-// the Makefile's RACE_PKGS (what make test and make test-short run with
-// -race), every entry there is a package, and none is also in SLOW_PKGS
+// the Makefile's RACE_PKGS (what make test runs with -race), every entry there is a package, and none is also in SLOW_PKGS
 // (the first of the packages tested without -race).
 func TestRaceList(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(root, "Makefile"))
