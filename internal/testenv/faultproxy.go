@@ -70,7 +70,8 @@ type FaultOptions struct {
 }
 
 // Request is one request FaultProxy saw, with the fault it injected and the
-// status it answered (0 for a reset).
+// status it answered (0 for a reset, for a request the client gave up while
+// it was held, and while the answer is not known yet).
 type Request struct {
 	Method, Path, Query string
 	Fault               Fault
@@ -94,7 +95,7 @@ type FaultProxy struct {
 	mu       sync.Mutex
 	rnd      *rand.Rand
 	perKey   map[string]int
-	requests []Request
+	requests []*Request
 	enabled  bool
 }
 
@@ -156,11 +157,18 @@ func (p *FaultProxy) SetFaults(on bool) {
 	p.mu.Unlock()
 }
 
-// Requests returns the requests seen so far, in arrival order.
+// Requests returns the requests seen so far, in arrival order. A request is
+// recorded, with its fault, as it arrives, and its status before any of the
+// answer is sent: a client that has its response, or its error, finds its
+// request here.
 func (p *FaultProxy) Requests() []Request {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]Request(nil), p.requests...)
+	out := make([]Request, len(p.requests))
+	for i, r := range p.requests {
+		out[i] = *r
+	}
+	return out
 }
 
 // ResetRequests forgets the recorded requests (not the per-key fault
@@ -220,9 +228,20 @@ func (p *FaultProxy) pick(r *http.Request) Fault {
 	return FaultNone
 }
 
-func (p *FaultProxy) record(r *http.Request, f Fault, status int) {
+// arrive records r with the fault f as it arrives, its status not known
+// yet; answered sets that status.
+func (p *FaultProxy) arrive(r *http.Request, f Fault) *Request {
+	req := &Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Fault: f}
 	p.mu.Lock()
-	p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Fault: f, Status: status})
+	p.requests = append(p.requests, req)
+	p.mu.Unlock()
+	return req
+}
+
+// answered records the status of req; call it before the answer is written.
+func (p *FaultProxy) answered(req *Request, status int) {
+	p.mu.Lock()
+	req.Status = status
 	p.mu.Unlock()
 }
 
@@ -236,7 +255,7 @@ func registryError(w http.ResponseWriter, status int, code, msg string) {
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p.o.Status != nil {
 		if st := p.o.Status(r); st != 0 {
-			p.record(r, FaultNone, st)
+			p.answered(p.arrive(r, FaultNone), st)
 			code := map[int]string{401: "UNAUTHORIZED", 403: "DENIED", 404: "NAME_UNKNOWN"}[st]
 			if code == "" {
 				code = "UNKNOWN"
@@ -246,9 +265,9 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f := p.pick(r)
+	req := p.arrive(r, f)
 	switch f {
 	case FaultReset:
-		p.record(r, f, 0)
 		hj, ok := w.(http.Hijacker)
 		if !ok {
 			panic(http.ErrAbortHandler)
@@ -263,12 +282,12 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		conn.Close()
 		return
 	case FaultTooMany:
-		p.record(r, f, http.StatusTooManyRequests)
+		p.answered(req, http.StatusTooManyRequests)
 		w.Header().Set("Retry-After", strconv.Itoa(p.o.RetryAfter))
 		registryError(w, http.StatusTooManyRequests, "TOOMANYREQUESTS", "rate limit exceeded (fault proxy)")
 		return
 	case FaultUnavailable:
-		p.record(r, f, http.StatusServiceUnavailable)
+		p.answered(req, http.StatusServiceUnavailable)
 		registryError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "service unavailable (fault proxy)")
 		return
 	case FaultSlow, FaultStall:
@@ -281,17 +300,17 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-t.C:
 		case <-r.Context().Done():
 			t.Stop()
-			p.record(r, f, 0)
 			return
 		}
 	}
-	status := p.forward(w, r, f == FaultTruncate)
-	p.record(r, f, status)
+	p.forward(w, r, req)
 }
 
-// forward sends r to the registry and copies the answer; with truncate,
-// only half of a body.
-func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, truncate bool) int {
+// forward sends r to the registry and copies the answer; with
+// FaultTruncate, only half of a body. It records the registry's status in
+// req before it answers.
+func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, req *Request) {
+	truncate := req.Fault == FaultTruncate
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host = p.target.Scheme, p.target.Host
@@ -302,8 +321,9 @@ func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, truncate bo
 	}
 	resp, err := p.rt.RoundTrip(out)
 	if err != nil {
+		p.answered(req, http.StatusBadGateway)
 		registryError(w, http.StatusBadGateway, "UNAVAILABLE", "fault proxy: "+err.Error())
-		return http.StatusBadGateway
+		return
 	}
 	defer resp.Body.Close()
 	for k, vs := range resp.Header {
@@ -314,13 +334,13 @@ func (p *FaultProxy) forward(w http.ResponseWriter, r *http.Request, truncate bo
 			w.Header().Add(k, v)
 		}
 	}
+	p.answered(req, resp.StatusCode)
 	w.WriteHeader(resp.StatusCode)
 	if truncate && r.Method == http.MethodGet && resp.ContentLength > 1 {
 		io.CopyN(w, resp.Body, resp.ContentLength/2)
 		// Returning with fewer bytes than Content-Length makes the server
 		// close the connection: the client reads an unexpected EOF.
-		return resp.StatusCode
+		return
 	}
 	io.Copy(w, resp.Body)
-	return resp.StatusCode
 }

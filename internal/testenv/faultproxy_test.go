@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // backend answers every path with a 1000-byte body and an upload Location
@@ -83,6 +84,51 @@ func TestFaultProxyFaults(t *testing.T) {
 		}
 		if n := p.Count(http.MethodGet, "/blobs/"); n != 1 {
 			t.Errorf("Count = %d, want 1", n)
+		}
+	})
+	t.Run("recorded before the body", func(t *testing.T) {
+		// A backend that sends half of its body and holds the rest until
+		// released: the proxy has forwarded the headers and part of the
+		// body, so the request must be recorded by then (a test reading
+		// Count after the response must never see it missing).
+		release := make(chan struct{})
+		held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "2000")
+			io.WriteString(w, strings.Repeat("x", 1000))
+			w.(http.Flusher).Flush()
+			<-release
+			io.WriteString(w, strings.Repeat("x", 1000))
+		}))
+		t.Cleanup(held.Close)
+		p := StartFaultProxy(t, held.URL, http.DefaultTransport, FaultOptions{})
+		resp, err := client.Get("http://" + p.Host + "/v2/x/blobs/sha256:2")
+		if err != nil {
+			close(release)
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, c := p.Count(http.MethodGet, "/blobs/"), p.Requests()
+		close(release)
+		if n != 1 || c[0].Status != 200 {
+			t.Errorf("with the response under way: Count = %d, requests %+v; want 1, status 200", n, c)
+		}
+		if body, err := io.ReadAll(resp.Body); err != nil || len(body) != 2000 {
+			t.Errorf("read %d bytes, %v; want 2000", len(body), err)
+		}
+	})
+	t.Run("stall counted when the client gives up", func(t *testing.T) {
+		// The client's timeout ends the request while the proxy holds it:
+		// the stall is counted by the time the client has its error, not
+		// when the proxy notices the closed connection.
+		p := StartFaultProxy(t, srv.URL, http.DefaultTransport, FaultOptions{Rates: map[Fault]float64{FaultStall: 1}, StallDelay: time.Hour})
+		impatient := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 100 * time.Millisecond}
+		resp, err := impatient.Get("http://" + p.Host + "/v2/x/blobs/sha256:3")
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("a stalled request answered %s", resp.Status)
+		}
+		if f, c := p.Faults(), p.Requests(); f[FaultStall] != 1 || len(c) != 1 || c[0].Status != 0 {
+			t.Errorf("after the client gave up: faults %v, requests %+v; want one stall, status 0", f, c)
 		}
 	})
 	t.Run("status and cap", func(t *testing.T) {
