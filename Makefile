@@ -28,9 +28,10 @@ MODULE := github.com/operator-publish/publish
 RACE_PKGS := internal/pipeline internal/archive internal/lint internal/mirror \
 	internal/testenv internal/verify internal/status internal/registry \
 	internal/catalog internal/manifest internal/logging internal/forge \
-	internal/forge/forgetest internal/olm/olmtest bench/mirror hack/demo
+	internal/forge/forgetest internal/olm/olmtest bench/mirror hack/demo \
+	cmd/publish
 # The slowest of the other packages, started first.
-SLOW_PKGS := internal/olm test/e2e cmd/publish internal/gitops internal/ci
+SLOW_PKGS := internal/olm test/e2e internal/gitops internal/ci
 # Every other package, computed when a target needs it.
 PLAIN_PKGS = $(addprefix $(MODULE)/,$(SLOW_PKGS)) \
 	$(filter-out $(addprefix $(MODULE)/,$(RACE_PKGS) $(SLOW_PKGS)),$(shell $(GO) list ./...))
