@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/operator-publish/publish/internal/manifest"
 	yaml "go.yaml.in/yaml/v4"
 )
 
@@ -38,7 +39,7 @@ func unknownField(err error, data []byte) error {
 	}
 	best, dist := "", 3
 	for _, f := range fieldsAt(reflect.TypeFor[Config](), path[:len(path)-1]) {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(f)); d < dist {
+		if d := manifest.EditDistance(strings.ToLower(name), strings.ToLower(f)); d < dist {
 			best, dist = f, d
 		}
 	}
@@ -168,25 +169,4 @@ func envName(field string) string {
 		b.WriteRune(unicode.ToUpper(r))
 	}
 	return b.String()
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -232,34 +232,11 @@ func suggest(s string, fields map[string]fieldKind) string {
 		if strings.EqualFold(k, s) {
 			return k
 		}
-		if d := editDistance(strings.ToLower(s), strings.ToLower(k)); d < bestD {
+		if d := manifest.EditDistance(strings.ToLower(s), strings.ToLower(k)); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // str returns the text of the value at dotted path p ("" when absent, null

@@ -10,7 +10,7 @@ import "strings"
 // why), never skipped: a skipped version is delisted without a word.
 // Files of other kinds (a ConfigMap) are not ours.
 func oursKind(kind, apiVersion string) bool {
-	if strings.EqualFold(kind, Kind) || editDistance(strings.ToLower(kind), strings.ToLower(Kind)) <= 3 {
+	if strings.EqualFold(kind, Kind) || EditDistance(strings.ToLower(kind), strings.ToLower(Kind)) <= 3 {
 		return true
 	}
 	group, _, _ := strings.Cut(APIVersion, "/")
@@ -18,8 +18,13 @@ func oursKind(kind, apiVersion string) bool {
 	return ok && strings.EqualFold(g, group)
 }
 
-// editDistance is the Levenshtein distance of a and b (bytes).
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance of a and b, in bytes, for
+// "did you mean" suggestions; strings over 64 bytes are 64 apart (nothing
+// that long is a misspelling worth suggesting).
+func EditDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
