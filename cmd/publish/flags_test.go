@@ -99,7 +99,7 @@ func TestCommandFlags(t *testing.T) {
 		"check":  join([]string{"config", "cluster"}, logGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch"}),
 		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
-			[]string{"base", "no-fetch", "image"}),
+			[]string{"base", "no-fetch", "image", "report"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -19,6 +23,7 @@ func newMirrorCmd(inv *invocation) *cobra.Command {
 		base    string
 		noFetch bool
 		images  []string
+		rep     string
 		o       mirror.Options
 	)
 	cmd := &cobra.Command{
@@ -32,12 +37,18 @@ no commit. --image adds images by reference (with or without packages).
 
 Digests are preserved; images already at the destination cost one request;
 transient registry errors are retried; the report names each image that
-failed and why. Exit 0 when every image is at the destination, 1 for invalid
+failed and why; --report FILE also writes that report as JSON (docs/report.md),
+whatever the outcome. Exit 0 when every image is at the destination, 1 for invalid
 package manifests or a bundle that is missing or invalid (as run), 2 when an
 image could not be mirrored.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := dst.require(); err != nil {
 				return err
+			}
+			if rep != "" {
+				if st, err := os.Stat(filepath.Dir(rep)); err != nil || !st.IsDir() {
+					return usagef("--report %s: its directory %s does not exist: create it or name a file in an existing one", rep, filepath.Dir(rep))
+				}
 			}
 			reg := registryFlags{src: &src, dst: &dst, tls: &tls, retry: &retry, copy: &cp}
 			if err := reg.apply(&o); err != nil {
@@ -56,6 +67,17 @@ image could not be mirrored.`,
 			if res != nil {
 				printMirrorReport(cmd, inv, res.Report, err)
 			}
+			if rep != "" {
+				r := report.New("mirror")
+				var mr *mirror.Report
+				if res != nil {
+					mr = res.Report
+				}
+				r.AddMirror(mr, pipeline.ImageErrors(err))
+				if werr := r.WriteFile(rep); werr != nil {
+					return errors.Join(err, fmt.Errorf("--report: %w", werr))
+				}
+			}
 			return err
 		},
 	}
@@ -68,6 +90,7 @@ image could not be mirrored.`,
 	cp.register(fs)
 	fs.StringVar(&base, "base", "", "mirror the versions changed since this source revision (default: the PATHs given, else every version)")
 	fs.BoolVar(&noFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
+	fs.StringVar(&rep, "report", "", "also write what was copied, already present and failed, and why, as JSON to this file (docs/report.md)")
 	fs.StringArrayVar(&images, "image", nil, "also mirror this image reference (repeatable); with --image only, no package repo is read")
 	withEnvHelp(fs)
 	return cmd

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -17,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -65,7 +67,8 @@ func TestMirrorCommandImages(t *testing.T) {
 		t.Errorf("rerun: %v\n%s", err, out)
 	}
 	missing := src + "/team/missing:v1"
-	out, err = runPublish(t, append(args, "--image", missing, "--retries", "1")...)
+	reportFile := filepath.Join(t.TempDir(), "report.json")
+	out, err = runPublish(t, append(args, "--image", missing, "--retries", "1", "--report", reportFile)...)
 	var ue *usageError
 	var ie *pipeline.InputError
 	if err == nil || errors.As(err, &ue) || errors.As(err, &ie) {
@@ -73,6 +76,31 @@ func TestMirrorCommandImages(t *testing.T) {
 	}
 	if !strings.Contains(out, "failed   "+missing) || !strings.Contains(err.Error(), missing) {
 		t.Errorf("the report does not name %s:\n%s", missing, out)
+	}
+	// The report names the two images as present and the missing one as
+	// failed, with the error, in the documented format.
+	data, rerr := os.ReadFile(reportFile)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var rep report.Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if rep.APIVersion != report.APIVersion || rep.Kind != report.Kind || rep.Command != "mirror" ||
+		rep.Summary != (report.Summary{Images: 3, Present: 2, Failed: 1}) || len(rep.Images) != 3 {
+		t.Fatalf("report:\n%s", data)
+	}
+	if f := rep.Images[2]; f.Source != missing || f.State != report.Failed || !strings.Contains(f.Error, "not found") {
+		t.Errorf("failed image in the report: %+v", f)
+	}
+	for _, i := range rep.Images[:2] {
+		if i.State != report.Present || !strings.HasPrefix(i.Digest, "sha256:") || !strings.HasPrefix(i.Destination, dst+"/mirror/") {
+			t.Errorf("image in the report: %+v", i)
+		}
+	}
+	if _, err := runPublish(t, append(args, "--report", filepath.Join(t.TempDir(), "no", "r.json"))...); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--report") {
+		t.Errorf("--report in a missing directory: %v, want a usage error naming --report", err)
 	}
 	if _, err := runPublish(t, "mirror", "--image", src+"/team/a:v1"); !errors.As(err, &ue) {
 		t.Errorf("no --dst-registry: %v, want a usage error", err)
