@@ -8,24 +8,18 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
 )
 
-// changedArtifacts lists the artifacts a change set touches, sorted, once.
+// changedArtifacts lists the artifacts a change set touches, sorted, once:
+// the artifacts output (model.ChangedArtifacts).
 func changedArtifacts(ch render.Changes) []string {
-	set := map[string]bool{}
-	for _, list := range [][]string{ch.Listed, ch.Upgraded, ch.Relisted, ch.Delisted, ch.Updated} {
-		for _, it := range list {
-			name, _, _ := strings.Cut(it, " ")
-			set[name] = true
-		}
+	out := model.ChangedArtifacts(ch.List())
+	if out == nil {
+		out = []string{}
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -55,13 +49,8 @@ func runSummary(ch render.Changes, commit string) string {
 		b.WriteString("Nothing changed: no catalog commit.\n")
 		return b.String()
 	}
-	for _, s := range []struct {
-		title string
-		items []string
-	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}, {"Updated", ch.Updated}} {
-		for _, it := range s.items {
-			fmt.Fprintf(&b, "- **%s** `%s`\n", s.title, it)
-		}
+	for _, l := range pipeline.SummaryLines(ch.List()) {
+		b.WriteString(l + "\n")
 	}
 	if commit != "" {
 		fmt.Fprintf(&b, "\nCatalog commit `%s`.\n", commit)

@@ -185,14 +185,8 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 		printClusters(cmd, res)
 		return
 	}
-	ch := res.Changes
-	for _, s := range []struct {
-		title string
-		items []string
-	}{{"listed", ch.Listed}, {"upgraded", ch.Upgraded}, {"relisted", ch.Relisted}, {"delisted", ch.Delisted}, {"updated", ch.Updated}} {
-		for _, it := range s.items {
-			fmt.Fprintf(w, "%-9s %s\n", s.title, it)
-		}
+	for _, l := range pipeline.ResultLines(res.Changes.List(), "") {
+		fmt.Fprintln(w, l)
 	}
 	if o := res.OCI; o != nil {
 		state := "present"
@@ -219,14 +213,8 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 func printClusters(cmd *cobra.Command, res *pipeline.Result) {
 	w := cmd.OutOrStdout()
 	for _, c := range res.Clusters {
-		ch := c.Changes
-		for _, s := range []struct {
-			title string
-			items []string
-		}{{"listed", ch.Listed}, {"upgraded", ch.Upgraded}, {"relisted", ch.Relisted}, {"delisted", ch.Delisted}, {"updated", ch.Updated}} {
-			for _, it := range s.items {
-				fmt.Fprintf(w, "%-9s %s (cluster %s)\n", s.title, it, c.Name)
-			}
+		for _, l := range pipeline.ResultLines(c.Changes.List(), " (cluster "+c.Name+")") {
+			fmt.Fprintln(w, l)
 		}
 		if o := c.OCI; o != nil {
 			state := "present"

@@ -61,7 +61,7 @@ const (
 // Output names publish sets (action.yml outputs, Tekton results).
 const (
 	OutputChanged   = "changed"   // "true" when the catalog got a commit (run) or would (plan)
-	OutputArtifacts = "artifacts" // artifacts listed, upgraded, relisted or delisted, one per line
+	OutputArtifacts = "artifacts" // artifacts listed, upgraded, relisted, delisted or updated in the catalog, one per line
 	OutputCommit    = "commit"    // the catalog commit, empty when none
 	OutputPlanJSON  = "plan-json" // path of the JSON plan (plan)
 	// OutputClusters is a JSON array, one object per cluster the run

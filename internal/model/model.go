@@ -6,6 +6,9 @@
 //     changed, its images), and Artifact, the versions of one artifact;
 //   - ArtifactRecord, VersionRecord and Image: what publish/state.yaml
 //     records of what was published (the catalog state is made of them);
+//   - Change: one change a publish makes to the rendered catalog (listed,
+//     upgraded, relisted, delisted, updated in place), from which every
+//     report of a run is written;
 //   - InputError: a failure the user fixes in the package repo, the
 //     catalog's overlays or the flags (exit code 1).
 //

@@ -322,8 +322,7 @@ func parseMarker(body string) marker {
 // prTitle is the title of a cluster's pull request: the commit subject
 // of its changes, naming the cluster.
 func prTitle(ch render.Changes, cluster string) string {
-	subject, _, _ := strings.Cut(CommitMessage(ch, "", ""), "\n")
-	return subject + " on cluster " + cluster
+	return ChangeSubject(ch.List()) + " on cluster " + cluster
 }
 
 // clusterPlan is the plan of what the run proposes for the cluster: the
@@ -337,6 +336,7 @@ func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *Plan 
 	}
 	next := render.Merge(cr.s.state.Artifacts, cr.current)
 	p.Artifacts = planArtifacts(cr.s.state.Artifacts, next, cr.vs)
+	p.changes = append([]model.Change{}, render.Diff(cr.s.state.Artifacts, next).List()...)
 	dst := map[string]string{}
 	if cr.res.Mirror != nil {
 		for _, r := range cr.res.Mirror.Images {

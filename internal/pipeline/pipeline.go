@@ -482,36 +482,13 @@ func short(h string) string {
 }
 
 // CommitMessage is the catalog commit message: a subject counting the
-// changes, one section per kind of change, and Source-Commit /
-// Source-Repo trailers.
+// changes (ChangeSubject), one section per kind of change (ChangeSections),
+// and Source-Commit / Source-Repo trailers.
 func CommitMessage(ch render.Changes, sourceCommit, sourceRepo string) string {
-	var parts []string
-	for _, p := range []struct {
-		n    int
-		verb string
-	}{{len(ch.Listed), "list"}, {len(ch.Upgraded), "upgrade"}, {len(ch.Relisted), "relist"}, {len(ch.Delisted), "delist"}, {len(ch.Updated), "update"}} {
-		if p.n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", p.verb, p.n))
-		}
-	}
-	subject := "publish: update catalog (no listing changes)"
-	if len(parts) > 0 {
-		subject = "publish: " + strings.Join(parts, ", ")
-	}
+	cs := ch.List()
 	var b strings.Builder
-	b.WriteString(subject + "\n")
-	for _, s := range []struct {
-		title string
-		items []string
-	}{{"Listed", ch.Listed}, {"Upgraded", ch.Upgraded}, {"Relisted", ch.Relisted}, {"Delisted", ch.Delisted}, {"Updated in place", ch.Updated}} {
-		if len(s.items) == 0 {
-			continue
-		}
-		b.WriteString("\n" + s.title + ":\n")
-		for _, it := range s.items {
-			b.WriteString("- " + it + "\n")
-		}
-	}
+	b.WriteString(ChangeSubject(cs) + "\n")
+	b.WriteString(ChangeSections(cs))
 	if sourceCommit != "" || sourceRepo != "" {
 		b.WriteString("\n")
 		if sourceCommit != "" {

@@ -33,6 +33,9 @@ type Plan struct {
 	Findings      []lint.Finding      `json:"findings"`
 	Files         []gitops.FileChange `json:"files"`
 	Diff          string              `json:"diff"`
+	// changes are the listing changes a run would make, counted in the
+	// Summary the way the run counts them (nil: counted from Artifacts).
+	changes []model.Change
 }
 
 // PlanSource says what was compared.
@@ -44,7 +47,10 @@ type PlanSource struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// PlanSummary counts the plan.
+// PlanSummary counts the plan. Listed, Upgraded, Delisted and Relisted
+// count the listing changes as the run's commit subject does: one per
+// listed or relisted artifact, one per new version of a listed artifact,
+// one per delisted artifact, and one per delisted or relisted version.
 type PlanSummary struct {
 	Listed        int `json:"listed"`
 	Upgraded      int `json:"upgraded"`
@@ -200,6 +206,7 @@ func planContent(ctx context.Context, r *run, p *Plan, pr *prepared, state *gito
 	carryOver(current, state.Artifacts, !mapped)
 	next := render.Merge(state.Artifacts, current)
 	p.Artifacts = planArtifacts(state.Artifacts, next, vs)
+	p.changes = append([]model.Change{}, render.Diff(state.Artifacts, next).List()...)
 	if mapped {
 		planImages(ctx, r.mc, p.Artifacts, vs, verified)
 	}
@@ -345,7 +352,15 @@ func headAtDestination(ctx context.Context, mc *mirror.Client, ref string) (stri
 
 func (p *Plan) summarise() {
 	s := PlanSummary{}
+	if p.changes != nil {
+		n := model.CountChanges(p.changes)
+		s.Listed, s.Upgraded, s.Delisted, s.Relisted = n[model.ChangeListed], n[model.ChangeUpgraded], n[model.ChangeDelisted], n[model.ChangeRelisted]
+	}
 	for _, a := range p.Artifacts {
+		if p.changes != nil {
+			countImages(&s, a)
+			continue
+		}
 		switch a.Action {
 		case "listed":
 			s.Listed++
@@ -356,14 +371,7 @@ func (p *Plan) summarise() {
 		case "relisted":
 			s.Relisted++
 		}
-		for _, v := range a.Versions {
-			for _, img := range v.Images {
-				s.ImagesToCopy++
-				if img.AtDestination == "missing" {
-					s.ImagesMissing++
-				}
-			}
-		}
+		countImages(&s, a)
 	}
 	for _, f := range p.Findings {
 		switch f.Severity {
@@ -375,6 +383,19 @@ func (p *Plan) summarise() {
 	}
 	s.FilesChanged = len(p.Files)
 	p.Summary = s
+}
+
+// countImages adds a's images to mirror, and those missing at the
+// destination, to s.
+func countImages(s *PlanSummary, a PlanArtifact) {
+	for _, v := range a.Versions {
+		for _, img := range v.Images {
+			s.ImagesToCopy++
+			if img.AtDestination == "missing" {
+				s.ImagesMissing++
+			}
+		}
+	}
 }
 
 // maxDiffLines is where the Markdown plan stops showing the diff inline.

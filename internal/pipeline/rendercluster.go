@@ -27,7 +27,7 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 	if err != nil {
 		return nil, err
 	}
-	res.Changes.Updated = updatedInCatalog(res.Changes, updatedVersions(res.Diff, r.dirty, state.Artifacts, next), changes, o.Cluster, next)
+	res.Changes.Updated = updatedInCatalog(res.Changes, updatedVersions(res.Diff, r.dirty, state.Artifacts, next), changes, o.Cluster, state.Artifacts, next)
 	rendered := map[string]string{o.Cluster: key}
 	commit, origin := o.sourceCommit()
 	src := gitops.Source{Repo: origin, Commit: commit, Dirty: r.dirtyPaths}
@@ -156,14 +156,17 @@ func sameArtifacts(a, b []model.ArtifactRecord) bool {
 
 // updatedInCatalog is the "updated in place" list from what changed in the
 // catalog, not from the source diff: the edited versions (candidates,
-// "artifact version") whose artifact's rendered/<cluster>/<artifact>/ files
-// changed, and every other artifact whose rendered files changed while no
-// listing change names it (a display name edited or reverted), by its name
-// alone. A source edit that changes no rendered byte is not mentioned. A
-// target whose rendered files are not one directory per artifact of next
-// (olm: one catalog) keeps the candidates when anything below
-// rendered/<cluster> changed.
-func updatedInCatalog(ch render.Changes, candidates []string, changes []catalog.Change, cluster string, next []model.ArtifactRecord) []string {
+// "artifact version") whose artifact changed in the catalog, and every
+// other changed artifact that no listing change names, by its name alone.
+// An artifact changed in the catalog when its rendered/<cluster>/<artifact>/
+// files changed, or, for a target whose rendered files are not one
+// directory per artifact (olm: one catalog), when a version's record
+// differs between prev and next (bundle digest, images: model.UpdatedInPlace).
+// With one directory per artifact, an artifact whose own record (display name, description, registry,
+// repository) changed is named even beside a new, relisted or delisted
+// version of it: the version's line does not say the artifact changed. A
+// source edit that changes no rendered byte is not mentioned.
+func updatedInCatalog(ch render.Changes, candidates []string, changes []catalog.Change, cluster string, prev, next []model.ArtifactRecord) []string {
 	prefix := render.RenderedDir + "/" + cluster + "/"
 	known := map[string]bool{}
 	for _, a := range next {
@@ -181,16 +184,26 @@ func updatedInCatalog(ch render.Changes, candidates []string, changes []catalog.
 			touched[art], perArtifact = true, true
 		}
 	}
-	if !perArtifact {
-		if any {
-			return candidates
-		}
+	if !any {
 		return nil
+	}
+	own := map[string]bool{} // artifacts whose own record changed
+	for _, c := range model.UpdatedInPlace(prev, next) {
+		switch {
+		case perArtifact && len(c.Versions) == 0:
+			own[c.Artifact] = true
+		case !perArtifact && len(c.Versions) > 0:
+			touched[c.Artifact] = true
+		}
 	}
 	named := map[string]bool{}
 	for _, list := range [][]string{ch.Listed, ch.Upgraded, ch.Relisted, ch.Delisted} {
 		for _, item := range list {
-			named[listedArtifact(item)] = true
+			art := listedArtifact(item)
+			// A whole artifact listed, relisted or delisted says it all.
+			if whole := !strings.Contains(item, " ") || strings.HasSuffix(item, " (artifact)") || !wasPresent(prev, art); whole || !own[art] {
+				named[art] = true
+			}
 		}
 	}
 	var out []string
@@ -207,6 +220,16 @@ func updatedInCatalog(ch render.Changes, candidates []string, changes []catalog.
 		}
 	}
 	return out
+}
+
+// wasPresent reports whether the artifact art is present in arts.
+func wasPresent(arts []model.ArtifactRecord, art string) bool {
+	for _, a := range arts {
+		if a.Name == art {
+			return a.Present
+		}
+	}
+	return false
 }
 
 // listedArtifact is the artifact of a listing change's item ("artifact",

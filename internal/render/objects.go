@@ -250,3 +250,31 @@ func Objects(cfg Config, arts []model.ArtifactRecord) []Object {
 func fileName(kind, name string) string {
 	return fmt.Sprintf("%s_%s.yaml", strings.ToLower(kind), name)
 }
+
+// List returns the changes typed, in report order (model.ChangeKinds),
+// each kind's in the order recorded.
+func (c Changes) List() []model.Change {
+	var out []model.Change
+	for _, k := range model.ChangeKinds {
+		for _, it := range c.items(k) {
+			out = append(out, model.ParseChange(k, it))
+		}
+	}
+	return out
+}
+
+func (c Changes) items(k model.ChangeKind) []string {
+	switch k {
+	case model.ChangeListed:
+		return c.Listed
+	case model.ChangeUpgraded:
+		return c.Upgraded
+	case model.ChangeRelisted:
+		return c.Relisted
+	case model.ChangeDelisted:
+		return c.Delisted
+	case model.ChangeUpdated:
+		return c.Updated
+	}
+	return nil
+}
