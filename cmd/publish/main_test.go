@@ -41,6 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--dst-registry", "r.example.com"},
 		{"run", "--catalog", "x"},
 		{"run", "--no-such-flag"},
+		{"run", "--dst-registry", "r.example.com", "--catalog", "x", "--report", "/no/such/dir/report.json"},
 		{"render"},
 	} {
 		root := newRootCmd()

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
-	"github.com/operator-publish/publish/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -45,10 +41,8 @@ image could not be mirrored.`,
 			if err := dst.require(); err != nil {
 				return err
 			}
-			if rep != "" {
-				if st, err := os.Stat(filepath.Dir(rep)); err != nil || !st.IsDir() {
-					return usagef("--report %s: its directory %s does not exist: create it or name a file in an existing one", rep, filepath.Dir(rep))
-				}
+			if err := checkReportFlag(rep); err != nil {
+				return err
 			}
 			reg := registryFlags{src: &src, dst: &dst, tls: &tls, retry: &retry, copy: &cp}
 			if err := reg.apply(&o); err != nil {
@@ -67,18 +61,11 @@ image could not be mirrored.`,
 			if res != nil {
 				printMirrorReport(cmd, inv, res.Report, err)
 			}
-			if rep != "" {
-				r := report.New("mirror")
-				var mr *mirror.Report
-				if res != nil {
-					mr = res.Report
-				}
-				r.AddMirror(mr, pipeline.ImageErrors(err))
-				if werr := r.WriteFile(rep); werr != nil {
-					return errors.Join(err, fmt.Errorf("--report: %w", werr))
-				}
+			var mr *mirror.Report
+			if res != nil {
+				mr = res.Report
 			}
-			return err
+			return writeReport(rep, "mirror", mr, err)
 		},
 	}
 	fs := cmd.Flags()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -139,8 +140,9 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 
 func newRunCmd(inv *invocation) *cobra.Command {
 	var (
-		p publishFlags
-		o pipeline.Options
+		p          publishFlags
+		o          pipeline.Options
+		reportFile string
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -156,11 +158,18 @@ are delisted (present: false), never deleted.`,
 			if err := p.dst.require(); err != nil {
 				return err
 			}
+			if err := checkReportFlag(reportFile); err != nil {
+				return err
+			}
 			if err := p.options(inv, &o, o.AllowEmpty); err != nil {
 				return err
 			}
 			res, err := pipeline.Run(cmd.Context(), o)
-			if err != nil {
+			var mr *mirror.Report
+			if res != nil {
+				mr = res.Mirror
+			}
+			if err = writeReport(reportFile, "run", mr, err); err != nil {
 				// stdout says what happened only when it happened.
 				return err
 			}
@@ -174,6 +183,7 @@ are delisted (present: false), never deleted.`,
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	fs.BoolVar(&o.AllowDirty, "allow-dirty", false, "publish manifests that differ from the package repo's HEAD (uncommitted or staged) as they are on disk; the state records them, and the next run reads them again")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from the catalog state, publish/state/)")
+	fs.StringVar(&reportFile, "report", "", "also write what was copied, already present, failed and not tried, and why, as JSON to this file, whatever the outcome (docs/report.md)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	withEnvHelp(fs)
 	return cmd

@@ -91,6 +91,7 @@ var inputs = []Input{
 	{Name: "verbose", Flag: "verbose"},
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
+	{Name: "report", Flag: "report"},
 }
 
 // Inputs returns the inputs of the GitHub Action (action.yml).

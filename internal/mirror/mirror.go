@@ -28,6 +28,10 @@ type Result struct {
 // Report lists the results of a mirror run, in the order of the input.
 type Report struct {
 	Images []Result
+	// Pending are the targets never tried: the bundles of MirrorTargets
+	// when a related image failed (a bundle goes only after every image it
+	// deploys). The next run copies them.
+	Pending []Target
 }
 
 // Copied and Skipped count the images that were copied and skipped.
@@ -97,6 +101,7 @@ func (c *Client) MirrorTargets(ctx context.Context, related, bundles []Target) (
 	rr, err := e.copyAll(ctx, related)
 	rep.Images = append(rep.Images, rr...)
 	if err != nil {
+		rep.Pending = uniqueTargets(bundles)
 		return rep, err
 	}
 	br, err := e.copyAll(ctx, bundles)

@@ -503,12 +503,16 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 	}
 	// Every cluster is read, linted and verified before any image is
 	// mirrored.
-	for _, cr := range crs {
+	for i, cr := range crs {
 		if err := mirrorCluster(ctx, cr, sh); err != nil {
 			if len(cls) == 1 {
 				return cr.res, err
 			}
-			return cr.res, fmt.Errorf("cluster %s: %w", cr.r.Cluster, err)
+			// The result holds what every cluster mirrored so far, for
+			// the image report (--report).
+			part := *cr.res
+			part.Mirror = mergeMirror(crs[:i+1])
+			return &part, fmt.Errorf("cluster %s: %w", cr.r.Cluster, err)
 		}
 	}
 	if len(crs) == 1 {
@@ -516,15 +520,12 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 		*res = *crs[0].res
 	} else {
 		res.SourceCommit = crs[0].res.SourceCommit
-		res.Mirror = &mirror.Report{}
+		res.Mirror = mergeMirror(crs)
 		for _, cr := range crs {
 			r := cr.res
 			res.Manifests = max(res.Manifests, r.Manifests)
 			res.BundlesRead += r.BundlesRead
 			res.Findings = append(res.Findings, r.Findings...)
-			if r.Mirror != nil {
-				res.Mirror.Images = append(res.Mirror.Images, r.Mirror.Images...)
-			}
 		}
 	}
 	err = publishClusters(ctx, o, f, crs, res)
@@ -642,4 +643,17 @@ func warnRemoved(o Options, tip *catalog.Tip) error {
 		o.warnf("cluster %s is not in publish.yaml any more: %s/%s is kept as it is (removing it would make Argo CD or Flux prune its objects); remove it by hand once no cluster syncs it", c, render.RenderedDir, c)
 	}
 	return nil
+}
+
+// mergeMirror joins the mirror reports of clusters crs, in their order:
+// their images and the targets they left untried.
+func mergeMirror(crs []*clusterRun) *mirror.Report {
+	out := &mirror.Report{}
+	for _, cr := range crs {
+		if m := cr.res.Mirror; m != nil {
+			out.Images = append(out.Images, m.Images...)
+			out.Pending = append(out.Pending, m.Pending...)
+		}
+	}
+	return out
 }

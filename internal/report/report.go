@@ -28,6 +28,9 @@ const (
 	Copied  State = "copied"  // copied to the destination in this run
 	Present State = "present" // the destination already had it (one HEAD)
 	Failed  State = "failed"  // not at the destination: Error says why
+	// Pending: never tried, because what must go before it failed (a
+	// bundle after the images it deploys); the next run copies it.
+	Pending State = "pending"
 )
 
 // Image is one image of a report. Source and Destination are references
@@ -51,6 +54,7 @@ type Summary struct {
 	Copied  int `json:"copied"`
 	Present int `json:"present"`
 	Failed  int `json:"failed"`
+	Pending int `json:"pending,omitempty"`
 }
 
 // Report is the machine-readable report of one command: which command
@@ -70,8 +74,9 @@ func New(command string) *Report {
 
 // AddMirror adds the images of a mirror run: each result of rep (copied
 // or present, in its order), then each failed image (sorted by reference),
-// with its error with any credential in a URL removed (redact.Text). rep
-// may be nil.
+// with its error with any credential in a URL removed (redact.Text), then
+// each target of rep.Pending (never tried: a bundle whose related images
+// failed). rep may be nil.
 func (r *Report) AddMirror(rep *mirror.Report, failed []*mirror.ImageError) {
 	if rep != nil {
 		for _, i := range rep.Images {
@@ -91,6 +96,11 @@ func (r *Report) AddMirror(rep *mirror.Report, failed []*mirror.ImageError) {
 		}
 		r.Images = append(r.Images, Image{Source: ie.Ref, State: Failed, Error: msg, Input: ie.Input})
 	}
+	if rep != nil {
+		for _, t := range rep.Pending {
+			r.Images = append(r.Images, Image{Source: t.Ref, State: Pending, Error: "not tried: a bundle is copied only after the images it deploys, and one of them failed"})
+		}
+	}
 	r.count()
 }
 
@@ -104,6 +114,8 @@ func (r *Report) count() {
 			s.Present++
 		case Failed:
 			s.Failed++
+		case Pending:
+			s.Pending++
 		}
 	}
 	r.Summary = s

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/report"
+)
+
+// checkReportFlag refuses, before any work, a --report FILE whose
+// directory does not exist: the report is written at the end, whatever
+// the outcome, and must not be lost then. Errors are usage errors naming
+// --report.
+func checkReportFlag(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return usagef("--report %s: its directory %s does not exist: create it or name a file in an existing one", path, filepath.Dir(path))
+	}
+	return nil
+}
+
+// writeReport writes the image report (docs/report.md) of command to
+// path ("": none) from what the mirror stage did (rep, nil when it did not
+// start) and the command's error err, whose failed images it lists. It
+// returns err joined with a failure to write, which names --report.
+func writeReport(path, command string, rep *mirror.Report, err error) error {
+	if path == "" {
+		return err
+	}
+	r := report.New(command)
+	r.AddMirror(rep, pipeline.ImageErrors(err))
+	if werr := r.WriteFile(path); werr != nil {
+		return errors.Join(err, fmt.Errorf("--report: %w", werr))
+	}
+	return err
+}
