@@ -10,6 +10,7 @@ import (
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/logging"
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
 )
@@ -29,6 +30,10 @@ func newCheckCmd(inv *invocation) *cobra.Command {
 		o          check.Options
 		noFetch    bool
 		catalogDir string
+		images     bool
+		dst        dstRegistryFlags
+		tls        tlsFlags
+		retry      retryFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "check",
@@ -75,6 +80,13 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 				}
 			}
 			o.Log = inv.logWriter()
+			var mc *mirror.Client
+			if images {
+				var err error
+				if mc, err = checkClient(registryFlags{dst: &dst, tls: &tls, retry: &retry}); err != nil {
+					return err
+				}
+			}
 			rep, err := check.Run(cmd.Context(), o)
 			var fe *check.FlagError
 			if errors.As(err, &fe) {
@@ -82,6 +94,15 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 			}
 			if err != nil {
 				return err
+			}
+			var images *check.RegistryReport
+			if mc != nil {
+				if images, err = check.Registry(cmd.Context(), check.RegistryOptions{
+					CatalogDir: catalogDir, Clusters: o.Clusters, Parse: mc.ParseReference, Remote: mc.DstOptions(),
+				}); err != nil {
+					return err
+				}
+				rep.Findings = append(rep.Findings, images.Findings...)
 			}
 			// rep.Warnings went to the log already (o.Log).
 			out := cmd.OutOrStdout()
@@ -92,16 +113,16 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 				fmt.Fprintln(out)
 			}
 			fmt.Fprint(out, logging.Clean(rep.Text()))
+			if images != nil {
+				fmt.Fprintf(out, "registry: %d manifests checked at the destinations, %d missing, %d not checked\n", images.Checked, images.Missing, images.Unknown)
+			}
 			if inv.inCI() {
 				inv.ci.Annotate(rep.Findings)
 				if err := inv.ci.Summary(rep.Markdown()); err != nil {
 					inv.warnf("CI summary: %v", err)
 				}
 			}
-			if n := rep.Errors(); n > 0 {
-				return &pipeline.InputError{Err: &checkFindingsError{n: n}}
-			}
-			return nil
+			return checkOutcome(rep, images)
 		},
 	}
 	fs := cmd.Flags()
@@ -111,6 +132,38 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 	fs.StringVar(&o.Base, "base", "", "compare the rendered objects with this revision of the catalog repo (default: the merge base with the target branch in a pull request, else HEAD's parent)")
 	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
 	fs.BoolVar(&noFetch, "no-fetch", false, "never fetch from the catalog repo's origin to find the base in a shallow clone")
+	fs.BoolVar(&images, "registry", false, "also check that every image of every listed version is at its cluster's destination registry, as the catalog state records it (one HEAD each; for a schedule); the credentials go only to --dst-registry's host")
+	dst.register(fs, "read access, with --registry")
+	tls.register(fs)
+	retry.register(fs)
 	withEnvHelp(fs)
 	return cmd
+}
+
+// checkClient is the registry client of check --registry, from its
+// destination, TLS and retry flags. Errors are usage errors naming them.
+func checkClient(reg registryFlags) (*mirror.Client, error) {
+	var mo mirror.Options
+	if err := reg.apply(&mo); err != nil {
+		return nil, err
+	}
+	mc, err := mirror.New(mo)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	return mc, nil
+}
+
+// checkOutcome is check's error from what it found: exit 2 when images
+// could not be checked (the registry would not say: not the catalog's
+// fault), exit 1 on any error finding, else nil. images is nil without
+// --registry.
+func checkOutcome(rep *check.Report, images *check.RegistryReport) error {
+	if images != nil && images.Unknown > 0 {
+		return fmt.Errorf("check --registry: %d images could not be checked (see the findings above): check --dst-registry, --dst-username/--dst-password, --ca-file and the network", images.Unknown)
+	}
+	if n := rep.Errors(); n > 0 {
+		return &pipeline.InputError{Err: &checkFindingsError{n: n}}
+	}
+	return nil
 }
