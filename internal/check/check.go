@@ -191,13 +191,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.Clusters = append(clusters, gone...)
 	sort.Slice(r.Clusters, func(i, j int) bool { return r.Clusters[i].Name < r.Clusters[j].Name })
-	sort.SliceStable(r.Findings, func(i, j int) bool {
-		a, b := r.Findings[i], r.Findings[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return a.Line < b.Line
-	})
+	sortFindings(r.Findings)
 	return r, nil
 }
 

@@ -130,13 +130,7 @@ func Registry(ctx context.Context, o RegistryOptions) (*RegistryReport, error) {
 		}
 	}
 	rep.judge(next, registry.CheckPresence(ctx, plainWants(next), o.Concurrency, o.Remote...))
-	sort.SliceStable(rep.Findings, func(i, j int) bool {
-		a, b := rep.Findings[i], rep.Findings[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return a.Line < b.Line
-	})
+	sortFindings(rep.Findings)
 	return rep, nil
 }
 
@@ -229,4 +223,15 @@ func lineOf(data []byte, s string) int {
 		return 1
 	}
 	return bytes.Count(data[:i], []byte("\n")) + 1
+}
+
+// sortFindings orders findings by path, then line, in place, keeping the
+// order of those at one line.
+func sortFindings(fs []lint.Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].Path != fs[j].Path {
+			return fs[i].Path < fs[j].Path
+		}
+		return fs[i].Line < fs[j].Line
+	})
 }
