@@ -192,6 +192,7 @@ func pushRef(ctx context.Context, r Remote, s storer.EncodedObjectStorer, u refU
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	req.Commands = []*packp.Command{{Name: name, Old: old, New: u.new}}
+	said := listenRemote(req, ar.Capabilities)
 	done := make(chan error, 1)
 	if !u.new.IsZero() {
 		pr, pw := io.Pipe()
@@ -220,7 +221,7 @@ func pushRef(ctx context.Context, r Remote, s storer.EncodedObjectStorer, u refU
 	st.Objects = len(u.objects)
 	if rs != nil {
 		if rs.UnpackStatus != "ok" && !(u.new.IsZero() && rs.UnpackStatus == "") {
-			return fail(fmt.Errorf("the server could not unpack the objects: %s", rs.UnpackStatus))
+			return fail(fmt.Errorf("the server could not unpack the objects: %s%s", rs.UnpackStatus, said.reason()))
 		}
 		for _, cs := range rs.CommandStatuses {
 			if cs.Status == "ok" {
@@ -229,10 +230,13 @@ func pushRef(ctx context.Context, r Remote, s storer.EncodedObjectStorer, u refU
 			if movedOn(cs.Status) {
 				return fail(&RejectedError{Branch: u.branch, Expected: hashOrEmpty(old), Reason: cs.Status})
 			}
-			return fail(fmt.Errorf("the server refused the update of %s: %s", cs.ReferenceName, cs.Status))
+			return fail(&RefusedError{Ref: cs.ReferenceName.String(), Status: cs.Status, Remote: said.lines()})
 		}
 	}
 	if err != nil {
+		if r := said.reason(); r != "" {
+			err = fmt.Errorf("%w%s", err, r)
+		}
 		return fail(err)
 	}
 	return st, nil

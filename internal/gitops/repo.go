@@ -129,6 +129,10 @@ func (e *UnreachableError) Error() string {
 	} else if errors.Is(e.Err, transport.ErrRepositoryNotFound) {
 		hint = "no repository at that URL: create it (it may be empty) or fix --catalog"
 	}
+	var h interface{ Hint() string }
+	if errors.As(e.Err, &h) {
+		hint = h.Hint() // the cause knows better (catalog.RefusedError)
+	}
 	msg := strings.Join(strings.Fields(e.Err.Error()), " ")
 	msg = strings.TrimSuffix(msg, ":")
 	return fmt.Sprintf("catalog repo %s: %s failed: %s (%s)", redact(e.URL), e.Op, msg, hint)
