@@ -107,14 +107,20 @@ type Input struct {
 
 // Run lints in and returns the findings, with cfg's severities and waivers
 // applied, sorted by path, line, column and rule. It never fails: every
-// problem, including a crashing validator, is a finding.
+// problem, including a crashing validator, is a finding. When ctx is
+// cancelled (an interrupted command) Run starts no more manifests or
+// bundles, waits for the validators running and returns nil: the caller
+// must check ctx.Err() and never take nil for "no findings" then.
 func Run(ctx context.Context, cfg Config, in Input) []Finding {
 	out := cfg.check()
 
 	files := make([]*mfile, len(in.Files))
-	parallel(len(in.Files), func(i int) {
+	parallel(ctx, len(in.Files), func(i int) {
 		files[i] = checkManifest(in.Files[i].Path, in.Files[i].Data)
 	})
+	if ctx.Err() != nil {
+		return nil // cancelled: see above
+	}
 	var fs []Finding
 	byPath := map[string]*mfile{}
 	var ms []*manifest.PackageManifest
@@ -163,7 +169,7 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 		}
 	}
 	per := make([][]Finding, len(withBundle))
-	parallel(len(withBundle), func(i int) {
+	parallel(ctx, len(withBundle), func(i int) {
 		f := withBundle[i]
 		b := in.Bundles[f.path]
 		ann := in.Annotations[f.path]
@@ -174,6 +180,9 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 	})
 	for _, p := range per {
 		fs = append(fs, p...)
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	fs = append(fs, graphRules(ms, byPath, in.Bundles)...)
 	if in.Images != nil {
@@ -346,11 +355,12 @@ func Sort(fs []Finding) {
 	})
 }
 
-// parallel runs f(0..n-1) on at most GOMAXPROCS goroutines.
-func parallel(n int, f func(i int)) {
+// parallel runs f(0..n-1) on at most GOMAXPROCS goroutines; once ctx is
+// done it starts no more (the calls running finish).
+func parallel(ctx context.Context, n int, f func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
-		for i := 0; i < n; i++ {
+		for i := 0; i < n && ctx.Err() == nil; i++ {
 			f(i)
 		}
 		return
@@ -366,7 +376,7 @@ func parallel(n int, f func(i int)) {
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		next <- i
 	}
 	close(next)

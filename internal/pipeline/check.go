@@ -95,8 +95,10 @@ func bundleErrors(vs []*model.Version) map[string]error {
 // on every manifest file, the repo-wide rules on all versions, the bundle,
 // platform and image rules on the bundles read (the changed versions). It
 // keeps the findings about changed versions, repo-wide rules and files that
-// do not parse: unchanged versions were checked when they changed.
-func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs []*model.Version) []lint.Finding {
+// do not parse: unchanged versions were checked when they changed. The
+// error is the context's cause when ctx was cancelled (the findings would
+// be incomplete).
+func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: bundleErrors(vs), Annotations: map[string]map[string]string{}}
 	changed := map[string]bool{}
 	parsed := map[string]bool{}
@@ -111,13 +113,17 @@ func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs [
 			in.Annotations[p] = v.Bundle.Annotations
 		}
 	}
+	all := lint.Run(ctx, cfg, in)
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
 	var out []lint.Finding
-	for _, f := range lint.Run(ctx, cfg, in) {
+	for _, f := range all {
 		if changed[f.Path] || !parsed[f.Path] || strings.HasPrefix(f.Rule, "repo/") {
 			out = append(out, f)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func hasErrors(fs []lint.Finding) bool {

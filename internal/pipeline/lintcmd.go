@@ -93,7 +93,12 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		verifyFindings = append(verifyFindings, skippedFinding(o.Verify, o.Source))
 	}
 	var out []lint.Finding
-	all := append(lint.Run(ctx, o.Lint, in), unreadFindings(scanErr, files)...)
+	all := lint.Run(ctx, o.Lint, in)
+	if ctx.Err() != nil {
+		// Interrupted: the findings are incomplete, never "lint ok".
+		return nil, context.Cause(ctx)
+	}
+	all = append(all, unreadFindings(scanErr, files)...)
 	all = append(all, verifyFindings...)
 	lint.Sort(all)
 	for _, f := range all {

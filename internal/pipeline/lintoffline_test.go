@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,5 +52,18 @@ func TestLintOfflineSaysSignaturesSkipped(t *testing.T) {
 		if strings.HasPrefix(f.Rule, "verify/") {
 			t.Errorf("without a policy: %s", f)
 		}
+	}
+}
+
+// TestLintInterrupted: a lint whose context is cancelled (SIGINT, SIGTERM)
+// returns the cause, never findings that would read as "lint ok".
+func TestLintInterrupted(t *testing.T) {
+	src := lintPathsRepo(t)
+	cause := errors.New("interrupted by SIGINT")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	fs, err := Lint(ctx, LintOptions{Source: src, Offline: true})
+	if !errors.Is(err, cause) || fs != nil {
+		t.Fatalf("cancelled lint: %d findings, %v; want none and the cause", len(fs), err)
 	}
 }

@@ -67,7 +67,10 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	if err := read(ctx, r.mc, p.changed); err != nil {
 		return nil, err
 	}
-	p.findings = lintStage(ctx, o.Lint, s.files, vs)
+	var err error
+	if p.findings, err = lintStage(ctx, o.Lint, s.files, vs); err != nil {
+		return nil, err
+	}
 	p.findings = append(p.findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
 	vf, verified := verifyStage(ctx, o.Verify, r.mc, p.changed)
 	p.findings = append(p.findings, vf...)

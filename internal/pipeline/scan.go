@@ -29,7 +29,10 @@ func checkScanned(ctx context.Context, o Options, files []manifest.File, ms []*m
 	for _, v := range all {
 		v.Changed = true // every finding counts
 	}
-	fs := lintStage(ctx, o.Lint, files, all)
+	fs, err := lintStage(ctx, o.Lint, files, all)
+	if err != nil {
+		return err
+	}
 	fs = append(fs, unreadFindings(scanErr, files)...)
 	if hasErrors(fs) {
 		return &InputError{Err: &LintError{Findings: fs}}
