@@ -490,7 +490,7 @@ func (c *checker) validate(cl *Cluster, files render.Files, how string) {
 		if err := c.v.Validate(files[p]); err != nil {
 			line := 1
 			if how == "" {
-				line = fieldLine(files[p], err.Error())
+				line = crdErrorLine(files[p], err)
 			}
 			c.add(lint.Finding{Rule: RuleCRD, Path: p, Line: line, Message: "the CRD rejects this object" + how + ": " + err.Error(),
 				Hint: "the API server would refuse it, or drop the field: fix the overlay patch or the file"})

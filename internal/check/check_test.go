@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/operator-publish/publish/internal/crdcheck"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/model"
@@ -365,5 +367,44 @@ func TestClusterRemoved(t *testing.T) {
 	}
 	if !strings.Contains(r.Text(), "edge: tiny: artifact removed; v1.0.0 removed, v1.1.0 removed") {
 		t.Errorf("text:\n%s", r.Text())
+	}
+}
+
+// TestCRDErrorLine: a CRD finding is at the line of the first field the
+// validator names, here one in the second item of a list; at line 1 when
+// the error names no field of the file.
+func TestCRDErrorLine(t *testing.T) {
+	v, err := crdcheck.Alauda()
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := `apiVersion: app.alauda.io/v1alpha1
+kind: Artifact
+metadata:
+  name: tiny
+  namespace: ns
+spec:
+  present: true
+  type: bundle
+  registry: reg.example.com
+  repository: ops/tiny-bundle
+  artifactVersionSelector: {}
+  tagPatterns:
+  - name: a
+    regex: x
+    maxQuantity: 1
+  - name: 2
+    regex: y
+    maxQuantity: 1
+`
+	err = v.Validate([]byte(obj))
+	if err == nil {
+		t.Fatal("name: 2 accepted")
+	}
+	if l := crdErrorLine([]byte(obj), err); l != 16 {
+		t.Errorf("line %d, want 16 (spec.tagPatterns[1].name): %v", l, err)
+	}
+	if l := crdErrorLine([]byte(obj), errors.New("spec.present: no")); l != 1 {
+		t.Errorf("line %d for an error that is no *ObjectError, want 1", l)
 	}
 }

@@ -2,8 +2,8 @@ package check
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-publish/publish/internal/crdcheck"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/render"
 )
@@ -260,18 +261,18 @@ func versionLess(a, b string) bool {
 	return a < b
 }
 
-// fieldRE finds the field paths an error of crdcheck names.
-var fieldRE = regexp.MustCompile(`\b((?:metadata|spec|status)(?:\.[A-Za-z0-9_./-]+|\[\d+\])*)`)
-
-// fieldLine returns the line of data where the first field that msg names
-// is, 1 when none is found.
-func fieldLine(data []byte, msg string) int {
+// crdErrorLine returns the line of data where the first field that err
+// (an error of crdcheck's Validate) names is, or its deepest existing
+// parent; 1 when err is not a *crdcheck.ObjectError or none of its fields
+// is in data.
+func crdErrorLine(data []byte, err error) int {
+	var oe *crdcheck.ObjectError
 	var doc yaml3.Node
-	if err := yaml3.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+	if !errors.As(err, &oe) || yaml3.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
 		return 1
 	}
-	for _, m := range fieldRE.FindAllStringSubmatch(msg, -1) {
-		if l := nodeLine(doc.Content[0], m[1]); l > 0 {
+	for _, f := range oe.Fields {
+		if l := nodeLine(doc.Content[0], f.Field); l > 0 {
 			return l
 		}
 	}

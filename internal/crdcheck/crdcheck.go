@@ -7,14 +7,12 @@ package crdcheck
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -146,11 +144,14 @@ func (v *Validator) add(crd *apiextensionsv1.CustomResourceDefinition) error {
 	return nil
 }
 
-// Validate checks one object (YAML or JSON). It returns nil when the object
-// is valid for its CRD, else an error listing every field problem: schema
-// violations, fields the API server would prune, a missing name, a missing
-// namespace on a namespaced kind. An object of a kind no CRD defines is an
-// error too.
+// Validate checks one object (YAML or JSON) against the CRD of its
+// apiVersion and kind, as the API server would: the OpenAPI v3 schema of
+// the served version (k8s.io/apiextensions-apiserver validation), pruning
+// (fields the API server would silently drop), a missing metadata.name,
+// and a missing metadata.namespace on a namespaced kind. It returns nil
+// when the object is valid; an *ObjectError listing every field problem
+// when it is not; another error when data is not an object, or no CRD
+// defines its kind.
 func (v *Validator) Validate(data []byte) error {
 	var obj map[string]any
 	if err := yaml.Unmarshal(data, &obj); err != nil {
@@ -166,29 +167,30 @@ func (v *Validator) Validate(data []byte) error {
 	if !ok {
 		return fmt.Errorf("no CRD defines %s %s", apiVersion, kind)
 	}
-	var msgs []string
+	var fields []FieldError
 	for _, e := range validation.ValidateCustomResource(field.NewPath(""), obj, ver.validator) {
-		msgs = append(msgs, e.Error())
+		fields = append(fields, schemaError(e))
 	}
 	md, _ := obj["metadata"].(map[string]any)
 	if n, _ := md["name"].(string); n == "" {
-		msgs = append(msgs, "metadata.name: required")
+		fields = append(fields, FieldError{Field: "metadata.name", Message: "required"})
 	}
 	if ns, _ := md["namespace"].(string); ver.namespaced && ns == "" {
-		msgs = append(msgs, "metadata.namespace: required for a namespaced kind")
+		fields = append(fields, FieldError{Field: "metadata.namespace", Message: "required for a namespaced kind"})
 	}
 	copyObj, err := roundTrip(obj)
 	if err != nil {
 		return err
 	}
 	for _, p := range pruning.PruneWithOptions(copyObj, ver.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
-		msgs = append(msgs, p+": unknown field (the API server would drop it)")
+		fields = append(fields, FieldError{Field: p, Message: "unknown field (the API server would drop it)"})
 	}
-	if len(msgs) == 0 {
+	if len(fields) == 0 {
 		return nil
 	}
-	sort.Strings(msgs)
-	return errors.New(kind + " " + fmt.Sprint(md["name"]) + ": " + strings.Join(msgs, "; "))
+	sort.SliceStable(fields, func(i, j int) bool { return fields[i].Error() < fields[j].Error() })
+	name, _ := md["name"].(string)
+	return &ObjectError{Kind: kind, Name: name, Fields: fields, shownName: fmt.Sprint(md["name"])}
 }
 
 func roundTrip(obj map[string]any) (map[string]any, error) {
