@@ -3,8 +3,8 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"os"
-	"path/filepath"
 
 	"github.com/operator-publish/publish/internal/sign"
 	"github.com/operator-publish/publish/internal/verify"
@@ -68,7 +68,7 @@ func signArchive(k *sign.Key, path, sum string) (string, error) {
 		return "", fmt.Errorf("signing %s (--cosign-key): %w", path, err)
 	}
 	out := path + sign.BundleFileSuffix
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".publish-bundle-*")
+	tmp, err := scratch.Partial(out)
 	if err != nil {
 		return "", err
 	}

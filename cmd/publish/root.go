@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/operator-publish/publish/internal/scratch"
 )
 
 // newRootCmd returns the publish command for a plain invocation (no CI
@@ -38,6 +42,7 @@ func newRoot(inv *invocation) *cobra.Command {
 			for _, n := range notices {
 				inv.log.Log(cmd.Context(), n.level, n.msg)
 			}
+			sweepScratch(inv, time.Now())
 			return nil
 		},
 	}
@@ -50,4 +55,18 @@ func newRoot(inv *invocation) *cobra.Command {
 		newPackageCmd(inv), newPushCmd(inv), newVerifyCmd(inv), newCreateCmd(inv), newAdoptCmd(inv), newStatusCmd(inv), newImportCmd(inv),
 		newCheckCmd(inv))
 	return root
+}
+
+// sweepScratch removes from $TMPDIR what a killed publish left there
+// (scratch.Sweep: temporary clones, bundles, catalogs), saying so; a
+// temporary directory that cannot be read is no reason to stop.
+func sweepScratch(inv *invocation, now time.Time) {
+	dir := os.TempDir()
+	removed, err := scratch.Sweep(dir, now)
+	if len(removed) > 0 {
+		inv.log.Info(fmt.Sprintf("removed %d temporary directories and files that a killed publish left in %s", len(removed), dir))
+	}
+	if err != nil {
+		inv.log.Debug(fmt.Sprintf("cleaning %s: %v", dir, err))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io"
 	"os"
 	"sort"
@@ -300,7 +301,7 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	if len(repos) == 0 {
 		return nil // already there; the walk still verifies it
 	}
-	tmp, err := os.CreateTemp(p.o.TempDir, "publish-push-blob-*")
+	tmp, err := scratch.CreateTemp(p.o.TempDir, "push-blob")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io"
 	"os"
 	"path/filepath"
@@ -508,11 +509,11 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 // WriteFile runs Package into path (through a temporary file in the same
-// directory, renamed at the end: a failed run leaves no partial archive) and
+// directory, renamed at the end: a failed run leaves no partial archive, and
+// the .partial file of a killed one goes with the next write there) and
 // writes the checksum file beside it (ChecksumPath).
 func WriteFile(ctx context.Context, path string, o PackageOptions) (*PackageResult, error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.partial")
+	tmp, err := scratch.Partial(path)
 	if err != nil {
 		return nil, err
 	}

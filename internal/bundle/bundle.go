@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io"
 	"os"
 	"path"
@@ -175,7 +176,7 @@ func pickImage(idx v1.ImageIndex) (v1.Image, error) {
 // Load. Entries outside manifests/ and metadata/ are ignored; links, path
 // traversal and oversized files are rejected with an *InvalidError.
 func FromImage(img v1.Image) (*Bundle, error) {
-	dir, err := os.MkdirTemp("", "publish-bundle-")
+	dir, err := scratch.MkdirTemp("", "bundle")
 	if err != nil {
 		return nil, err
 	}

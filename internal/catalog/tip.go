@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io"
 	"os"
 	"path"
@@ -76,7 +77,7 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 			return nil, &gitops.UnreachableError{URL: o.URL, Op: "open", Err: err}
 		}
 	} else {
-		if t.dir, err = os.MkdirTemp("", "publish-catalog-tip-"); err != nil {
+		if t.dir, err = scratch.MkdirTemp("", "catalog-tip"); err != nil {
 			return nil, err
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	redactpkg "github.com/operator-publish/publish/internal/redact"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -201,7 +202,7 @@ func Clone(ctx context.Context, o Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "publish-catalog-")
+	dir, err := scratch.MkdirTemp("", "catalog")
 	if err != nil {
 		return nil, err
 	}

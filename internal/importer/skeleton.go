@@ -3,6 +3,7 @@ package importer
 import (
 	"context"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,7 +38,7 @@ type Skeletons struct {
 // artifacts' registries. Errors name the bundle; a bundle that is missing
 // or not a bundle is a *scaffold.InputError.
 func Stage(ctx context.Context, arts []model.ArtifactRecord, dir string, m mirror.Options) (*Skeletons, error) {
-	tmp, err := os.MkdirTemp("", "publish-import-")
+	tmp, err := scratch.MkdirTemp("", "import")
 	if err != nil {
 		return nil, err
 	}

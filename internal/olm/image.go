@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io"
 	"io/fs"
 	"os"
@@ -55,7 +56,7 @@ var epoch = time.Unix(0, 0).UTC()
 // Dockerfile, owned by uid so that opm can read it. Times are fixed and
 // entries sorted: the same files give the same digest.
 func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, error) {
-	dir, err := os.MkdirTemp("", "publish-catalog-")
+	dir, err := scratch.MkdirTemp("", "olm-catalog")
 	if err != nil {
 		return nil, err
 	}

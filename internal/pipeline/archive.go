@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"os"
 	"path/filepath"
 	"sort"
@@ -223,7 +224,7 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, error) {
 		return nil, err
 	}
 	defer tip.Close()
-	dir, err := os.MkdirTemp("", "publish-package-catalog-")
+	dir, err := scratch.MkdirTemp("", "package-catalog")
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +434,7 @@ func describePush(mc *mirror.Client, err error) error {
 // archive's PackageManifests and the push's digests.
 func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstOpts []remote.Option, pr *archive.PushResult) (*Result, error) {
 	o := po.Options
-	tmp, err := os.MkdirTemp(po.TempDir, "publish-archive-packages-")
+	tmp, err := scratch.MkdirTemp(po.TempDir, "archive-packages")
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"io/fs"
 	"os"
 	"path"
@@ -171,7 +172,7 @@ func (s *scope) openTip(ctx context.Context) error {
 		s.tip = tip
 	}
 	var err error
-	if s.dir, err = os.MkdirTemp("", "publish-catalog-"); err != nil {
+	if s.dir, err = scratch.MkdirTemp("", "catalog"); err != nil {
 		if s.ownTip {
 			s.tip.Close()
 		}

@@ -7,8 +7,8 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/operator-publish/publish/internal/scratch"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/operator-publish/publish/internal/mirror"
@@ -130,7 +130,7 @@ func (r *Report) WriteFile(path string) error {
 		return fmt.Errorf("writing the report %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.partial")
+	f, err := scratch.Partial(path)
 	if err != nil {
 		return fmt.Errorf("writing the report %s: %w", path, err)
 	}
