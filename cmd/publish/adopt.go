@@ -11,10 +11,10 @@ import (
 
 func newAdoptCmd(_ *invocation) *cobra.Command {
 	var (
-		o                   adopt.Options
-		kubeconfig, context string
-		refreshAfter        time.Duration
-		catalogOperator     string
+		o               adopt.Options
+		kube            kubeFlags
+		refreshAfter    time.Duration
+		catalogOperator string
 	)
 	cmd := &cobra.Command{
 		Use:   "adopt",
@@ -36,7 +36,7 @@ in-cluster service account.`,
 			if err != nil {
 				return err
 			}
-			client, err := kubeClient(kubeconfig, context, "operator-publish adopt")
+			client, err := kube.client("operator-publish adopt", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -57,8 +57,7 @@ in-cluster service account.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Namespace, "namespace", "cpaas-system", "namespace of the Artifacts and ArtifactVersions")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
-	fs.StringVar(&context, "context", "", "kubeconfig context (default: the current one)")
+	kube.register(fs)
 	fs.DurationVar(&refreshAfter, "refresh-after", 0, "opt-in: after adopting, restart the catalog pods of a PackageManifest that still lacks a version Present for this long (e.g. 10m); needs list and delete on pods (docs/after-sync.md#refresh)")
 	fs.StringVar(&catalogOperator, "refresh-catalog-operator", "", "opt-in, with --refresh-after: also restart this catalog-operator Deployment, NAMESPACE/NAME (the platform's: "+status.DefaultCatalogOperator.String()+"), when a version Present for that long is an upgrade its PackageManifest does not show yet; needs patch on that Deployment (docs/after-sync.md#refresh)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "validate the updates on the API server (dryRun=All) without storing them")

@@ -106,10 +106,10 @@ func TestCommandFlags(t *testing.T) {
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key"}),
 		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
 		"verify": join(logGroup, []string{"key"}),
-		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "dry-run", "refresh-after", "refresh-catalog-operator"}),
-		"status": join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "output", "summary", "wait", "refresh-after", "refresh-catalog-operator"}),
+		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "kube-timeout", "dry-run", "refresh-after", "refresh-catalog-operator"}),
+		"status": join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "kube-timeout", "output", "summary", "wait", "refresh-after", "refresh-catalog-operator"}),
 		"import": join([]string{"config", "dst-username", "dst-password"}, tlsGroup, retryGroup, catalogGroup, commitGroup, renderGroup, logGroup,
-			[]string{"kubeconfig", "context", "manifests-dir", "dry-run", "output"}),
+			[]string{"kubeconfig", "context", "kube-timeout", "manifests-dir", "dry-run", "output"}),
 		"version": join(logGroup),
 	}
 	root := newRootCmd()

@@ -16,17 +16,17 @@ import (
 
 func newImportCmd(inv *invocation) *cobra.Command {
 	var (
-		source                  sourceFlags
-		rf                      renderFlags
-		dst                     dstRegistryFlags
-		tls                     tlsFlags
-		retry                   retryFlags
-		cf                      catalogFlags
-		commit                  commitFlags
-		kubeconfig, kubeContext string
-		manifests               string
-		dryRun                  bool
-		output                  string
+		source    sourceFlags
+		rf        renderFlags
+		dst       dstRegistryFlags
+		tls       tlsFlags
+		retry     retryFlags
+		cf        catalogFlags
+		commit    commitFlags
+		kube      kubeFlags
+		manifests string
+		dryRun    bool
+		output    string
 	)
 	cmd := &cobra.Command{
 		Use:   "import --catalog URL --kubeconfig FILE [--manifests-dir DIR]",
@@ -91,7 +91,7 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 			if ns == "" {
 				ns = "cpaas-system"
 			}
-			client, err := kubeClient(kubeconfig, kubeContext, "operator-publish import")
+			client, err := kube.client("operator-publish import", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -109,8 +109,7 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
-	fs.StringVar(&kubeContext, "context", "", "kubeconfig context (default: the current one)")
+	kube.register(fs)
 	fs.StringVar(&manifests, "manifests-dir", "", "write a PackageManifest per imported version into DIR/<artifact>/<version>/manifest.yaml (the packages directory of the package repo); existing files are kept")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and the files that would change; write nothing")
 	fs.StringVarP(&output, "output", "o", "text", "text or json")

@@ -12,32 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/operator-publish/publish/internal/status"
 )
 
-// kubeClient is the dynamic client of --kubeconfig (or $KUBECONFIG,
-// ~/.kube/config), else of the pod's service account, as adopt and status
-// use it.
-func kubeClient(kubeconfig, kubeContext, agent string) (dynamic.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
-	if err != nil {
-		return nil, &usageError{fmt.Errorf("no cluster to talk to: %w (pass --kubeconfig, set KUBECONFIG, or run in a pod with a service account)", err)}
-	}
-	cfg.UserAgent = agent
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, &usageError{err}
-	}
-	return client, nil
-}
-
 func newStatusCmd(_ *invocation) *cobra.Command {
 	var (
-		kubeconfig, kubeContext  string
+		kube                     kubeFlags
 		catalogDir, cluster, dir string
 		output, summary          string
 		wait, refreshAfter       time.Duration
@@ -86,7 +67,7 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 			if err != nil {
 				return &usageError{err}
 			}
-			client, err := kubeClient(kubeconfig, kubeContext, "operator-publish status")
+			client, err := kube.client("operator-publish status", cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -105,8 +86,7 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 	fs.StringVar(&catalogDir, "catalog-dir", ".", "local checkout of the catalog repo")
 	fs.StringVar(&cluster, "cluster", "global", "cluster overlay whose rendered/<cluster> is compared with the cluster")
 	fs.StringVar(&dir, "rendered", "", "directory of the rendered objects (default: <catalog-dir>/rendered/<cluster>)")
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
-	fs.StringVar(&kubeContext, "context", "", "kubeconfig context (default: the current one)")
+	kube.register(fs)
 	fs.StringVarP(&output, "output", "o", status.FormatText, "text, json or markdown")
 	fs.StringVar(&summary, "summary", "", "also append the Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)")
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 10m) until every version is as asked; exit 1 when one fails or at the end")
