@@ -571,9 +571,13 @@ func (p *Plan) imagesHeadline() string {
 			reasons[k] = fmt.Sprintf("%d %s", count[r], r)
 		}
 	}
-	why := strings.Join(reasons, "; ")
+	why := strings.Join(reasons, ", ")
 	if refused {
-		why += ": give the plan job read credentials for --dst-registry to know"
+		sep := ": "
+		if len(reasons) > 1 {
+			sep = "; "
+		}
+		why += sep + "give the plan job read credentials for --dst-registry to know"
 	}
 	return fmt.Sprintf("%d images to mirror: %d missing, %d unknown at the destination (%s)", s.ImagesToCopy, s.ImagesMissing, s.ImagesUnknown, why)
 }

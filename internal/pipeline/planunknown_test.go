@@ -3,10 +3,19 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -99,5 +108,60 @@ func TestPlanKnownWithReadAccess(t *testing.T) {
 	}
 	if strings.Contains(md, "unknown") {
 		t.Errorf("markdown speaks of unknown images:\n%s", md)
+	}
+}
+
+// TestPlanUnknownReasons: the reason of an unknown image comes from the
+// registry error's classification, and a headline with several reasons
+// counts each, most frequent first, with what to do when one is a refusal.
+func TestPlanUnknownReasons(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&transport.Error{StatusCode: http.StatusUnauthorized}, "no read access (401)"},
+		{&transport.Error{StatusCode: http.StatusForbidden}, "denied (403)"},
+		{&transport.Error{StatusCode: http.StatusBadRequest, Errors: []transport.Diagnostic{{Code: transport.DeniedErrorCode}}}, "denied (403)"},
+		{&url.Error{Op: "Head", URL: "https://r.example/v2/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, "no answer: connection refused"},
+		{fmt.Errorf("head: %w", context.DeadlineExceeded), "no answer: context deadline exceeded"},
+		{errors.New(strings.Repeat("x", 200)), "no answer: " + strings.Repeat("x", maxReasonLen-1) + "…"},
+	} {
+		if got := unknownReason(c.err); got != c.want {
+			t.Errorf("unknownReason(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+
+	img := func(at, reason string) PlanImage { return PlanImage{AtDestination: at, UnknownReason: reason} }
+	p := &Plan{Cluster: "global", Artifacts: []PlanArtifact{{Name: "a", Action: "listed", Versions: []PlanVersion{{Version: "1", Action: "added", Images: []PlanImage{
+		img("missing", ""), img("unknown", "no answer: connection refused"), img("unknown", reasonDenied), img("unknown", reasonDenied),
+	}}}}}}
+	p.summarise()
+	if s := p.Summary; s.ImagesToCopy != 4 || s.ImagesMissing != 1 || s.ImagesUnknown != 3 {
+		t.Fatalf("summary %+v", s)
+	}
+	md := p.Markdown()
+	for _, want := range []string{
+		"4 images to mirror: 1 missing, 3 unknown at the destination (2 denied (403), 1 no answer: connection refused; give the plan job read credentials for --dst-registry to know).",
+		"| `a` | listed | 1 (added) | 4 (1, 3) |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestPlanMirroredUnknown: the plan of a run's pull request says why an
+// image the mirror report lacks is unknown at the destination.
+func TestPlanMirroredUnknown(t *testing.T) {
+	const img = "src.example.com/team/op:1"
+	v := model.NewVersions([]*manifest.PackageManifest{parseManifest(t, "packages/a/1.0.0/manifest.yaml", "a", "1.0.0", img)})[0]
+	arts := []PlanArtifact{{Name: "a", Action: "listed", Versions: []PlanVersion{{Version: "1.0.0", Action: "added"}}}}
+	planImagesMirrored(arts, []*model.Version{v}, map[string]string{img: "dst.example.com/team/op:1"}, nil)
+	got := map[string]string{}
+	for _, i := range arts[0].Versions[0].Images {
+		got[i.Source] = i.AtDestination + "/" + i.UnknownReason
+	}
+	if len(got) != 2 || got[img] != "yes/" || got[v.Ref()] != "unknown/not in the mirror report" {
+		t.Errorf("images: %v", got)
 	}
 }
