@@ -431,7 +431,7 @@ func writePlanFiles(dir, cluster string, p *Plan) (string, error) {
 // planImagesMirrored fills the images of each added, modified or relisted
 // version of arts as the run mirrored them: dst maps a source reference
 // to its destination (the mirror report). An image the report lacks is
-// "unknown" at the destination.
+// "unknown" at the destination, with the UnknownReason reasonNotMirrored.
 func planImagesMirrored(arts []PlanArtifact, vs []*model.Version, dst map[string]string, verified map[string]model.Verification) {
 	byKey := map[model.Key]*model.Version{}
 	for _, v := range vs {
@@ -446,7 +446,7 @@ func planImagesMirrored(arts []PlanArtifact, vs []*model.Version, dst map[string
 			for _, r := range append(unique(mv.Images), mv.Ref()) {
 				pi := PlanImage{Source: r, Destination: dst[r], AtDestination: "yes"}
 				if pi.Destination == "" {
-					pi.AtDestination = "unknown"
+					pi.AtDestination, pi.UnknownReason = "unknown", reasonNotMirrored
 				}
 				if res, ok := verified[r]; ok {
 					pi.Verification = &res

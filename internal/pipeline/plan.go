@@ -7,14 +7,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/source/diff"
-	"golang.org/x/sync/errgroup"
 )
 
 // PlanSchemaVersion is the version of the plan JSON (docs/plan-json.md).
@@ -60,6 +59,10 @@ type PlanSummary struct {
 	Warnings      int `json:"warnings"`
 	ImagesToCopy  int `json:"imagesToMirror"`
 	ImagesMissing int `json:"imagesMissing"`
+	// ImagesUnknown counts the images to mirror the destination did not
+	// say it has or lacks (PlanImage.UnknownReason says why): they are in
+	// ImagesToCopy, not in ImagesMissing.
+	ImagesUnknown int `json:"imagesUnknown"`
 	FilesChanged  int `json:"filesChanged"`
 }
 
@@ -85,6 +88,11 @@ type PlanImage struct {
 	// AtDestination: "yes", "missing", or "unknown" (no read access or no
 	// answer: the plan never needs write credentials).
 	AtDestination string `json:"atDestination"`
+	// UnknownReason is the short cause of an "unknown" AtDestination:
+	// "no read access (401)", "denied (403)", "no answer: <error>", "not a
+	// reference: <error>", "no destination: <error>", or "not in the
+	// mirror report" (the plan of a run's pull request); empty otherwise.
+	UnknownReason string `json:"unknownReason,omitempty"`
 	// Verification is the image's signature check against the publish.yaml
 	// verify policy (absent without a policy): status verified, unsigned,
 	// untrusted, identity or not-required (docs/plan-json.md).
@@ -302,18 +310,13 @@ func planImages(ctx context.Context, mc *mirror.Client, arts []PlanArtifact, vs 
 			jobs = append(jobs, job{ai, vi})
 		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
+	var imgs []*PlanImage
 	for _, j := range jobs {
-		imgs := arts[j.a].Versions[j.v].Images
-		for k := range imgs {
-			g.Go(func() error {
-				imgs[k].Destination, imgs[k].AtDestination = headAtDestination(gctx, mc, imgs[k].Source)
-				return nil
-			})
+		for k := range arts[j.a].Versions[j.v].Images {
+			imgs = append(imgs, &arts[j.a].Versions[j.v].Images[k])
 		}
 	}
-	_ = g.Wait()
+	headAtDestination(ctx, mc, imgs)
 }
 
 func unique(in []string) []string {
@@ -329,25 +332,84 @@ func unique(in []string) []string {
 	return out
 }
 
-func headAtDestination(ctx context.Context, mc *mirror.Client, ref string) (string, string) {
-	src, err := mc.ParseReference(ref)
-	if err != nil {
-		return "", "unknown"
+// headAtDestination fills the Destination and AtDestination of each of
+// imgs with one HEAD per destination reference (registry.CheckPresence,
+// with the destination's credentials): "yes", "missing" (a not-found
+// answer), or "unknown" with its UnknownReason (no read access, no answer,
+// a reference that does not parse or map).
+func headAtDestination(ctx context.Context, mc *mirror.Client, imgs []*PlanImage) {
+	var wants []registry.Want
+	var asked []*PlanImage
+	for _, img := range imgs {
+		src, err := mc.ParseReference(img.Source)
+		if err != nil {
+			img.AtDestination, img.UnknownReason = "unknown", "not a reference: "+shortError(err)
+			continue
+		}
+		dst, err := mc.Destination(src)
+		if err != nil {
+			img.AtDestination, img.UnknownReason = "unknown", "no destination: "+shortError(err)
+			continue
+		}
+		img.Destination = dst.String()
+		wants = append(wants, registry.Want{Ref: dst})
+		asked = append(asked, img)
 	}
-	dst, err := mc.Destination(src)
-	if err != nil {
-		return "", "unknown"
+	for i, f := range registry.CheckPresence(ctx, wants, registry.DefaultPresenceConcurrency, mc.DstOptions()...) {
+		switch f.State {
+		case registry.Missing:
+			asked[i].AtDestination = "missing"
+		case registry.Unknown:
+			// 401/403 without read credentials, or no answer: the plan
+			// does not need to know, and never asks for write access.
+			asked[i].AtDestination, asked[i].UnknownReason = "unknown", unknownReason(f.Err)
+		default:
+			asked[i].AtDestination = "yes"
+		}
 	}
-	_, err = remote.Head(dst, append(mc.DstOptions(), remote.WithContext(ctx))...)
-	switch {
-	case err == nil:
-		return dst.String(), "yes"
-	case mirror.IsNotFound(err):
-		return dst.String(), "missing"
+}
+
+// unknownReason is the short cause of a HEAD at the destination that
+// neither found nor missed the image, from registry.Classify.
+func unknownReason(err error) string {
+	switch registry.Classify(err) {
+	case registry.KindUnauthorized:
+		return reasonNoReadAccess
+	case registry.KindForbidden:
+		return reasonDenied
 	}
-	// 401/403 without read credentials, or no answer: the plan does not need
-	// to know, and never asks for write access.
-	return dst.String(), "unknown"
+	return "no answer: " + shortError(err)
+}
+
+// The UnknownReasons of a refused HEAD (Markdown says what to do for
+// them), and of an image a run's mirror report lacks (planImagesMirrored).
+const (
+	reasonNoReadAccess = "no read access (401)"
+	reasonDenied       = "denied (403)"
+	reasonNotMirrored  = "not in the mirror report"
+)
+
+// maxReasonLen caps the error text of an UnknownReason.
+const maxReasonLen = 80
+
+// shortError is the innermost error of err's chain (the cause without the
+// request's URL), cut to maxReasonLen characters.
+func shortError(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			break
+		}
+		err = next
+	}
+	msg := err.Error()
+	if r := []rune(msg); len(r) > maxReasonLen {
+		msg = string(r[:maxReasonLen-1]) + "…"
+	}
+	return msg
 }
 
 func (p *Plan) summarise() {
@@ -385,14 +447,17 @@ func (p *Plan) summarise() {
 	p.Summary = s
 }
 
-// countImages adds a's images to mirror, and those missing at the
-// destination, to s.
+// countImages adds a's images to mirror, and those missing and unknown at
+// the destination, to s.
 func countImages(s *PlanSummary, a PlanArtifact) {
 	for _, v := range a.Versions {
 		for _, img := range v.Images {
 			s.ImagesToCopy++
-			if img.AtDestination == "missing" {
+			switch img.AtDestination {
+			case "missing":
 				s.ImagesMissing++
+			case "unknown":
+				s.ImagesUnknown++
 			}
 		}
 	}
@@ -409,22 +474,25 @@ func (p *Plan) Markdown() string {
 	if s.Listed+s.Upgraded+s.Delisted+s.Relisted == 0 && len(p.Artifacts) == 0 {
 		b.WriteString("No listing changes.\n\n")
 	} else {
-		fmt.Fprintf(&b, "**%d listed, %d upgraded, %d delisted, %d relisted**; %d images to mirror, %d missing at the destination.\n\n",
-			s.Listed, s.Upgraded, s.Delisted, s.Relisted, s.ImagesToCopy, s.ImagesMissing)
-		b.WriteString("| artifact | action | versions | images (missing at destination) |\n|---|---|---|---|\n")
+		fmt.Fprintf(&b, "**%d listed, %d upgraded, %d delisted, %d relisted**; %s.\n\n",
+			s.Listed, s.Upgraded, s.Delisted, s.Relisted, p.imagesHeadline())
+		column, cell := "images (missing at destination)", "%d (%d)"
+		if s.ImagesUnknown > 0 {
+			column, cell = "images (missing, unknown at destination)", "%d (%d, %d)"
+		}
+		fmt.Fprintf(&b, "| artifact | action | versions | %s |\n|---|---|---|---|\n", column)
 		for _, a := range p.Artifacts {
 			var vs []string
-			imgs, missing := 0, 0
+			var n PlanSummary
+			countImages(&n, a)
 			for _, v := range a.Versions {
 				vs = append(vs, v.Version+" ("+v.Action+")")
-				for _, i := range v.Images {
-					imgs++
-					if i.AtDestination == "missing" {
-						missing++
-					}
-				}
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %d (%d) |\n", a.Name, a.Action, strings.Join(vs, ", "), imgs, missing)
+			counts := []any{n.ImagesToCopy, n.ImagesMissing, n.ImagesUnknown}
+			if s.ImagesUnknown == 0 {
+				counts = counts[:2]
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | "+cell+" |\n", append([]any{a.Name, a.Action, strings.Join(vs, ", ")}, counts...)...)
 		}
 		b.WriteString("\n")
 	}
@@ -466,6 +534,52 @@ func (p *Plan) Markdown() string {
 		b.WriteString("```\n\n</details>\n")
 	}
 	return b.String()
+}
+
+// imagesHeadline is the images part of the Markdown headline: how many to
+// mirror and how many are missing at the destination, and, when some are
+// unknown there, how many and why, with what to do for a refused HEAD.
+func (p *Plan) imagesHeadline() string {
+	s := p.Summary
+	if s.ImagesUnknown == 0 {
+		return fmt.Sprintf("%d images to mirror, %d missing at the destination", s.ImagesToCopy, s.ImagesMissing)
+	}
+	count := map[string]int{}
+	var reasons []string
+	for _, a := range p.Artifacts {
+		for _, v := range a.Versions {
+			for _, i := range v.Images {
+				if i.AtDestination != "unknown" {
+					continue
+				}
+				r := i.UnknownReason
+				if r == "" {
+					r = "no reason given"
+				}
+				if count[r] == 0 {
+					reasons = append(reasons, r)
+				}
+				count[r]++
+			}
+		}
+	}
+	sort.SliceStable(reasons, func(i, j int) bool { return count[reasons[i]] > count[reasons[j]] })
+	refused := false
+	for k, r := range reasons {
+		refused = refused || r == reasonNoReadAccess || r == reasonDenied
+		if len(reasons) > 1 {
+			reasons[k] = fmt.Sprintf("%d %s", count[r], r)
+		}
+	}
+	why := strings.Join(reasons, ", ")
+	if refused {
+		sep := ": "
+		if len(reasons) > 1 {
+			sep = "; "
+		}
+		why += sep + "give the plan job read credentials for --dst-registry to know"
+	}
+	return fmt.Sprintf("%d images to mirror: %d missing, %d unknown at the destination (%s)", s.ImagesToCopy, s.ImagesMissing, s.ImagesUnknown, why)
 }
 
 // markdownSignatures writes the signature status of every image the plan
