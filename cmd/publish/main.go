@@ -95,7 +95,8 @@ func infrastructure(err error) bool {
 	}
 	switch re.Kind {
 	case registry.KindUnauthorized, registry.KindForbidden, registry.KindUnknownAuthority, registry.KindHostname,
-		registry.KindCertificate, registry.KindTLS, registry.KindPlainHTTP, registry.KindUnreachable, registry.KindTimeout:
+		registry.KindCertificate, registry.KindTLS, registry.KindPlainHTTP, registry.KindUnreachable, registry.KindTimeout,
+		registry.KindDigestMismatch, registry.KindLocalDisk:
 		return true
 	}
 	return false

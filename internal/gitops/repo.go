@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -129,6 +130,8 @@ func (e *UnreachableError) Error() string {
 		hint = "the catalog repo refused the credentials: check --catalog-username/--catalog-password (PUBLISH_CATALOG_USERNAME/PUBLISH_CATALOG_PASSWORD) and that the account may push"
 	} else if errors.Is(e.Err, transport.ErrRepositoryNotFound) {
 		hint = "no repository at that URL: create it (it may be empty) or fix --catalog"
+	} else if errors.Is(e.Err, syscall.ENOSPC) || errors.Is(e.Err, syscall.EDQUOT) {
+		hint = "this machine's disk is full, not the catalog repo at fault: free space in " + os.TempDir() + ", or point TMPDIR at a larger disk"
 	}
 	var h interface{ Hint() string }
 	if errors.As(e.Err, &h) {

@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // engine is the state of one mirror run: the bound on operations in flight
@@ -269,7 +271,13 @@ func (b *srcBlob) Compressed() (io.ReadCloser, error) {
 	} else if l, err = remote.Layer(b.repo.Digest(b.desc.Digest.String()), o...); err != nil {
 		return nil, err
 	}
-	return l.Compressed() // checks the digest as it is read
+	rc, err := l.Compressed() // checks the digest as it is read
+	if err != nil {
+		return nil, err
+	}
+	// And says who lied when the bytes are not the digest's: the error
+	// surfaces through the upload to the destination.
+	return registry.VerifyReader(rc, b.repo.RegistryStr(), b.desc.Digest, b.desc.Size), nil
 }
 
 // ensureBlob makes the blob desc present in dstRepo: once per repository

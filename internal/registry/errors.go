@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
 
@@ -88,6 +89,13 @@ const (
 	KindPlainHTTP   // HTTPS was spoken to a plain-HTTP port
 	KindUnreachable // refused, unknown host, network down
 	KindTimeout     // no response in time
+	// KindDigestMismatch: a registry served bytes that are not those of
+	// the digest asked for (*DigestMismatchError): the image is corrupt
+	// there, or something between rewrites it.
+	KindDigestMismatch
+	// KindLocalDisk: this machine's disk is full or over its quota
+	// (ENOSPC, EDQUOT): no registry is at fault.
+	KindLocalDisk
 )
 
 // Side is the end of a copy an operation talks to.
@@ -149,7 +157,7 @@ func NeedsFix(err error) bool {
 		return true
 	}
 	switch Classify(err) {
-	case KindUnknownAuthority, KindHostname, KindCertificate, KindTLS, KindPlainHTTP:
+	case KindUnknownAuthority, KindHostname, KindCertificate, KindTLS, KindPlainHTTP, KindLocalDisk:
 		return true
 	}
 	return false
@@ -192,7 +200,12 @@ func Classify(err error) Kind {
 	var op *net.OpError
 	var ue *url.Error
 	var ne net.Error
+	var dm *DigestMismatchError
 	switch {
+	case errors.As(err, &dm):
+		return KindDigestMismatch
+	case localDisk(err):
+		return KindLocalDisk
 	case errors.As(err, &ua):
 		return KindUnknownAuthority
 	case errors.As(err, &he):
@@ -249,6 +262,11 @@ func Classify(err error) Kind {
 // source).
 // An err that is an *Error already is returned as it is.
 func (c *Client) Describe(op, host string, err error) error {
+	var dm *DigestMismatchError
+	if errors.As(err, &dm) && dm.Host != "" {
+		// The source lied while the destination was being written.
+		return DescribeSide(c.opts.Flags, Source, op, dm.Host, err)
+	}
 	if h := errHost(err); h != "" {
 		host = h // the registry that failed: a copy reads the source too
 	}
@@ -396,6 +414,10 @@ func hint(f Flags, side Side, k Kind, host string) string {
 		return fmt.Sprintf("cannot reach registry %s (check the host, port, network%s)", host, extra)
 	case KindTimeout:
 		return fmt.Sprintf("%s did not answer in time", host)
+	case KindDigestMismatch:
+		return fmt.Sprintf("%s served bytes that do not match their digest: the image is corrupt there, or a proxy between rewrites it; push it again at the source, or fix the proxy", host)
+	case KindLocalDisk:
+		return fmt.Sprintf("this machine's disk is full (no registry is at fault): free space in %s, or point TMPDIR (and --temp-dir, --cache) at a larger disk", os.TempDir())
 	}
 	return ""
 }

@@ -211,9 +211,9 @@ func retryableStatus(code int) bool {
 // and a 500 without a permanent error code. Never: 401, 403, 404,
 // MANIFEST_INVALID, MANIFEST_BLOB_UNKNOWN (and the other codes in
 // permanentCodes), TLS and certificate errors, refused connections, unknown
-// hosts, a cancelled run.
+// hosts, a cancelled run, this machine's disk full.
 func Retryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, context.Canceled) || localDisk(err) {
 		return false
 	}
 	var pe *PermanentError
