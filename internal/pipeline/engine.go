@@ -33,8 +33,8 @@ import (
 //   - full: every manifest is read and the whole tip is written into a
 //     temporary directory, where the target renders everything it needs.
 //
-// incremental decides which: every condition that forces the full read is
-// there, and returns *catalog.FullReadRequiredError.
+// decide chooses the way over facts gathered up front; the way is a
+// catalogReader (reader.go), and nothing else compares the two.
 type scope struct {
 	o   Options
 	tgt target.Target
@@ -46,9 +46,8 @@ type scope struct {
 	// its overlays, the files outside rendered/ and publish/
 	// (incremental).
 	dir string
-	// base is what was written into dir from the tip (full).
-	base map[string][]byte
-	full bool
+	// way is how the scope was read: *fullRead or *incrementalRead.
+	way catalogReader
 	// state is the published state: whole (full), or its header with the
 	// entries of the touched artifacts only (incremental).
 	state *gitops.State
@@ -58,12 +57,6 @@ type scope struct {
 	// upgrades (migrateCatalog).
 	oldState []byte
 	legacy   bool
-	// idx and key (incremental): the state split by artifact, and the
-	// render key of the overlays, equal to the recorded one.
-	idx *gitops.StateIndex
-	key string
-	// touched (incremental) names the artifacts read.
-	touched map[string]bool
 
 	files   []manifest.File
 	vs      []*model.Version
@@ -79,9 +72,6 @@ type scope struct {
 	dirty map[string]bool
 	// written is the commit the last render wrote, for push.
 	written *catalog.Written
-	// migrated says the full read upgraded the catalog of the older
-	// layout in dir (migrateCatalog): its changes go into the commit.
-	migrated bool
 }
 
 // scopeOptions says what the scope is for.
@@ -147,14 +137,14 @@ func (s *scope) read(ctx context.Context, so scopeOptions) error {
 // no package repo: `publish push --catalog`, which brings its versions
 // from the archive.
 func openCatalogScope(ctx context.Context, o Options, tgt target.Target) (*scope, error) {
-	s := &scope{o: o, tgt: tgt, full: true, ownTip: true}
+	s := &scope{o: o, tgt: tgt, ownTip: true}
 	if err := s.openTip(ctx); err != nil {
 		return nil, err
 	}
 	if s.tip.NewBranch() {
 		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
 	}
-	if err := s.readCatalog(); err != nil {
+	if err := s.readCatalog(&fullRead{}); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -211,11 +201,12 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	o := s.o
 	f := facts{cluster: o.Cluster, askedFull: o.fullRead, changeSet: o.Changed != nil}
 	var src sourceFacts
-	if err := s.catalogFacts(&f); err != nil {
+	r, err := s.catalogFacts(&f)
+	if err != nil {
 		return err
 	}
 	if w, _ := decide(f); w == wayIncremental {
-		if err := s.gatherSource(ctx, so, &f, &src); err != nil {
+		if err := s.gatherSource(ctx, so, r.idx.Header, &f, &src); err != nil {
 			return err
 		}
 	}
@@ -225,15 +216,15 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	s.dirty = pathSet(src.dirty)
 	// The manifests the last publish took from a dirty tree are read
 	// again (markChanged), as are the dirty ones now.
-	again := append(append([]string(nil), src.dirty...), s.idx.Header.Source.Dirty...)
-	files, ms, scanErr, touched, err := scopedScan(o.Source, src.repo.Prefix(), s.idx, src.dr, src.since, again)
+	again := append(append([]string(nil), src.dirty...), r.idx.Header.Source.Dirty...)
+	files, ms, scanErr, touched, err := scopedScan(o.Source, src.repo.Prefix(), r.idx, src.dr, src.since, again)
 	if err != nil {
 		return err
 	}
 	// Only the touched artifacts can change: the state holds their
 	// entries alone.
-	s.touched = touched
-	if err := s.readTouched(); err != nil {
+	r.touched = touched
+	if err := s.readTouched(r); err != nil {
 		return err
 	}
 	if s.mc, err = newClient(o.Mirror, ms); err != nil {
@@ -251,7 +242,7 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	} else if err := checkScanned(ctx, o, files, ms, scanErr); err != nil {
 		return err
 	}
-	s.files, s.vs, s.diff = files, model.NewVersions(ms), src.dr
+	s.files, s.vs, s.diff, s.way = files, model.NewVersions(ms), src.dr, r
 	return nil
 }
 
@@ -268,8 +259,9 @@ type sourceFacts struct {
 // change detection since the base and since the published source commit
 // (one comparison when they are the same commit), and the manifests that
 // differ from HEAD. It stops at the first fact that forces the full way.
-// Errors: a package repo or a change detection that fails.
-func (s *scope) gatherSource(ctx context.Context, so scopeOptions, f *facts, src *sourceFacts) error {
+// header is the published state's header. Errors: a package repo or a
+// change detection that fails.
+func (s *scope) gatherSource(ctx context.Context, so scopeOptions, header *gitops.State, f *facts, src *sourceFacts) error {
 	o := s.o
 	root := packagesRoot(o.Source, o.PackagesDir)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
@@ -281,7 +273,6 @@ func (s *scope) gatherSource(ctx context.Context, so scopeOptions, f *facts, src
 		return err
 	}
 	src.repo = repo
-	header := s.idx.Header
 	dr, err := diff.Compute(ctx, diff.Options{
 		Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: o.Base,
 		PR: so.pr, TargetBranch: so.targetBranch,
@@ -315,72 +306,76 @@ func (s *scope) gatherSource(ctx context.Context, so scopeOptions, f *facts, src
 
 // catalogFacts fills the facts that depend on the catalog alone, and
 // writes the overlays into dir: also what a retry judges again on the
-// branch's new tip. It stops at the first fact that forces the full way.
-func (s *scope) catalogFacts(f *facts) error {
+// branch's new tip. It stops at the first fact that forces the full way;
+// when none does, it returns the incremental reader of the tip (its state
+// index and render key; touched still empty).
+func (s *scope) catalogFacts(f *facts) (*incrementalRead, error) {
 	o := s.o
 	if w, _ := decide(*f); w == wayFull {
-		return nil
+		return nil, nil
 	}
 	inc, ok := s.tgt.(target.Incremental)
 	if !ok {
 		f.wholeCatalog = o.Target
-		return nil
+		return nil, nil
 	}
 	switch {
 	case s.tip.Head() == "":
 		f.emptyCatalog = true
-		return nil
+		return nil, nil
 	case s.legacy:
 		f.legacyState = true
-		return nil
+		return nil, nil
 	case s.oldState == nil:
 		f.noState = true
-		return nil
+		return nil, nil
 	}
 	idx, err := gitops.SplitState(gitops.StatePath(o.Cluster), s.oldState)
 	if err != nil {
 		f.stateErr = err
-		return nil
+		return nil, nil
 	}
-	header := idx.Header
-	s.key = header.Rendered[o.Cluster]
-	if header.Source.Commit == "" || s.key == "" || len(idx.Names()) == 0 {
+	key := idx.Header.Rendered[o.Cluster]
+	if idx.Header.Source.Commit == "" || key == "" || len(idx.Names()) == 0 {
 		f.noHeader = true
-		return nil
+		return nil, nil
 	}
-	if ok, err := s.tipHas(path.Join(render.RenderedDir, o.Cluster)); err != nil {
-		return err
-	} else if !ok {
-		f.missing = render.RenderedDir + "/" + o.Cluster
-		return nil
-	}
-	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization(o.Cluster)); err != nil {
-		return err
-	} else if !ok {
-		f.missing = render.GeneratedKustomization(o.Cluster)
-		return nil
+	if f.missing, err = s.missingRendered(); err != nil || f.missing != "" {
+		return nil, err
 	}
 	overlay, err := s.tip.Files("", func(p string, isDir bool) bool {
 		return isDir && (p == render.RenderedDir || p == "publish")
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := render.Write(s.dir, nil, overlay); err != nil {
-		return err
+		return nil, err
 	}
 	if err := render.CheckOverlay(s.dir, o.Cluster); err != nil {
-		return inputErr(err)
+		return nil, inputErr(err)
 	}
 	k, err := inc.Key(s.dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if f.keyChanged = o.renderKey(k) != s.key; f.keyChanged {
-		return nil
+	if f.keyChanged = o.renderKey(k) != key; f.keyChanged {
+		return nil, nil
 	}
-	s.idx = idx
-	return nil
+	return &incrementalRead{idx: idx, key: key}, nil
+}
+
+// missingRendered returns the first of rendered/<cluster> and its
+// generated kustomization that the tip lacks, "" when it has both.
+func (s *scope) missingRendered() (string, error) {
+	c := s.o.Cluster
+	if ok, err := s.tipHas(path.Join(render.RenderedDir, c)); err != nil || !ok {
+		return render.RenderedDir + "/" + c, err
+	}
+	if _, ok, err := s.tip.ReadFile(render.GeneratedKustomization(c)); err != nil || !ok {
+		return render.GeneratedKustomization(c), err
+	}
+	return "", nil
 }
 
 // tipHas reports whether the tip has a directory at dir (Git keeps no
@@ -394,13 +389,13 @@ func (s *scope) tipHas(dir string) (bool, error) {
 	return found, err
 }
 
-// readTouched sets the state to the header and the touched artifacts'
-// entries.
-func (s *scope) readTouched() error {
-	header := s.idx.Header
+// readTouched sets the state to the header and the entries of the
+// artifacts r touched.
+func (s *scope) readTouched(r *incrementalRead) error {
+	header := r.idx.Header
 	s.state = &gitops.State{APIVersion: header.APIVersion, Kind: header.Kind, Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}
-	for _, n := range sortedKeys(s.touched) {
-		a, ok, err := s.idx.Artifact(n)
+	for _, n := range sortedKeys(r.touched) {
+		a, ok, err := r.idx.Artifact(n)
 		if err != nil {
 			return catalog.FullReadRequired("%v", err)
 		}
@@ -425,29 +420,12 @@ func (s *scope) selected(vs []*model.Version) []*model.Version {
 	for _, v := range vs {
 		names[v.Manifest.Artifact] = true
 	}
-	if s.idx != nil {
-		for _, n := range s.idx.Names() {
-			names[n] = true
-		}
-	}
+	s.way.names(names)
 	for _, a := range s.state.Artifacts {
 		names[a.Name] = true
 	}
-	if s.full {
-		for field, ps := range map[string][]string{"include": c.Include, "exclude": c.Exclude} {
-			for _, p := range ps {
-				hit := false
-				for n := range names {
-					if ok, _ := path.Match(p, n); ok {
-						hit = true
-						break
-					}
-				}
-				if !hit {
-					s.o.warnf("publish.yaml clusters.%s.%s: pattern %q matches no artifact", c.Name, field, p)
-				}
-			}
-		}
+	if s.way.warnsUnmatched() {
+		selectionWarnings(s.o, names)
 	}
 	var out []*model.Version
 	for _, v := range vs {
@@ -469,24 +447,15 @@ func (s *scope) targetState() *gitops.State {
 }
 
 // coversAll reports whether the scope holds every artifact of the state.
-func (s *scope) coversAll() bool {
-	if s.full {
-		return true
-	}
-	for _, n := range s.idx.Names() {
-		if !s.touched[n] {
-			return false
-		}
-	}
-	return true
-}
+func (s *scope) coversAll() bool { return s.way.coversAll() }
 
 // readFull reads the scope the full way: the whole tip into dir, the
 // state, change detection, every manifest.
 func (s *scope) readFull(ctx context.Context, so scopeOptions) error {
 	o := s.o
-	s.full, s.idx, s.touched = true, nil, nil
-	if err := s.readCatalog(); err != nil {
+	r := &fullRead{}
+	s.way = r
+	if err := s.readCatalog(r); err != nil {
 		return err
 	}
 	repo, err := o.sourceRepo()
@@ -543,9 +512,12 @@ func (s *scope) readFull(ctx context.Context, so scopeOptions) error {
 	return err
 }
 
-// readCatalog writes the whole tip into dir and reads its state; a first
-// publish is seeded from the template (prepareCatalog).
-func (s *scope) readCatalog() error {
+// readCatalog writes the whole tip into dir, keeping it as r's base, and
+// reads its state; a catalog of the older layout is upgraded in dir
+// (migrateCatalog, its changes go into the commit) and a first publish is
+// seeded from the template (prepareCatalog).
+func (s *scope) readCatalog(r *fullRead) error {
+	s.way = r
 	if err := os.RemoveAll(s.dir); err != nil {
 		return err
 	}
@@ -553,13 +525,13 @@ func (s *scope) readCatalog() error {
 		return err
 	}
 	var err error
-	if s.base, err = s.tip.Files("", nil); err != nil {
+	if r.base, err = s.tip.Files("", nil); err != nil {
 		return err
 	}
-	if err := writeFiles(s.dir, s.base); err != nil {
+	if err := writeFiles(s.dir, r.base); err != nil {
 		return err
 	}
-	if s.migrated, err = migrateCatalog(s.dir); err != nil {
+	if _, err = migrateCatalog(s.dir); err != nil {
 		return err
 	}
 	s.state, err = prepareCatalog(s.dir, s.tip.Head() == "", s.o, s.tgt)
@@ -576,15 +548,5 @@ func (s *scope) reopen(ctx context.Context) error {
 	if err := s.openTip(ctx); err != nil {
 		return err
 	}
-	if s.full {
-		return s.readCatalog()
-	}
-	var f facts
-	if err := s.catalogFacts(&f); err != nil {
-		return err
-	}
-	if w, reason := decide(f); w == wayFull {
-		return fmt.Errorf("the catalog branch %s moved on during this run and %s: nothing was pushed; run publish again", s.o.Catalog.Branch, reason)
-	}
-	return s.readTouched()
+	return s.way.reread(ctx, s)
 }

@@ -12,49 +12,15 @@ import (
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
-	"github.com/operator-publish/publish/internal/target"
 )
 
 // render renders next (the merged records of the scope's artifacts) and
 // returns the changes to the catalog (relative to its root, sorted) and
 // the render key to record. preview is `publish plan`: the target's
-// Preview, which needs no registry write, and its warning.
+// Preview, which needs no registry write, and its warning. The way the
+// scope was read renders (catalogReader).
 func (s *scope) render(ctx context.Context, next []model.ArtifactRecord, preview bool) (changes []catalog.Change, key, warning string, err error) {
-	if !s.full {
-		changes, err = s.tgt.(target.Incremental).RenderArtifacts(s.tip, s.dir, next)
-		return changes, s.key, "", err
-	}
-	// A changed artifact selection renders the cluster whole.
-	prevKey := s.state.Rendered[s.o.Cluster]
-	if s.o.renderKey(targetKey(prevKey)) != prevKey {
-		prevKey = ""
-	}
-	prevKey = targetKey(prevKey)
-	if preview {
-		warning, err = s.tgt.Preview(s.dir, next, prevKey)
-	} else {
-		key, err = s.tgt.Render(ctx, s.dir, next, prevKey)
-		key = s.o.renderKey(key)
-	}
-	if err != nil {
-		return nil, "", "", err
-	}
-	now, err := dirFiles(s.dir)
-	if err != nil {
-		return nil, "", "", err
-	}
-	for p, data := range now {
-		if old, ok := s.base[p]; !ok || !bytes.Equal(old, data) {
-			changes = append(changes, catalog.Change{Path: p, Data: data})
-		}
-	}
-	for p := range s.base {
-		if _, ok := now[p]; !ok {
-			changes = append(changes, catalog.Change{Path: p, Delete: true})
-		}
-	}
-	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return changes, key, warning, nil
+	return s.way.render(ctx, s, next, preview)
 }
 
 // stateFile returns publish/state.yaml after a publish of next from the
@@ -63,12 +29,7 @@ func (s *scope) render(ctx context.Context, next []model.ArtifactRecord, preview
 // state marshalled (full), or the tip's file with the touched artifacts'
 // entries replaced (incremental), the same bytes either way.
 func (s *scope) stateFile(src gitops.Source, next []model.ArtifactRecord, rendered map[string]string, oci map[string]gitops.OCIRecord) ([]byte, error) {
-	header := &gitops.State{Source: src, Rendered: rendered, OCI: oci}
-	if s.full {
-		header.Artifacts = next
-		return header.Marshal()
-	}
-	return s.idx.Marshal(header, next)
+	return s.way.stateFile(&gitops.State{Source: src, Rendered: rendered, OCI: oci}, next)
 }
 
 // commit writes the commit of changes on the tip (catalog.Tip.Commit):

@@ -274,11 +274,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	cr := &clusterRun{s: s, res: res, cres: &ClusterResult{Name: o.Cluster}}
 	vs, state := s.vs, s.state
 	res.Manifests = len(vs)
-	if s.full {
-		o.logf("scan: %d package manifests in %s", len(vs), filepath.Join(o.Source, o.PackagesDir))
-	} else {
-		o.logf("scan: %d package manifests of the %d artifacts the change touches (the others stay as published)", len(vs), len(s.touched))
-	}
+	o.logf("%s", s.way.scanned(o, len(vs)))
 	if repo, err := o.sourceRepo(); err == nil {
 		res.SourceCommit = repo.Head()
 	}
