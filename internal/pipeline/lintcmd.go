@@ -59,6 +59,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
 	var regErrs []error
 	var verifyFindings []lint.Finding
+	var images *describedImages
 	if !o.Offline {
 		mc, err := newClient(o.Mirror, ms)
 		if err != nil {
@@ -84,7 +85,8 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 			regErrs = append(regErrs, splitErrs(failed)...)
 		}
 		if o.Images {
-			in.Images = lint.RegistryChecker{Parse: mc.ParseReference, Options: mc.SrcOptions()}
+			images = newDescribedImages(mc)
+			in.Images = images
 		}
 		verifyFindings, _ = verifyStage(ctx, o.Verify, mc, selected)
 		verifyFindings = append(verifyFindings, unmatchedFindings(o.Verify, o.Source, model.NewVersions(ms))...)
@@ -104,7 +106,11 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	for _, f := range all {
 		if f.Rule == lint.RuleImagesCheck || f.Rule == lint.RuleBundleFetch {
 			// The registry did not answer: not a finding (see above).
-			regErrs = append(regErrs, fmt.Errorf("%s:%d: %s", f.Path, f.Line, f.Message))
+			if err, ok := images.failure(f); ok {
+				regErrs = append(regErrs, err)
+			} else {
+				regErrs = append(regErrs, fmt.Errorf("%s:%d: %s", f.Path, f.Line, f.Message))
+			}
 			continue
 		}
 		if Selected(f.Path, o.Paths) || f.Path == "" || strings.HasPrefix(f.Rule, "repo/config") || strings.HasPrefix(f.Rule, "repo/waiver") || f.Rule == RuleVerifyPattern || f.Rule == lint.RuleVerifySkipped {
