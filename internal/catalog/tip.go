@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -49,6 +50,14 @@ type Tip struct {
 	newBranch bool
 }
 
+// tipOpens counts OpenTip calls (TipOpens).
+var tipOpens atomic.Int64
+
+// TipOpens returns how many times a catalog branch tip was opened in this
+// process (each open of a remote catalog is a fetch): a run or a plan of
+// several clusters opens it once.
+func TipOpens() int64 { return tipOpens.Load() }
+
 // OpenTip opens the tip of o.Branch of the catalog repo o.URL, rooted at
 // o.Path (--catalog-path). An empty repo, a new branch, or a tip without
 // that directory is a Tip with no files (Head "" for the first two).
@@ -57,6 +66,7 @@ type Tip struct {
 // --catalog-path, *gitops.MissingBranchError for a branch the repo lacks
 // while it has others (unless o.CreateBranch, --create-branch).
 func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
+	tipOpens.Add(1)
 	o = o.WithDefaults()
 	url, err := o.Endpoint()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/check"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -151,9 +152,13 @@ func TestRunClusters(t *testing.T) {
 	if res, err := Run(context.Background(), o); err != nil || res.Commit != "" {
 		t.Fatalf("rerun: %v %s", err, res.Commit)
 	}
+	opens := catalog.TipOpens()
 	plans, err := PlanClusters(context.Background(), PlanOptions{Options: o})
 	if err != nil || len(plans) != 3 || plans[2].Cluster != "c" {
 		t.Fatalf("plans: %v %d", err, len(plans))
+	}
+	if n := catalog.TipOpens() - opens; n != 1 {
+		t.Errorf("the plan of 3 clusters opened the catalog tip %d times, want once (as run)", n)
 	}
 	for _, p := range plans {
 		if len(p.Files) != 0 {

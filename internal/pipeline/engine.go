@@ -85,26 +85,12 @@ type scopeOptions struct {
 	plan bool
 }
 
-// openScope opens the catalog branch tip and reads what a plan or run
-// needs, the incremental way when it applies, else the full way (saying
-// why in the log). The caller closes the scope. Errors: those of
-// catalog.OpenTip (*gitops.UnreachableError, *gitops.MissingBranchError),
-// input errors (*InputError: a catalog that is not one, a missing
-// overlay, manifests that do not parse), and a change detection that
-// fails on the incremental way.
-func openScope(ctx context.Context, o Options, so scopeOptions, tgt target.Target) (*scope, error) {
-	s := &scope{o: o, tgt: tgt, ownTip: true}
-	if err := s.openTip(ctx); err != nil {
-		return nil, err
-	}
-	if s.tip.NewBranch() {
-		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
-	}
-	return s, s.read(ctx, so)
-}
-
-// openScopeOn is openScope on a tip the caller opened and closes: the
-// clusters of one run share it, and its one commit.
+// openScopeOn opens the scope of o's cluster on a tip the caller opened
+// and closes, reading what a plan or run needs the incremental way when it
+// applies, else the full way (saying why in the log): the clusters of one
+// run or plan share the tip, and a run its one commit. Errors: input errors
+// (*InputError: a catalog that is not one, a missing overlay, manifests
+// that do not parse), and a change detection that fails.
 func openScopeOn(ctx context.Context, o Options, so scopeOptions, tgt target.Target, tip *catalog.Tip) (*scope, error) {
 	s := &scope{o: o, tgt: tgt, tip: tip}
 	if err := s.openTip(ctx); err != nil {

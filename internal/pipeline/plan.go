@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -125,11 +126,35 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 	} else if len(o.Clusters) > 1 {
 		return nil, errors.New("PlanRun: one cluster at a time (PlanClusters)")
 	}
+	tip, err := openPlanTip(ctx, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	defer tip.Close()
+	return planOn(ctx, o, tip)
+}
+
+// openPlanTip opens the catalog branch tip a plan reads, saying when the
+// branch is new.
+func openPlanTip(ctx context.Context, o Options) (*catalog.Tip, error) {
+	tip, err := catalog.OpenTip(ctx, o.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	if tip.NewBranch() {
+		o.logf("catalog: branch %s does not exist in %s yet: it will be created from the template (check --catalog-branch if that is not what you want)", o.Catalog.Branch, o.Catalog.URL)
+	}
+	return tip, nil
+}
+
+// planOn is the plan of o's one cluster on tip, which the caller opened and
+// closes (PlanClusters: every cluster on the same tip, as run does).
+func planOn(ctx context.Context, o PlanOptions, tip *catalog.Tip) (*Plan, error) {
 	tgt, err := o.newTarget()
 	if err != nil {
 		return nil, err
 	}
-	s, err := openScope(ctx, o.Options, scopeOptions{pr: o.PR, targetBranch: o.TargetBranch, plan: true}, tgt)
+	s, err := openScopeOn(ctx, o.Options, scopeOptions{pr: o.PR, targetBranch: o.TargetBranch, plan: true}, tgt, tip)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +197,16 @@ func PlanRun(ctx context.Context, o PlanOptions) (*Plan, error) {
 }
 
 // PlanClusters is PlanRun for each cluster of o (Options.Clusters, else
-// the one of Options.Cluster), in order: one plan per cluster.
+// the one of Options.Cluster), in order, on one catalog branch tip opened
+// once (as run reads its clusters): one plan per cluster, all of the same
+// catalog commit.
 func PlanClusters(ctx context.Context, o PlanOptions) ([]*Plan, error) {
 	o.defaults()
+	tip, err := openPlanTip(ctx, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	defer tip.Close()
 	var out []*Plan
 	for _, c := range o.clusterList() {
 		co := o
@@ -182,7 +214,7 @@ func PlanClusters(ctx context.Context, o PlanOptions) ([]*Plan, error) {
 		if len(o.Clusters) > 1 {
 			co.Log = withCluster(o.Log, c.Name)
 		}
-		p, err := PlanRun(ctx, co)
+		p, err := planOn(ctx, co, tip)
 		if err != nil {
 			if len(o.Clusters) > 1 {
 				err = fmt.Errorf("cluster %s: %w", c.Name, err)
