@@ -41,6 +41,8 @@ func (r *renderFlags) registerCluster(fs *pflag.FlagSet, def, usage string) {
 type renderSettings struct {
 	Cluster string
 	Target  string
+	// Caps are the target's capabilities (target.Kind).
+	Caps target.Capabilities
 	Render  render.Config
 	OLM     pipeline.OLMOptions
 	// Include, Exclude and DstRegistry are publish.yaml
@@ -110,6 +112,7 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 	return renderSettings{
 		Cluster:     cluster,
 		Target:      k.Name,
+		Caps:        k.Caps,
 		Render:      rc,
 		OLM:         cfg.ClusterOLM(cluster).TargetOptions(),
 		Include:     cs.Include,

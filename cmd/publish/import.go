@@ -66,8 +66,8 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 			if err != nil {
 				return err
 			}
-			if rs.Target != "" && rs.Target != "alauda" {
-				return usagef("--target %s: import reads Alauda Artifacts and ArtifactVersions, for the alauda target only", rs.Target)
+			if !rs.Caps.ArtifactObjects {
+				return usagef("--target %s: import reads Alauda Artifacts and ArtifactVersions, which the %s target does not render", rs.Target, rs.Target)
 			}
 			if manifests != "" {
 				if fi, err := os.Stat(manifests); err != nil || !fi.IsDir() {

@@ -77,8 +77,8 @@ the images.`,
 				if err != nil {
 					return err
 				}
-				if rs.Target != pipeline.TargetAlauda {
-					return usagef("--catalog: the OCI catalog in the archive is rendered for the alauda target, not %s (--target, publish.yaml clusters.%s.target)", rs.Target, rs.Cluster)
+				if !rs.Caps.ArtifactObjects {
+					return usagef("--catalog: the OCI catalog in the archive holds Artifact and ArtifactVersion objects, which the %s target does not render (--target, publish.yaml clusters.%s.target)", rs.Target, rs.Cluster)
 				}
 				o.Cluster, o.Render = rs.Cluster, rs.Render
 				if o.Catalog, err = catalog.options(&tls); err != nil {

@@ -116,7 +116,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return err
 		}
 		if s != nil {
-			if o.OCI == "" && rs.Target != pipeline.TargetOLM {
+			if o.OCI == "" && !rs.Caps.CatalogImage {
 				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image): give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
 			}
 			o.Sign = s

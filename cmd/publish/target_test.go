@@ -121,3 +121,28 @@ clusters:
 		t.Errorf("bad --oci: %v, want a usage error naming --oci", err)
 	}
 }
+
+// TestTargetCapabilities: commands that need what only some targets do
+// ask the target's capabilities, and say which target lacks it: import
+// and package --catalog need the Artifact objects of alauda.
+func TestTargetCapabilities(t *testing.T) {
+	catalog, src := t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(src, "packages"), 0o755)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"import", "--catalog", catalog, "--target", "olm"}, "which the olm target does not render"},
+		{[]string{"package", "--source", src, "--catalog", catalog, "--target", "olm", "--output", filepath.Join(t.TempDir(), "a.tar")}, "which the olm target does not render"},
+	} {
+		root := newRootCmd()
+		root.SetArgs(c.args)
+		root.SetOut(&strings.Builder{})
+		root.SetErr(&strings.Builder{})
+		err := root.Execute()
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error saying %q", c.args, err, c.want)
+		}
+	}
+}

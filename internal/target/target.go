@@ -38,15 +38,28 @@ const Default = Alauda
 
 // kinds registers the targets by name.
 var kinds = map[string]Kind{
-	Alauda: {Name: Alauda, New: newAlauda},
-	OLM:    {Name: OLM, New: newOLM},
+	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true}},
+	OLM:    {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true}},
 }
 
-// Kind is a registered target: its name and how to make one for a
-// cluster.
+// Kind is a registered target: its name, what it can do and how to make
+// one for a cluster.
 type Kind struct {
 	Name string
+	Caps Capabilities
 	New  func(Settings) Target
+}
+
+// Capabilities are what commands other than run and plan ask of a target,
+// instead of comparing its name.
+type Capabilities struct {
+	// ArtifactObjects: the target renders Alauda Artifact and
+	// ArtifactVersion objects, which `publish import` reads back from a
+	// cluster and an archive's OCI catalog (`package --catalog`) holds.
+	ArtifactObjects bool
+	// CatalogImage: the target pushes an image of its own (the olm
+	// catalog image), which --cosign-key signs even without --oci.
+	CatalogImage bool
 }
 
 // Lookup returns the target registered as name ("" is Default). An unknown
