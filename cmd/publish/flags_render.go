@@ -42,9 +42,9 @@ type renderSettings struct {
 	Cluster string
 	Target  string
 	// Caps are the target's capabilities (target.Kind).
-	Caps target.Capabilities
-	Render  render.Config
-	OLM     pipeline.OLMOptions
+	Caps   target.Capabilities
+	Render render.Config
+	OLM    pipeline.OLMOptions
 	// Include, Exclude and DstRegistry are publish.yaml
 	// clusters.<cluster>'s (pipeline.ClusterOptions).
 	Include, Exclude []string
