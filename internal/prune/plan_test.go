@@ -1,0 +1,147 @@
+package prune
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/testenv"
+)
+
+// catalogRepo is a catalog checkout whose history the test writes, one
+// commit of state files at a time, at given committer times.
+type catalogRepo struct {
+	t   *testing.T
+	dir string
+}
+
+func newCatalogRepo(t *testing.T) *catalogRepo {
+	dir := t.TempDir()
+	c := &catalogRepo{t: t, dir: dir}
+	c.git(time.Time{}, "init", "-q", "-b", "main")
+	return c
+}
+
+func (c *catalogRepo) git(when time.Time, args ...string) {
+	c.t.Helper()
+	bin := testenv.Require(c.t, "git", "git")
+	cmd := exec.Command(bin, append([]string{"-C", c.dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	if !when.IsZero() {
+		d := when.Format(time.RFC3339)
+		cmd.Env = append(cmd.Env, "GIT_AUTHOR_DATE="+d, "GIT_COMMITTER_DATE="+d)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// commit writes the state of each cluster and commits at when.
+func (c *catalogRepo) commit(when time.Time, states map[string][]model.ArtifactRecord) {
+	c.t.Helper()
+	for cl, arts := range states {
+		data, err := (&gitops.State{Source: gitops.Source{Commit: "abc"}, Artifacts: arts}).Marshal()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		p := filepath.Join(c.dir, filepath.FromSlash(gitops.StatePath(cl)))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	c.git(when, "add", "-A")
+	c.git(when, "commit", "-q", "-m", "publish")
+}
+
+const (
+	dst      = "r.example.com"
+	shared   = "sha256:" + "aa00000000000000000000000000000000000000000000000000000000000000"
+	only100  = "sha256:" + "b100000000000000000000000000000000000000000000000000000000000000"
+	bundle10 = "sha256:" + "c100000000000000000000000000000000000000000000000000000000000000"
+	bundle11 = "sha256:" + "c110000000000000000000000000000000000000000000000000000000000000"
+	bundle12 = "sha256:" + "c120000000000000000000000000000000000000000000000000000000000000"
+	only110  = "sha256:" + "b110000000000000000000000000000000000000000000000000000000000000"
+)
+
+// etcd is the artifact with versions 1.0.0, 1.1.0 and 1.2.0, those in
+// present listed; 1.0.0 and 1.1.0 share a related image with 1.2.0.
+func etcd(present ...string) model.ArtifactRecord {
+	is := map[string]bool{}
+	for _, v := range present {
+		is[v] = true
+	}
+	img := func(d string) model.Image {
+		return model.Image{Source: "quay.io/etcd/etcd@" + d, Destination: dst + "/m/etcd/etcd:x", Digest: d}
+	}
+	return model.ArtifactRecord{Name: "etcd", Present: true, Registry: dst, Repository: "m/etcd/bundle", Versions: []model.VersionRecord{
+		{Version: "1.0.0", Tag: "v1.0.0", Present: is["1.0.0"], BundleDigest: bundle10, Images: []model.Image{img(shared), img(only100)}},
+		{Version: "1.1.0", Tag: "v1.1.0", Present: is["1.1.0"], BundleDigest: bundle11, Images: []model.Image{img(shared), img(only110)}},
+		{Version: "1.2.0", Tag: "v1.2.0", Present: is["1.2.0"], BundleDigest: bundle12, Images: []model.Image{img(shared)}},
+	}}
+}
+
+// TestMakePlan: two clusters on one registry. 1.0.0 is delisted on a
+// only (b still lists it: nothing of it is an orphan), then on b too: its
+// bundle and its own image are orphans, the image it shares with a listed
+// version is not. 1.1.0, delisted on both yesterday, is too recent for
+// --older-than 30 days.
+func TestMakePlan(t *testing.T) {
+	c := newCatalogRepo(t)
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	all := []string{"1.0.0", "1.1.0", "1.2.0"}
+	c.commit(t0, map[string][]model.ArtifactRecord{"a": {etcd(all...)}, "b": {etcd(all...)}})
+	c.commit(t0.AddDate(0, 0, 10), map[string][]model.ArtifactRecord{"a": {etcd("1.1.0", "1.2.0")}})
+	now := t0.AddDate(0, 3, 0)
+	p, err := MakePlan(context.Background(), Options{CatalogDir: c.dir, OlderThan: DefaultOlderThan, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 0 || len(p.Recent) != 0 {
+		t.Fatalf("1.0.0 is still listed on b: entries %+v, recent %+v", p.Entries, p.Recent)
+	}
+	delistedOnB := t0.AddDate(0, 0, 20)
+	c.commit(delistedOnB, map[string][]model.ArtifactRecord{"b": {etcd("1.1.0", "1.2.0")}})
+	yesterday := now.AddDate(0, 0, -1)
+	c.commit(yesterday, map[string][]model.ArtifactRecord{"a": {etcd("1.2.0")}, "b": {etcd("1.2.0")}})
+	p, err = MakePlan(context.Background(), Options{CatalogDir: c.dir, OlderThan: DefaultOlderThan, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Entry{}
+	for _, e := range p.Entries {
+		got[e.Repository+"@"+e.Digest] = e
+	}
+	if len(p.Entries) != 2 {
+		t.Errorf("entries %+v, want 1.0.0's bundle and own image", p.Entries)
+	}
+	b := got[dst+"/m/etcd/bundle@"+bundle10]
+	if b.Digest == "" || !b.DelistedSince.Equal(delistedOnB) || len(b.Tags) != 1 || b.Tags[0] != "v1.0.0" || len(b.Versions) != 2 {
+		t.Errorf("1.0.0's bundle: %+v (want delisted since %s, the later of the two clusters)", b, delistedOnB)
+	}
+	if _, ok := got[dst+"/m/etcd/etcd@"+only100]; !ok {
+		t.Errorf("1.0.0's own image is not planned: %+v", p.Entries)
+	}
+	if _, ok := got[dst+"/m/etcd/etcd@"+shared]; ok {
+		t.Error("the image 1.2.0 still lists is planned")
+	}
+	if len(p.Recent) != 2 {
+		t.Errorf("recent %+v, want 1.1.0's bundle and own image", p.Recent)
+	}
+	if p.Kept != 2 {
+		t.Errorf("kept %d, want 2 (1.2.0's bundle, the shared image)", p.Kept)
+	}
+	md := p.Markdown()
+	for _, want := range []string{"**2 manifests to delete**", "2 delisted less than 720h0m0s ago", "`" + dst + "/m/etcd/bundle`", "a: etcd 1.0.0 (bundle); b: etcd 1.0.0 (bundle)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
