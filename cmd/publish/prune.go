@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 func newPruneCmd(inv *invocation) *cobra.Command {
 	var (
 		catalogDir, planFile string
+		applyFile            string
 		olderThan            time.Duration
 		lookup               bool
 		dst                  dstRegistryFlags
@@ -24,8 +26,8 @@ func newPruneCmd(inv *invocation) *cobra.Command {
 		retry                retryFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "prune --plan FILE",
-		Short: "List what delisting left at the destination registries, for review (never deletes)",
+		Use:   "prune --plan FILE | --apply FILE",
+		Short: "List what delisting left at the destination registries for review (--plan), then delete exactly that (--apply)",
 		Long: `prune --plan reads the state of every cluster in a catalog checkout with its
 history and lists, per destination repository, every manifest (bundle and
 related image, by digest) that only delisted versions reference: one that a
@@ -38,12 +40,24 @@ The plan is written as JSON to --plan FILE and as Markdown to standard output
 (and the CI job summary): review it, for example in a pull request. Nothing
 is deleted: violet's gc deletes without a dry run, prune never does while
 planning. With --lookup, each manifest's size and whether it is still there
-come from one HEAD at the destination (read access, --dst-username).
-See docs/prune.md.`,
+come from one HEAD at the destination (read access, --dst-username), and
+the children of an image index that no listed index holds are listed with it.
+
+prune --apply FILE deletes exactly the manifests of a reviewed plan, through
+the registry API, after reading the catalog checkout again: what a listed
+version references now (relisted since the plan) is left, and said. Tags that
+still point at a manifest go first where the registry can delete a tag, then
+the manifest by digest, then its children. Blobs are left to the registry's
+garbage collection, whose command it prints. A registry that refuses deletes
+stops it before anything is half-done (exit 2). It needs delete rights at the
+destination. prune never runs inside publish run. See docs/prune.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if planFile == "" {
-				return usagef("--plan FILE: where to write the reviewed list (JSON)")
+			if (planFile == "") == (applyFile == "") {
+				return usagef("give --plan FILE (write the list to review) or --apply FILE (delete what a reviewed plan lists), one of them")
+			}
+			if applyFile != "" {
+				return pruneApply(cmd, inv, catalogDir, applyFile, registryFlags{dst: &dst, tls: &tls, retry: &retry})
 			}
 			if st, err := os.Stat(filepath.Dir(planFile)); err != nil || !st.IsDir() {
 				return usagef("--plan %s: its directory %s does not exist", planFile, filepath.Dir(planFile))
@@ -95,11 +109,44 @@ See docs/prune.md.`,
 	fs := cmd.Flags()
 	fs.StringVar(&catalogDir, "catalog-dir", ".", "a checkout of the catalog repo with its history (a full clone); read only")
 	fs.StringVar(&planFile, "plan", "", "write the plan (JSON) to this file")
+	fs.StringVar(&applyFile, "apply", "", "delete exactly what this reviewed plan (JSON, from --plan) lists, unless it is listed again")
 	fs.DurationVar(&olderThan, "older-than", prune.DefaultOlderThan, "list only what every cluster delisted at least this long ago")
 	fs.BoolVar(&lookup, "lookup", false, "ask the destination for each manifest's size and whether it is still there (one HEAD each; read access)")
-	dst.register(fs, "read access, with --lookup")
+	dst.register(fs, "read access with --lookup, delete rights with --apply")
 	tls.register(fs)
 	retry.register(fs)
 	withEnvHelp(fs)
 	return cmd
+}
+
+// pruneApply is prune --apply: it reads the plan file, deletes what it
+// lists (prune.Apply) and prints what it did and the garbage collection to
+// run. Errors: usage errors naming --apply for a plan that cannot be read,
+// the registry's.
+func pruneApply(cmd *cobra.Command, inv *invocation, catalogDir, file string, reg registryFlags) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return usagef("--apply %s: %v", file, err)
+	}
+	var p prune.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return usagef("--apply %s: not a prune plan: %v", file, err)
+	}
+	mc, err := checkClient(reg)
+	if err != nil {
+		return err
+	}
+	res, err := prune.Apply(cmd.Context(), &p, prune.ApplyOptions{CatalogDir: catalogDir, Parse: mc.ParseReference, Remote: mc.DstOptions(), Logf: inv.logf})
+	if res != nil {
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "prune: %d manifests deleted, %d left (listed again since the plan), %d already gone\n", len(res.Deleted), len(res.Relisted), len(res.Gone))
+		if len(res.Deleted) > 0 {
+			fmt.Fprintln(out, "prune: their layers stay until the registry's garbage collection: distribution `registry garbage-collect /etc/docker/registry/config.yml` (in read-only mode; never --delete-untagged: related images are mirrored by digest, without a tag), Harbor: Administration > Clean Up")
+		}
+	}
+	var re *prune.RefusedError
+	if errors.As(err, &re) {
+		return &usageError{err}
+	}
+	return err
 }

@@ -63,6 +63,11 @@ type Entry struct {
 	// At is what the destination said: present, missing (already gone) or
 	// unknown (the registry would not say), "" when not checked.
 	At string `json:"atDestination,omitempty"`
+	// Children are the digests of the manifests an image index holds
+	// (--lookup) that no listed image index of the repository holds too:
+	// deleted with it, since the registry's garbage collection keeps a
+	// manifest that is no longer any index's child.
+	Children []string `json:"children,omitempty"`
 	// Versions are the delisted versions that reference it, as
 	// "cluster: artifact version (bundle|related image SOURCE)".
 	Versions []string `json:"versions"`
@@ -110,17 +115,69 @@ type use struct {
 // Errors: the checkout is not a Git repository, a state file or the
 // history does not parse.
 func MakePlan(ctx context.Context, o Options) (*Plan, error) {
-	dir, err := filepath.Abs(o.CatalogDir)
+	c, err := readCatalog(ctx, o.CatalogDir)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{SchemaVersion: SchemaVersion, Catalog: c.head, Made: o.Now.UTC(), OlderThan: o.OlderThan.String(), Entries: []Entry{}, Recent: []Entry{}, Truncated: c.truncated}
+	for r, us := range c.uses {
+		e, orphan := entryOf(r, us, o.Now.UTC())
+		switch {
+		case !orphan:
+			p.Kept++
+		case o.Now.Sub(e.DelistedSince) >= o.OlderThan:
+			p.Entries = append(p.Entries, e)
+		default:
+			p.Recent = append(p.Recent, e)
+		}
+	}
+	sortEntries(p.Entries)
+	sortEntries(p.Recent)
+	if o.Remote != nil {
+		look(ctx, o, p.Entries)
+		children(ctx, o, p.Entries, c.listed())
+	}
+	return p, nil
+}
+
+// catalogUses is what readCatalog read: every version's references, by
+// destination manifest, at the checkout's HEAD.
+type catalogUses struct {
+	head      string
+	truncated bool
+	uses      map[ref][]use
+}
+
+// listed returns the manifests a listed version references.
+func (c *catalogUses) listed() map[ref]bool {
+	out := map[ref]bool{}
+	for r, us := range c.uses {
+		for _, u := range us {
+			if u.present {
+				out[r] = true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// readCatalog reads the state of every cluster at the HEAD of the catalog
+// checkout dir, and the history of each (since when a version is
+// delisted). Errors: dir is not in a Git repository or has no commit, a
+// state file or the history does not parse.
+func readCatalog(ctx context.Context, catalogDir string) (*catalogUses, error) {
+	dir, err := filepath.Abs(catalogDir)
 	if err != nil {
 		return nil, err
 	}
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
 	if err != nil {
-		return nil, fmt.Errorf("--catalog-dir %s: not in a Git repository (prune reads the catalog's history: clone it whole): %w", o.CatalogDir, err)
+		return nil, fmt.Errorf("--catalog-dir %s: not in a Git repository (prune reads the catalog's history: clone it whole): %w", catalogDir, err)
 	}
 	headRef, err := repo.Head()
 	if err != nil {
-		return nil, fmt.Errorf("--catalog-dir %s: no commit: %w", o.CatalogDir, err)
+		return nil, fmt.Errorf("--catalog-dir %s: no commit: %w", catalogDir, err)
 	}
 	wt, err := repo.Worktree()
 	if err != nil {
@@ -130,7 +187,9 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	prefix = strings.Trim(filepath.ToSlash(prefix), "./")
+	if prefix = filepath.ToSlash(prefix); prefix == "." {
+		prefix = ""
+	}
 	d, err := catalog.OpenDir(dir)
 	if err != nil {
 		return nil, err
@@ -139,8 +198,7 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{SchemaVersion: SchemaVersion, Catalog: headRef.Hash().String(), Made: o.Now.UTC(), OlderThan: o.OlderThan.String(), Entries: []Entry{}, Recent: []Entry{}}
-	uses := map[ref][]use{}
+	c := &catalogUses{head: headRef.Hash().String(), uses: map[ref][]use{}}
 	var paths []string
 	for path := range files {
 		paths = append(paths, path)
@@ -159,26 +217,10 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.Truncated = p.Truncated || h.Truncated
-		addUses(uses, cl, s, h)
+		c.truncated = c.truncated || h.Truncated
+		addUses(c.uses, cl, s, h)
 	}
-	for r, us := range uses {
-		e, orphan := entryOf(r, us, o.Now.UTC())
-		switch {
-		case !orphan:
-			p.Kept++
-		case o.Now.Sub(e.DelistedSince) >= o.OlderThan:
-			p.Entries = append(p.Entries, e)
-		default:
-			p.Recent = append(p.Recent, e)
-		}
-	}
-	sortEntries(p.Entries)
-	sortEntries(p.Recent)
-	if o.Remote != nil {
-		look(ctx, o, p.Entries)
-	}
-	return p, nil
+	return c, nil
 }
 
 // addUses adds every version of s (cluster cl, with its history h) to

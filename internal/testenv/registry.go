@@ -70,6 +70,7 @@ type Registry struct {
 	tls       bool
 	transport *http.Transport
 	log       *tailBuffer
+	bin, cfg  string
 }
 
 // StartRegistry starts the Debian docker-registry binary (distribution 2.8)
@@ -141,6 +142,7 @@ http:
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	r.bin, r.cfg = bin, cfgFile
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -320,4 +322,20 @@ func writeTestCerts(t testing.TB, dir string) (caFile, certFile, keyFile string)
 	return write("ca.pem", "CERTIFICATE", caDER, 0o644),
 		write("server.pem", "CERTIFICATE", der, 0o644),
 		write("server-key.pem", "PRIVATE KEY", keyDER, 0o600)
+}
+
+// GarbageCollect runs the registry's own garbage collection on its
+// storage (`docker-registry garbage-collect CONFIG`, without
+// --delete-untagged), as an operator would after deletes, and returns its
+// output; a failure fails the test. The registry keeps serving: the test
+// must not push meanwhile.
+func (r *Registry) GarbageCollect(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(r.bin, "garbage-collect", r.cfg)
+	cmd.Env = environWithout("REGISTRY_")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("testenv: docker-registry garbage-collect: %v\n%s", err, out)
+	}
+	return string(out)
 }
