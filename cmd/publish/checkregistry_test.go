@@ -41,6 +41,8 @@ func TestCheckRegistry(t *testing.T) {
 	}
 	bundle := push("mirror/op/bundle", "v1.0.0")
 	manager := push("mirror/op/manager", "v1")
+	// A cosign signature of the manager image, in its repository.
+	managerSig := push("mirror/op/manager", "sha256-"+strings.TrimPrefix(manager, "sha256:")+".sig")
 	idx, err := random.Index(256, 1, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +58,7 @@ func TestCheckRegistry(t *testing.T) {
 		Versions: []model.VersionRecord{
 			{Version: "0.9.0", Tag: "v0.9.0", Present: false, BundleDigest: "sha256:" + strings.Repeat("0", 64)},
 			{Version: "1.0.0", Tag: "v1.0.0", Present: true, BundleDigest: bundle, Path: "packages/op/1.0.0/manifest.yaml", Images: []model.Image{
-				{Source: "quay.io/op/manager:v1", Destination: reg.Host + "/mirror/op/manager@" + manager, Digest: manager},
+				{Source: "quay.io/op/manager:v1", Destination: reg.Host + "/mirror/op/manager@" + manager, Digest: manager, Signatures: []string{managerSig}},
 				{Source: "quay.io/op/agent:v1", Destination: reg.Host + "/mirror/op/agent@" + idxDigest.String(), Digest: idxDigest.String()},
 			}},
 		},
@@ -84,7 +86,7 @@ func TestCheckRegistry(t *testing.T) {
 		"--dst-username", reg.Username, "--dst-password", reg.Password, "--ca-file", reg.CAFile}
 
 	out, _, err := runPublishErr(t, args...)
-	if err != nil || !strings.Contains(out, "registry: 5 manifests checked at the destinations, 0 missing, 0 not checked") {
+	if err != nil || !strings.Contains(out, "registry: 6 manifests checked at the destinations, 0 missing, 0 not checked") {
 		t.Fatalf("healthy site: %v\n%s", err, out)
 	}
 
@@ -93,6 +95,11 @@ func TestCheckRegistry(t *testing.T) {
 		if err := remote.Delete(r, opts...); err != nil {
 			t.Fatal(err)
 		}
+	}
+	del(reg.Host + "/mirror/op/manager@" + managerSig)
+	out, _, err = runPublishErr(t, args...)
+	if want := lineOf(managerSig) + ": error: " + reg.Host + "/mirror/op/manager@" + managerSig + " is not at the destination (op 1.0.0, a signature of related image quay.io/op/manager:v1)"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("a signature deleted by hand: %v, want %q\n%s", err, want, out)
 	}
 	del(reg.Host + "/mirror/op/manager@" + manager)
 	child := im.Manifests[1].Digest.String()
@@ -106,7 +113,7 @@ func TestCheckRegistry(t *testing.T) {
 		lineOf(manager) + ": error: " + reg.Host + "/mirror/op/manager@" + manager + " is not at the destination (op 1.0.0, related image quay.io/op/manager:v1)",
 		reg.Host + "/mirror/op/agent@" + child + " is not at the destination (op 1.0.0, related image quay.io/op/agent:v1: a child of " + reg.Host + "/mirror/op/agent@" + idxDigest.String(),
 		"publish mirror packages/op/1.0.0/manifest.yaml",
-		"2 missing",
+		"3 missing",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -64,8 +65,10 @@ type registryWant struct {
 // (another digest), or that the registry would not show (Unknown:
 // credentials, TLS, unreachable) is a Finding at the state file line that
 // records its digest, naming the version and the package manifest it was
-// published from. Signatures are not checked: the state does not record
-// them. Errors: the catalog checkout cannot be read.
+// published from. The signature, attestation and referrer manifests the
+// state records for a bundle or image (the mirror records them since it
+// copies them) are checked the same way, by digest in the image's
+// repository. Errors: the catalog checkout cannot be read.
 func Registry(ctx context.Context, o RegistryOptions) (*RegistryReport, error) {
 	dir, err := filepath.Abs(o.CatalogDir)
 	if err != nil {
@@ -203,13 +206,31 @@ func stateWants(p string, data []byte, s *gitops.State, parse func(string) (name
 			}
 			if a.Registry != "" && a.Repository != "" && v.Tag != "" {
 				add(a.Registry+"/"+a.Repository+":"+v.Tag, v.BundleDigest, "bundle")
+				for _, d := range v.BundleSignatures {
+					add(a.Registry+"/"+a.Repository+"@"+d, d, "a signature of the bundle")
+				}
 			}
 			for _, img := range v.Images {
 				add(img.Destination, img.Digest, "related image "+img.Source)
+				for _, d := range img.Signatures {
+					add(repositoryOf(img.Destination)+"@"+d, d, "a signature of related image "+img.Source)
+				}
 			}
 		}
 	}
 	return out, bad
+}
+
+// repositoryOf returns the repository of a reference (host/path, without
+// its tag or digest).
+func repositoryOf(ref string) string {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref = ref[:i]
+	}
+	return ref
 }
 
 // lineOf returns the 1-based line of data holding s first, 1 when none

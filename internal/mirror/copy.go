@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -91,6 +92,32 @@ func (e *engine) op(ctx context.Context, st *imageState, f func(context.Context)
 type imageState struct {
 	retries    atomic.Int64
 	signatures atomic.Int64
+	// sigMu guards sigDigests: the signature, attestation and referrer
+	// manifests at the destination, copied now or there already.
+	sigMu      sync.Mutex
+	sigDigests map[string]bool
+}
+
+// sawSignature records a signature manifest at the destination.
+func (st *imageState) sawSignature(d v1.Hash) {
+	st.sigMu.Lock()
+	defer st.sigMu.Unlock()
+	if st.sigDigests == nil {
+		st.sigDigests = map[string]bool{}
+	}
+	st.sigDigests[d.String()] = true
+}
+
+// signatureDigests returns the signature manifests seen, sorted.
+func (st *imageState) signatureDigests() []string {
+	st.sigMu.Lock()
+	defer st.sigMu.Unlock()
+	out := make([]string, 0, len(st.sigDigests))
+	for d := range st.sigDigests {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // head returns the descriptor of ref, or nil when it does not exist.
@@ -552,6 +579,7 @@ func (e *engine) copyTo(ctx context.Context, st *imageState, srcRepo, dstRepo na
 		return err
 	}
 	if dd != nil && dd.Digest == digest {
+		st.sawSignature(digest)
 		return nil
 	}
 	children, err := e.copyManifest(ctx, st, srcRepo, dstRepo, digest, put)
@@ -559,7 +587,11 @@ func (e *engine) copyTo(ctx context.Context, st *imageState, srcRepo, dstRepo na
 		return err
 	}
 	st.signatures.Add(1)
-	return e.verify(ctx, st, put, digest, children)
+	if err := e.verify(ctx, st, put, digest, children); err != nil {
+		return err
+	}
+	st.sawSignature(digest)
+	return nil
 }
 
 // copyImage mirrors one target. The no-op case (the destination reference
@@ -628,6 +660,9 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 	}
 	res.Retries = int(st.retries.Load())
 	res.Signatures = int(st.signatures.Load())
+	if ds := st.signatureDigests(); len(ds) > 0 {
+		res.SignatureDigests = ds
+	}
 	return res, nil
 }
 

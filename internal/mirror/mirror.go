@@ -20,6 +20,11 @@ type Result struct {
 	// Signatures counts the signature, attestation and referrer manifests
 	// copied with the image (cosign tags, OCI referrers).
 	Signatures int
+	// SignatureDigests are the digests of every signature, attestation and
+	// referrer manifest of the image at the destination after the copy
+	// (copied now or there already), sorted; nil with SkipSignatures or
+	// when the source has none. They live in the image's repository.
+	SignatureDigests []string
 	// Retries counts the requests and operations tried again after a
 	// transient failure.
 	Retries int

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -306,6 +307,17 @@ func TestSignaturesAndReferrers(t *testing.T) {
 		wantSigs := map[bool][2]int{true: {1, 3}, false: {0, 0}}[sigs]
 		if rep.Images[0].Signatures != wantSigs[0] || rep.Images[1].Signatures != wantSigs[1] {
 			t.Errorf("signatures %v: report %+v, want %v", sigs, rep.Images, wantSigs)
+		}
+		// A second mirror copies nothing and still names every signature
+		// manifest at the destination.
+		again, err := c.Mirror(context.Background(), []string{withAPI + "/team/app:v1", plainReg.Host + "/team/tool:v1"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range again.Images {
+			if got := len(again.Images[i].SignatureDigests); got != wantSigs[i] || !slices.Equal(again.Images[i].SignatureDigests, rep.Images[i].SignatureDigests) {
+				t.Errorf("signatures %v: the second mirror names %v, the first %v, want %d", sigs, again.Images[i].SignatureDigests, rep.Images[i].SignatureDigests, wantSigs[i])
+			}
 		}
 		dst := dstReg.Host + "/" + prefix + "/team/"
 		for ref, want := range map[string]bool{

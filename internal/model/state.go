@@ -24,11 +24,17 @@ type ArtifactRecord struct {
 // VersionRecord is what publish/state.yaml records of one version (bundle)
 // of an artifact.
 type VersionRecord struct {
-	Version      string  `json:"version"` // semver without "v"
-	Tag          string  `json:"tag"`     // bundle tag at the destination
-	Present      bool    `json:"present"`
-	BundleDigest string  `json:"bundleDigest,omitempty"`
-	Images       []Image `json:"images,omitempty"` // related images mirrored
+	Version      string `json:"version"` // semver without "v"
+	Tag          string `json:"tag"`     // bundle tag at the destination
+	Present      bool   `json:"present"`
+	BundleDigest string `json:"bundleDigest,omitempty"`
+	// BundleSignatures are the digests of the bundle's signature,
+	// attestation and referrer manifests at the destination (in its
+	// repository), as the mirror found them; none when the source has none
+	// or they were not copied (--signatures=false), and in states written
+	// before they were recorded.
+	BundleSignatures []string `json:"bundleSignatures,omitempty"`
+	Images           []Image  `json:"images,omitempty"` // related images mirrored
 	// Path is the manifest file the version was last published from,
 	// relative to the package repo (slash-separated); `publish plan` reads
 	// the other versions of a changed artifact from there. Not rendered.
@@ -47,6 +53,10 @@ type Image struct {
 	Source      string `json:"source"`
 	Destination string `json:"destination"`
 	Digest      string `json:"digest"`
+	// Signatures are the digests of the image's signature, attestation
+	// and referrer manifests at the destination, in its repository (as
+	// VersionRecord.BundleSignatures).
+	Signatures []string `json:"signatures,omitempty"`
 }
 
 // SortRecords orders artifacts by name and their versions by semver (then

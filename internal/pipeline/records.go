@@ -165,11 +165,11 @@ func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.Artif
 			}
 			rv := model.VersionRecord{Version: pm.Version.String(), Tag: pm.Tag(), Present: true, Path: pm.Path}
 			if r, ok := digests[pm.Spec.Artifact]; ok {
-				rv.BundleDigest = r.Digest
+				rv.BundleDigest, rv.BundleSignatures = r.Digest, r.SignatureDigests
 			}
 			for _, img := range v.Images {
 				if r, ok := digests[img]; ok {
-					rv.Images = append(rv.Images, model.Image{Source: r.Source, Destination: r.Destination, Digest: r.Digest})
+					rv.Images = append(rv.Images, model.Image{Source: r.Source, Destination: r.Destination, Digest: r.Digest, Signatures: r.SignatureDigests})
 				}
 			}
 			sort.Slice(rv.Images, func(i, j int) bool { return rv.Images[i].Source < rv.Images[j].Source })

@@ -240,6 +240,7 @@ func addUses(uses map[ref][]use, cl string, s *gitops.State, h *catalog.History)
 				bu.tag = v.Tag
 				r := ref{repo: a.Registry + "/" + a.Repository, digest: v.BundleDigest}
 				uses[r] = append(uses[r], bu)
+				addSignatures(uses, u, r.repo, "the bundle", v.BundleSignatures)
 			}
 			for _, img := range v.Images {
 				if img.Digest == "" || img.Destination == "" {
@@ -251,8 +252,21 @@ func addUses(uses map[ref][]use, cl string, s *gitops.State, h *catalog.History)
 				iu.tag = tag
 				r := ref{repo: repo, digest: img.Digest}
 				uses[r] = append(uses[r], iu)
+				addSignatures(uses, u, repo, "related image "+img.Source, img.Signatures)
 			}
 		}
+	}
+}
+
+// addSignatures adds the signature, attestation and referrer manifests a
+// version's bundle or image has in repo (as the state records them) to
+// uses, as used by the version u: they go with their image.
+func addSignatures(uses map[ref][]use, u use, repo, of string, digests []string) {
+	for _, d := range digests {
+		su := u
+		su.what += " (a signature of " + of + ")"
+		r := ref{repo: repo, digest: d}
+		uses[r] = append(uses[r], su)
 	}
 }
 

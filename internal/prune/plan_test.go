@@ -69,6 +69,7 @@ const (
 	bundle11 = "sha256:" + "c110000000000000000000000000000000000000000000000000000000000000"
 	bundle12 = "sha256:" + "c120000000000000000000000000000000000000000000000000000000000000"
 	only110  = "sha256:" + "b110000000000000000000000000000000000000000000000000000000000000"
+	sig100   = "sha256:" + "d100000000000000000000000000000000000000000000000000000000000000"
 )
 
 // etcd is the artifact with versions 1.0.0, 1.1.0 and 1.2.0, those in
@@ -81,8 +82,10 @@ func etcd(present ...string) model.ArtifactRecord {
 	img := func(d string) model.Image {
 		return model.Image{Source: "quay.io/etcd/etcd@" + d, Destination: dst + "/m/etcd/etcd:x", Digest: d}
 	}
+	own := img(only100)
+	own.Signatures = []string{sig100}
 	return model.ArtifactRecord{Name: "etcd", Present: true, Registry: dst, Repository: "m/etcd/bundle", Versions: []model.VersionRecord{
-		{Version: "1.0.0", Tag: "v1.0.0", Present: is["1.0.0"], BundleDigest: bundle10, Images: []model.Image{img(shared), img(only100)}},
+		{Version: "1.0.0", Tag: "v1.0.0", Present: is["1.0.0"], BundleDigest: bundle10, Images: []model.Image{img(shared), own}},
 		{Version: "1.1.0", Tag: "v1.1.0", Present: is["1.1.0"], BundleDigest: bundle11, Images: []model.Image{img(shared), img(only110)}},
 		{Version: "1.2.0", Tag: "v1.2.0", Present: is["1.2.0"], BundleDigest: bundle12, Images: []model.Image{img(shared)}},
 	}}
@@ -90,7 +93,8 @@ func etcd(present ...string) model.ArtifactRecord {
 
 // TestMakePlan: two clusters on one registry. 1.0.0 is delisted on a
 // only (b still lists it: nothing of it is an orphan), then on b too: its
-// bundle and its own image are orphans, the image it shares with a listed
+// bundle, its own image and that image's signature are orphans, the image
+// it shares with a listed
 // version is not. 1.1.0, delisted on both yesterday, is too recent for
 // --older-than 30 days.
 func TestMakePlan(t *testing.T) {
@@ -119,8 +123,11 @@ func TestMakePlan(t *testing.T) {
 	for _, e := range p.Entries {
 		got[e.Repository+"@"+e.Digest] = e
 	}
-	if len(p.Entries) != 2 {
-		t.Errorf("entries %+v, want 1.0.0's bundle and own image", p.Entries)
+	if len(p.Entries) != 3 {
+		t.Errorf("entries %+v, want 1.0.0's bundle, own image and its signature", p.Entries)
+	}
+	if e, ok := got[dst+"/m/etcd/etcd@"+sig100]; !ok || !strings.Contains(strings.Join(e.Versions, ";"), "(a signature of related image") {
+		t.Errorf("the signature of 1.0.0's own image: %+v", e)
 	}
 	b := got[dst+"/m/etcd/bundle@"+bundle10]
 	if b.Digest == "" || !b.DelistedSince.Equal(delistedOnB) || len(b.Tags) != 1 || b.Tags[0] != "v1.0.0" || len(b.Versions) != 2 {
@@ -139,7 +146,7 @@ func TestMakePlan(t *testing.T) {
 		t.Errorf("kept %d, want 2 (1.2.0's bundle, the shared image)", p.Kept)
 	}
 	md := p.Markdown()
-	for _, want := range []string{"**2 manifests to delete**", "2 delisted less than 720h0m0s ago", "`" + dst + "/m/etcd/bundle`", "a: etcd 1.0.0 (bundle); b: etcd 1.0.0 (bundle)"} {
+	for _, want := range []string{"**3 manifests to delete**", "2 delisted less than 720h0m0s ago", "`" + dst + "/m/etcd/bundle`", "a: etcd 1.0.0 (bundle); b: etcd 1.0.0 (bundle)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
