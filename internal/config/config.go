@@ -263,7 +263,8 @@ type CatalogSource struct {
 	DisplayName string `yaml:"displayName,omitempty"` // spec.displayName
 	Publisher   string `yaml:"publisher,omitempty"`   // spec.publisher
 	// PollInterval is spec.updateStrategy.registryPoll.interval (a
-	// duration such as 10m, the default; "off" for none).
+	// duration such as 10m); none by default ("off" too), as the image is
+	// named by digest, which a poll never finds changed.
 	PollInterval string `yaml:"pollInterval,omitempty"`
 }
 
