@@ -1,0 +1,99 @@
+package olm
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+)
+
+func modes(types ...v1alpha1.InstallModeType) []v1alpha1.InstallMode {
+	var out []v1alpha1.InstallMode
+	for _, t := range []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeOwnNamespace, v1alpha1.InstallModeTypeSingleNamespace, v1alpha1.InstallModeTypeMultiNamespace, v1alpha1.InstallModeTypeAllNamespaces} {
+		on := false
+		for _, x := range types {
+			on = on || x == t
+		}
+		out = append(out, v1alpha1.InstallMode{Type: t, Supported: on})
+	}
+	return out
+}
+
+// TestInstallModeProblem follows operator-controller v1.11.0's
+// registry+v1 config schema (rukpak/bundle/registryv1.go): no
+// watchNamespace needs AllNamespaces, the install namespace OwnNamespace,
+// another namespace SingleNamespace, and an AllNamespaces-only CSV takes
+// none.
+func TestInstallModeProblem(t *testing.T) {
+	const (
+		own    = v1alpha1.InstallModeTypeOwnNamespace
+		single = v1alpha1.InstallModeTypeSingleNamespace
+		multi  = v1alpha1.InstallModeTypeMultiNamespace
+		all    = v1alpha1.InstallModeTypeAllNamespaces
+	)
+	const f = "clusters.edge.olm.clusterExtensions[0]"
+	for _, tc := range []struct {
+		name  string
+		modes []v1alpha1.InstallMode
+		watch string
+		want  string // "" installs
+	}{
+		{"all", modes(all), "", ""},
+		{"all and own, no watch", modes(own, all), "", ""},
+		{"all and own, own", modes(own, all), "etcd", ""},
+		{"own only, no watch", modes(own), "", f + ".watchNamespace (to etcd, the install namespace, for OwnNamespace)"},
+		{"own and single, no watch", modes(own, single), "", "supports OwnNamespace, SingleNamespace but not AllNamespaces"},
+		{"own only, own", modes(own), "etcd", ""},
+		{"own only, another", modes(own), "apps", "set watchNamespace to etcd (OwnNamespace)"},
+		{"single only, another", modes(single), "apps", ""},
+		{"single only, own", modes(single), "etcd", "set watchNamespace to another namespace (SingleNamespace)"},
+		{"all only, watch", modes(all), "apps", "remove " + f + ".watchNamespace"},
+		{"multi only", modes(multi), "", "install it with OLM v0"},
+		{"none", nil, "", "supports no install mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := InstallModeProblem(tc.modes, "etcd", tc.watch, f)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("problem %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExtensionSelects(t *testing.T) {
+	e := ExtensionOptions{Channels: []string{"stable"}, Version: ">=1.0.0 <2"}
+	for _, tc := range []struct {
+		version  string
+		channels []string
+		want     bool
+	}{
+		{"1.2.0", []string{"alpha", "stable"}, true},
+		{"1.2.0", []string{"alpha"}, false},
+		{"2.0.0", []string{"stable"}, false},
+		{"0.9.0", []string{"stable"}, false},
+	} {
+		if got := e.Selects(tc.version, tc.channels); got != tc.want {
+			t.Errorf("Selects(%s, %v) = %v, want %v", tc.version, tc.channels, got, tc.want)
+		}
+	}
+	if !(ExtensionOptions{}).Selects("0.1.0", nil) {
+		t.Error("an extension without channels or range selects every bundle")
+	}
+}
+
+func TestClusterExtensionWatchNamespace(t *testing.T) {
+	data, err := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", WatchNamespace: "etcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "  config:\n    configType: Inline\n    inline:\n      watchNamespace: etcd\n") {
+		t.Errorf("ClusterExtension with watchNamespace:\n%s", data)
+	}
+	data, err = ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd"})
+	if err != nil || strings.Contains(string(data), "config:") {
+		t.Errorf("ClusterExtension without watchNamespace (%v):\n%s", err, data)
+	}
+	if _, err := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", WatchNamespace: "Not_A_Namespace"}); err == nil || !strings.Contains(err.Error(), "watchNamespace") {
+		t.Errorf("bad watchNamespace: %v", err)
+	}
+}
