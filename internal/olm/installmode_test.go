@@ -1,10 +1,15 @@
 package olm
 
 import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-publish/publish/internal/crdcheck"
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 func modes(types ...v1alpha1.InstallModeType) []v1alpha1.InstallMode {
@@ -95,5 +100,43 @@ func TestClusterExtensionWatchNamespace(t *testing.T) {
 	}
 	if _, err := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", WatchNamespace: "Not_A_Namespace"}); err == nil || !strings.Contains(err.Error(), "watchNamespace") {
 		t.Errorf("bad watchNamespace: %v", err)
+	}
+}
+
+// TestClusterExtensionWatchNamespaceCRD: the ClusterExtension with a
+// watchNamespace passes operator-controller v1.11.0's experimental CRD,
+// which has spec.config; the standard CRD drops spec.config, as
+// docs/olm.md says (the module from the module cache; skipped without).
+func TestClusterExtensionWatchNamespaceCRD(t *testing.T) {
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/operator-framework/operator-controller@v1.11.0").Output()
+	var mod struct{ Dir string }
+	if err == nil {
+		err = json.Unmarshal(out, &mod)
+	}
+	if err != nil || mod.Dir == "" {
+		testenv.Skipf(t, "this test needs the operator-controller v1.11.0 module (go mod download): %v", err)
+	}
+	data, err := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", WatchNamespace: "apps", Catalog: DefaultSourceName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := filepath.Join(mod.Dir, "helm", "olmv1", "base", "operator-controller", "crd")
+	exp, err := crdcheck.Load(filepath.Join(crds, "experimental"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exp.Validate(data); err != nil {
+		t.Errorf("experimental CRD: %v\n%s", err, data)
+	}
+	std, err := crdcheck.Load(filepath.Join(crds, "standard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := std.Validate(data); err == nil || !strings.Contains(err.Error(), "config") {
+		t.Errorf("standard CRD: %v, want spec.config refused", err)
+	}
+	plain, _ := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", Catalog: DefaultSourceName})
+	if err := std.Validate(plain); err != nil {
+		t.Errorf("standard CRD, no watchNamespace: %v", err)
 	}
 }
