@@ -57,7 +57,10 @@ or --target-branch) the merge base with the target branch; else HEAD's parent.
 
 Findings are annotated at their files (GitHub workflow commands, the GitLab
 Code Quality report) and the report is the job summary. Nothing is written.
-Exit 1 when there is a problem, 0 on a clean catalog.`,
+Exit 1 when there is a problem, 0 on a clean catalog. Clusters that were not
+re-rendered are named in the verdict and a warning; when no cluster at all was
+re-rendered (and, with --registry, no image checked), check says nothing was
+checked and exits 1, never "check ok".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.CatalogDir, o.Fetch, o.Getenv = catalogDir, !noFetch, inv.getenv
@@ -122,6 +125,7 @@ Exit 1 when there is a problem, 0 on a clean catalog.`,
 					inv.warnf("CI summary: %v", err)
 				}
 			}
+			warnNotChecked(inv, rep)
 			return checkOutcome(rep, images)
 		},
 	}
@@ -154,9 +158,19 @@ func checkClient(reg registryFlags) (*mirror.Client, error) {
 	return mc, nil
 }
 
+// warnNotChecked warns about the clusters check did not re-render when it
+// re-rendered others (none re-rendered: checkOutcome's error says so).
+func warnNotChecked(inv *invocation, rep *check.Report) {
+	if not := rep.NotChecked(); len(not) > 0 && rep.Checked() > 0 {
+		inv.warnf("check: %s not re-rendered, so not checked: %s (the reasons are above)", lint.Count(len(not), "cluster"), strings.Join(not, ", "))
+	}
+}
+
 // checkOutcome is check's error from what it found: exit 2 when images
 // could not be checked (the registry would not say: not the catalog's
-// fault), exit 1 on any error finding, else nil. images is nil without
+// fault), exit 1 on any error finding, exit 1 too when nothing at all was
+// checked (no cluster re-rendered, no image checked: a clean exit would
+// say the catalog was verified), else nil. images is nil without
 // --registry.
 func checkOutcome(rep *check.Report, images *check.RegistryReport) error {
 	if images != nil && images.Unknown > 0 {
@@ -165,5 +179,12 @@ func checkOutcome(rep *check.Report, images *check.RegistryReport) error {
 	if n := rep.Errors(); n > 0 {
 		return &pipeline.InputError{Err: &checkFindingsError{n: n}}
 	}
+	if rep.Checked() == 0 && (images == nil || images.Checked == 0) {
+		return &pipeline.InputError{Err: errNothingChecked}
+	}
 	return nil
 }
+
+// errNothingChecked is check's error when no cluster was re-rendered and
+// no image checked.
+var errNothingChecked = errors.New("check: nothing was verified: no cluster was re-rendered (the report above says why for each) and no image was checked; name a cluster of the alauda target (--cluster), or check the images of olm clusters with --registry")

@@ -114,3 +114,16 @@ func TestCheckCommand(t *testing.T) {
 		t.Errorf("--cluster nope: exit %d, want 2", code)
 	}
 }
+
+// TestCheckNothingChecked: a catalog with no cluster to re-render is not
+// "check ok" and does not exit 0: nothing was verified.
+func TestCheckNothingChecked(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := git.PlainInit(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCheckIn(t, nil, "--catalog-dir", dir)
+	if code != 1 || strings.Contains(out, "check ok") || !strings.Contains(out, "nothing checked") {
+		t.Errorf("empty catalog: exit %d, want 1 and nothing checked\n%s", code, out)
+	}
+}

@@ -191,6 +191,32 @@ func TestCleanCatalog(t *testing.T) {
 	}
 }
 
+// TestNotChecked: a cluster that is not re-rendered (here the olm
+// cluster) is named in the verdict beside the ones that were; when no
+// cluster at all is re-rendered, the report says that nothing was checked
+// and never "check ok".
+func TestNotChecked(t *testing.T) {
+	c := newCatalog(t, "")
+	r := c.check(Options{})
+	if r.Checked() != 2 {
+		t.Errorf("%d clusters checked, want 2", r.Checked())
+	}
+	for _, s := range []string{r.Text(), r.Markdown()} {
+		if !strings.Contains(s, "check ok") || !strings.Contains(s, "not checked: olmc") {
+			t.Errorf("report of 2 checked clusters and an olm one:\n%s", s)
+		}
+	}
+	r = c.check(Options{Clusters: []string{"olmc"}})
+	if r.Checked() != 0 {
+		t.Errorf("%d clusters checked, want 0", r.Checked())
+	}
+	for _, s := range []string{r.Text(), r.Markdown()} {
+		if strings.Contains(s, "check ok") || !strings.Contains(s, "nothing checked") || !strings.Contains(s, "olmc") {
+			t.Errorf("report of an olm cluster alone:\n%s", s)
+		}
+	}
+}
+
 func TestHandEdit(t *testing.T) {
 	c := newCatalog(t, "")
 	p := "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"

@@ -471,21 +471,34 @@ func (r *Report) compared() string {
 }
 
 func (r *Report) verdict(md bool) string {
-	checked := 0
-	for _, c := range r.Clusters {
-		if c.Checked {
-			checked++
-		}
-	}
+	checked := r.Checked()
 	n := r.Errors()
 	warn := len(r.Findings) - n
 	s := fmt.Sprintf("%d of %s re-rendered and checked", checked, lint.Count(len(r.Clusters), "cluster"))
 	if warn > 0 {
 		s += ", " + lint.Count(warn, "warning")
 	}
+	if not := r.NotChecked(); len(not) > 0 {
+		s += "; not checked: " + strings.Join(not, ", ")
+	}
+	if checked == 0 {
+		what := "nothing checked: " + s
+		if len(r.Clusters) == 0 {
+			what = "nothing checked: no cluster to check (--cluster, the clusters of publish.yaml, or a " + render.ClustersDir + "/<cluster> with its " + render.RenderedDir + "/<cluster>)"
+		}
+		if n > 0 {
+			what = "check failed: " + lint.Count(n, "problem") + "; " + what
+		} else {
+			what = "check: " + what
+		}
+		if md {
+			return "**" + what + "**."
+		}
+		return what
+	}
 	if n == 0 {
 		if md {
-			return "**check ok**: " + s + "; `rendered/` is what the overlays render, every object passes its CRD."
+			return "**check ok**: " + s + "; `rendered/` of the checked clusters is what the overlays render, every object passes its CRD."
 		}
 		return "check ok: " + s
 	}
@@ -493,6 +506,29 @@ func (r *Report) verdict(md bool) string {
 		return fmt.Sprintf("**check failed: %s**: %s.", lint.Count(n, "problem"), s)
 	}
 	return fmt.Sprintf("check failed: %s; %s", lint.Count(n, "problem"), s)
+}
+
+// Checked returns how many clusters were re-rendered and checked.
+func (r *Report) Checked() int {
+	n := 0
+	for _, c := range r.Clusters {
+		if c.Checked {
+			n++
+		}
+	}
+	return n
+}
+
+// NotChecked returns the names of the clusters that were not re-rendered
+// (Cluster.Skipped says why), sorted as r.Clusters.
+func (r *Report) NotChecked() []string {
+	var out []string
+	for _, c := range r.Clusters {
+		if !c.Checked {
+			out = append(out, c.Name)
+		}
+	}
+	return out
 }
 
 func versionsText(vs []VersionChange, q string) string {

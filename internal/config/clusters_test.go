@@ -114,6 +114,7 @@ clusters:
         channels: [stable]
         version: ">=0.9.0 <1"
         serviceAccount: etcd-installer
+        watchNamespace: etcd
 `), 0o644)
 	c, err := Load(p, true)
 	if err != nil {
@@ -122,6 +123,9 @@ clusters:
 	o := c.ClusterOLM("edge").TargetOptions()
 	if !o.UsesOLMv1() || o.ClusterCatalog.PollIntervalMinutes != 30 || len(o.Extensions) != 1 || o.Extensions[0].ServiceAccount != "etcd-installer" || o.Extensions[0].Version != ">=0.9.0 <1" {
 		t.Errorf("olm v1 settings: %+v", o)
+	}
+	if e := o.Extensions[0]; e.WatchNamespace != "etcd" || e.Where != p+":13" {
+		t.Errorf("clusterExtensions[0]: watchNamespace %q at %q, want etcd at %s:13", e.WatchNamespace, e.Where, p)
 	}
 	if got := c.Lint.OLMv1Clusters; len(got) != 1 || got[0] != "edge" {
 		t.Errorf("lint OLM v1 clusters: %v", got)

@@ -253,6 +253,13 @@ type ClusterExtension struct {
 	// default) the rules derived from the package's bundles,
 	// "cluster-admin" cluster-admin (docs/olm.md).
 	InstallerRBAC string `yaml:"installerRBAC,omitempty"`
+	// WatchNamespace is spec.config.inline.watchNamespace, for a bundle
+	// without the AllNamespaces install mode: the install namespace
+	// (OwnNamespace) or another one (SingleNamespace).
+	WatchNamespace string `yaml:"watchNamespace,omitempty"`
+
+	// where is the entry's file:line in publish.yaml (set by Parse).
+	where string
 }
 
 // CatalogSource configures the rendered CatalogSource
@@ -263,7 +270,8 @@ type CatalogSource struct {
 	DisplayName string `yaml:"displayName,omitempty"` // spec.displayName
 	Publisher   string `yaml:"publisher,omitempty"`   // spec.publisher
 	// PollInterval is spec.updateStrategy.registryPoll.interval (a
-	// duration such as 10m, the default; "off" for none).
+	// duration such as 10m); none by default ("off" too), as the image is
+	// named by digest, which a poll never finds changed.
 	PollInterval string `yaml:"pollInterval,omitempty"`
 }
 
@@ -367,6 +375,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if err := checkOLM(path, data, name, cl.OLM); err != nil {
 			return nil, err
+		}
+		for i := range cl.OLM.ClusterExtensions { // the slice is the map entry's
+			cl.OLM.ClusterExtensions[i].where = fmt.Sprintf("%s:%d", path, line(data, "clusters", name, "olm", "clusterExtensions", fmt.Sprint(i)))
 		}
 		for field, ps := range map[string][]string{"include": cl.Include, "exclude": cl.Exclude} {
 			for _, p := range ps {

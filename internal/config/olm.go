@@ -108,7 +108,7 @@ func extensions(es []ClusterExtension) []olm.ExtensionOptions {
 		out = append(out, olm.ExtensionOptions{
 			Name: e.Name, Package: e.Package, Namespace: e.Namespace,
 			Channels: e.Channels, Version: e.Version, ServiceAccount: e.ServiceAccount,
-			InstallerRBAC: e.InstallerRBAC,
+			InstallerRBAC: e.InstallerRBAC, WatchNamespace: e.WatchNamespace, Where: e.where,
 		})
 	}
 	return out

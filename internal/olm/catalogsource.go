@@ -17,7 +17,6 @@ import (
 const (
 	DefaultSourceName      = "operator-publish"
 	DefaultSourceNamespace = "olm"
-	DefaultPollInterval    = "10m"
 )
 
 // SourceOptions describes the CatalogSource (operators.coreos.com/v1alpha1,
@@ -30,9 +29,10 @@ type SourceOptions struct {
 	// Image is the catalog image by digest (host/repo@sha256:...).
 	Image string
 	// PollInterval is spec.updateStrategy.registryPoll.interval, a Go
-	// duration ("10m", "1h"); "0" or "off" leaves polling out. With the image
-	// pinned by digest, a poll only matters when the CatalogSource is not
-	// re-applied by GitOps.
+	// duration ("10m", "1h"); "" (the default), "0" or "off" leave polling
+	// out. The image is pinned by digest, which never changes, so a poll
+	// finds nothing new (OLM's registryPoll is meant for tags): a new
+	// catalog reaches the cluster by the CatalogSource's new digest in Git.
 	PollInterval string
 	// Secrets are spec.secrets: image pull secrets in Namespace for the
 	// catalog and bundle images.
@@ -42,7 +42,7 @@ type SourceOptions struct {
 var digestRE = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
 
 // CatalogSource returns the CatalogSource YAML of o: sourceType grpc, the
-// image by digest, polling as asked. Errors: an image not pinned by digest,
+// image by digest, polling only when o.PollInterval asks for it. Errors: an image not pinned by digest,
 // a name or namespace that is not a DNS label, an unparsable interval.
 func CatalogSource(o SourceOptions) ([]byte, error) {
 	if o.Name == "" {
@@ -56,9 +56,6 @@ func CatalogSource(o SourceOptions) ([]byte, error) {
 	}
 	if o.Publisher == "" {
 		o.Publisher = "operator-publish"
-	}
-	if o.PollInterval == "" {
-		o.PollInterval = DefaultPollInterval
 	}
 	var errs []error
 	if msgs := validation.IsDNS1123Subdomain(o.Name); len(msgs) > 0 {
@@ -77,7 +74,7 @@ func CatalogSource(o SourceOptions) ([]byte, error) {
 		"publisher":   o.Publisher,
 	}
 	switch o.PollInterval {
-	case "0", "off":
+	case "", "0", "off":
 	default:
 		d, err := time.ParseDuration(o.PollInterval)
 		if err != nil || d <= 0 {

@@ -40,6 +40,19 @@ spec:
 	}
 }
 
+// TestCatalogSourceNoPollByDefault: the catalog image is named by digest,
+// which never changes, so polling it finds nothing new; registryPoll is
+// rendered only when pollInterval asks for it.
+func TestCatalogSourceNoPollByDefault(t *testing.T) {
+	data, err := CatalogSource(SourceOptions{Image: testDigest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "updateStrategy") || strings.Contains(string(data), "registryPoll") {
+		t.Errorf("CatalogSource of an image by digest without pollInterval polls:\n%s", data)
+	}
+}
+
 func TestCatalogSourceErrors(t *testing.T) {
 	for name, tc := range map[string]struct {
 		o    SourceOptions

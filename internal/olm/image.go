@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-framework/operator-registry/pkg/cache"
 	"github.com/operator-publish/publish/internal/registry"
 	"github.com/sirupsen/logrus"
@@ -187,14 +188,29 @@ func tarTree(tw *tar.Writer, root, top string, uid int) error {
 // Image returns base with layer appended and the catalog image
 // configuration: the ConfigsLabel label, Entrypoint and Cmd. The base's
 // other settings (user, environment, creation time) are kept.
+//
+// The catalog layer and the config take the media types of the base's
+// manifest kind: a Docker v2 manifest gets a Docker layer and config, an
+// OCI manifest an OCI layer and config (a manifest mixing them is refused
+// by strict registries and runtimes).
 func Image(base v1.Image, layer v1.Layer) (v1.Image, error) {
+	mt, err := base.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	layerType, configType, err := manifestTypes(mt)
+	if err != nil {
+		return nil, err
+	}
 	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:   layer,
-		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "operator-publish: file-based catalog in /" + ConfigsDir + " and its serve cache in " + CacheDir, Comment: "operator-publish"},
+		Layer:     layer,
+		MediaType: layerType,
+		History:   v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "operator-publish: file-based catalog in /" + ConfigsDir + " and its serve cache in " + CacheDir, Comment: "operator-publish"},
 	})
 	if err != nil {
 		return nil, err
 	}
+	img = mutate.ConfigMediaType(img, configType)
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -207,6 +223,18 @@ func Image(base v1.Image, layer v1.Layer) (v1.Image, error) {
 	cf.Config.Entrypoint = append([]string(nil), Entrypoint...)
 	cf.Config.Cmd = append([]string(nil), Cmd...)
 	return mutate.ConfigFile(img, cf)
+}
+
+// manifestTypes returns the media types of a gzip layer and of the image
+// config in an image manifest of media type mt.
+func manifestTypes(mt types.MediaType) (layer, config types.MediaType, err error) {
+	switch mt {
+	case types.OCIManifestSchema1:
+		return types.OCILayer, types.OCIConfigJSON, nil
+	case types.DockerManifestSchema2:
+		return types.DockerLayer, types.DockerConfigJSON, nil
+	}
+	return "", "", fmt.Errorf("catalog base image: manifest media type %q: want %s or %s", mt, types.OCIManifestSchema1, types.DockerManifestSchema2)
 }
 
 // userID is the numeric user an image runs as (0 when unset or a name).

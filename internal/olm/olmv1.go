@@ -111,31 +111,25 @@ type ExtensionOptions struct {
 	// named <name>-installer with Rules and the ClusterExtension's
 	// finalizer rule; InstallerRBACClusterAdmin a binding to cluster-admin.
 	InstallerRBAC string
+	// WatchNamespace is spec.config.inline.watchNamespace: the namespace
+	// the operator watches, for a bundle without the AllNamespaces install
+	// mode (equal to Namespace: OwnNamespace; another one:
+	// SingleNamespace; InstallModeProblem). "" renders no spec.config.
+	// operator-controller v1.11 reads it only with its experimental CRDs
+	// and the SingleOwnNamespaceInstallSupport feature gate.
+	WatchNamespace string
+	// Where names the ClusterExtension's entry in error messages, such as
+	// publish.yaml:12 (default: its publish.yaml key).
+	Where string
 	// Rules are the installer rules derived from the package's bundles
 	// (Merge of Installer over every listed version); filled in by the
 	// olm target.
 	Rules InstallerRules
 }
 
-// finalizerRule lets the installer set blockOwnerDeletion on what it
-// creates, on clusters with the OwnerReferencesPermissionEnforcement
-// admission plug-in (operator-controller's "Derive minimal
-// ServiceAccount" page, step 3).
-func finalizerRule(name string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions/finalizers"}, Verbs: []string{"update"}, ResourceNames: []string{name}}
-}
-
-// ClusterExtension returns the YAML documents of o: when o.ServiceAccount
-// is set, the ServiceAccount, then its ClusterRole, ClusterRoleBinding,
-// Role and RoleBinding (all named <name>-installer) with o.Rules, or its
-// ClusterRoleBinding to cluster-admin (o.InstallerRBAC); then the
-// ClusterExtension. Errors: a missing package or namespace, names that are
-// not DNS names, a version range that is not one, an unknown
-// InstallerRBAC.
-func ClusterExtension(o ExtensionOptions) ([]byte, error) {
-	if o.Name == "" {
-		o.Name = o.Package
-	}
+// extensionErrors returns what is wrong with o (named, ClusterExtension's
+// errors).
+func extensionErrors(o ExtensionOptions) []error {
 	var errs []error
 	if o.Package == "" {
 		errs = append(errs, errors.New("ClusterExtension: package is required"))
@@ -161,6 +155,9 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 			errs = append(errs, fmt.Errorf("ClusterExtension %s: version %q: want a version or a range such as \">=1.2.0 <2.0.0\": %v", o.Name, o.Version, err))
 		}
 	}
+	if msgs := validation.IsDNS1123Label(o.WatchNamespace); o.WatchNamespace != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("ClusterExtension %s: watchNamespace %q: %v", o.Name, o.WatchNamespace, msgs))
+	}
 	if msgs := validation.IsDNS1123Subdomain(o.ServiceAccount); o.ServiceAccount != "" && len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("ClusterExtension %s: serviceAccount %q: %v", o.Name, o.ServiceAccount, msgs))
 	}
@@ -169,7 +166,29 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 	default:
 		errs = append(errs, fmt.Errorf("ClusterExtension %s: installerRBAC %q: want %s (the default) or %s", o.Name, o.InstallerRBAC, InstallerRBACBundle, InstallerRBACClusterAdmin))
 	}
-	if len(errs) > 0 {
+	return errs
+}
+
+// finalizerRule lets the installer set blockOwnerDeletion on what it
+// creates, on clusters with the OwnerReferencesPermissionEnforcement
+// admission plug-in (operator-controller's "Derive minimal
+// ServiceAccount" page, step 3).
+func finalizerRule(name string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{"olm.operatorframework.io"}, Resources: []string{"clusterextensions/finalizers"}, Verbs: []string{"update"}, ResourceNames: []string{name}}
+}
+
+// ClusterExtension returns the YAML documents of o: when o.ServiceAccount
+// is set, the ServiceAccount, then its ClusterRole, ClusterRoleBinding,
+// Role and RoleBinding (all named <name>-installer) with o.Rules, or its
+// ClusterRoleBinding to cluster-admin (o.InstallerRBAC); then the
+// ClusterExtension. Errors: a missing package or namespace, names that are
+// not DNS names, a version range that is not one, an unknown
+// InstallerRBAC.
+func ClusterExtension(o ExtensionOptions) ([]byte, error) {
+	if o.Name == "" {
+		o.Name = o.Package
+	}
+	if errs := extensionErrors(o); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	catalog := map[string]any{"packageName": o.Package}
@@ -185,6 +204,9 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 	spec := map[string]any{
 		"namespace": o.Namespace,
 		"source":    map[string]any{"sourceType": "Catalog", "catalog": catalog},
+	}
+	if o.WatchNamespace != "" {
+		spec["config"] = map[string]any{"configType": "Inline", "inline": map[string]any{"watchNamespace": o.WatchNamespace}}
 	}
 	var docs []any
 	if o.ServiceAccount != "" {

@@ -168,7 +168,7 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 // previousCSV recovers the CSV of a published olm.bundle: the whole CSV
 // from its olm.bundle.object (csvJSON is its JSON, for the csv.metadata
 // migration), or, from its olm.csv.metadata property, its name, version
-// (the olm.package property), metadata and description, with spec.replaces,
+// (the olm.package property), metadata, description and install modes, with spec.replaces,
 // spec.skips and spec.icon from the bundle's note. nil when neither is
 // there.
 func previousCSV(b declcfg.Bundle, n *notes) (csv *v1alpha1.ClusterServiceVersion, csvJSON string, err error) {
@@ -226,6 +226,7 @@ func previousCSV(b declcfg.Bundle, n *notes) (csv *v1alpha1.ClusterServiceVersio
 	csv.Spec.Version = version.OperatorVersion{Version: v}
 	csv.Spec.Description = md.Description
 	csv.Spec.DisplayName = md.DisplayName
+	csv.Spec.InstallModes = md.InstallModes
 	csv.Spec.Replaces = note.Replaces
 	csv.Spec.Skips = note.Skips
 	if note.Icon != "" {

@@ -7,6 +7,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/source/diff"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // prepared is what the one sequence before the mirror gives run, plan and
@@ -70,6 +71,11 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	var err error
 	if p.findings, err = lintStage(ctx, o.Lint, s.files, vs); err != nil {
 		return nil, err
+	}
+	if bc, ok := r.target.(target.BundleChecker); ok {
+		if err := bc.CheckBundles(p.changed); err != nil {
+			return nil, err
+		}
 	}
 	p.findings = append(p.findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
 	vf, verified := verifyStage(ctx, o.Verify, r.mc, p.changed)

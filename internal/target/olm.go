@@ -267,7 +267,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	if n := len(unread); n > 0 || len(t.reused) > 0 {
 		t.s.logf("olm: %d unchanged bundles taken from the last catalog image, %d read again", len(t.reused), n)
 	}
-	return nil
+	return t.checkPrepared(vs)
 }
 
 // derivesInstaller reports whether a ClusterExtension of package pkg

@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/olm"
+)
+
+// pushOwnNamespaceOnly replaces tiny v's bundle at the source by one whose
+// CSV does not support the AllNamespaces install mode (OwnNamespace and
+// SingleNamespace only).
+func (f *fixture) pushOwnNamespaceOnly(t *testing.T, v string) {
+	t.Helper()
+	dir := t.TempDir()
+	copyTree(t, "testdata/bundles/tiny/1.0.0", dir, func(s string) string {
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "REGISTRY", f.src), "1.0.0", v)
+		return strings.ReplaceAll(s, "{type: AllNamespaces, supported: true}", "{type: AllNamespaces, supported: false}")
+	})
+	img, err := bundle.Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustRef(t, f.src+"/tiny/bundle:v"+v), img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOLMv1InstallMode: a ClusterExtension of a package whose bundle OLM
+// v1 cannot install in AllNamespaces mode, with no watchNamespace, stops
+// plan and run with an input error at the extension's publish.yaml entry
+// naming the field to set, before anything is mirrored; with the install
+// namespace as watchNamespace (OwnNamespace) the run renders it with
+// spec.config.inline.watchNamespace.
+func TestOLMv1InstallMode(t *testing.T) {
+	f := newFixture(t)
+	f.pushOwnNamespaceOnly(t, "1.0.0")
+	f.pushOwnNamespaceOnly(t, "1.1.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	opts := func(watch string) Options {
+		return Options{
+			Source: f.source, Cluster: "edge", Target: TargetOLM,
+			Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+			Catalog: catalogOpts(f.catalog),
+			OLM: OLMOptions{
+				BaseImage:    f.src + "/operator-framework/opm:v1.60.0",
+				CatalogKinds: []string{"ClusterCatalog"},
+				Extensions:   []olm.ExtensionOptions{{Package: "tiny", Namespace: "tiny", WatchNamespace: watch, Where: "publish.yaml:12"}},
+			},
+		}
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		var ie *InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish.yaml:12: ") ||
+			!strings.Contains(err.Error(), "clusters.edge.olm.clusterExtensions[0].watchNamespace") || !strings.Contains(err.Error(), "supports OwnNamespace, SingleNamespace but not AllNamespaces") {
+			t.Fatalf("%s: %v, want an input error at publish.yaml:12 naming clusterExtensions[0].watchNamespace", what, err)
+		}
+	}
+	_, err := PlanRun(context.Background(), PlanOptions{Options: opts("")})
+	check("plan", err)
+	_, err = Run(context.Background(), opts(""))
+	check("run", err)
+	if _, err := remote.Head(mustRef(t, f.dst+"/mirror/tiny/bundle:v1.0.0")); err == nil {
+		t.Error("the bundle was mirrored before the ClusterExtension was refused")
+	}
+
+	// A watch namespace other than the install namespace is SingleNamespace,
+	// which the CSV supports too; "tiny" itself is OwnNamespace.
+	if _, err := Run(context.Background(), opts("tiny")); err != nil {
+		t.Fatalf("run with watchNamespace: %v", err)
+	}
+	ext := f.catalogFile(t, "rendered/edge/clusterextension-tiny.yaml")
+	if !strings.Contains(ext, "configType: Inline") || !strings.Contains(ext, "watchNamespace: tiny") {
+		t.Errorf("ClusterExtension:\n%s", ext)
+	}
+
+	// Nothing changed in the package repo: the next run takes the bundles'
+	// entries from the last catalog image (olm.csv.metadata, install
+	// modes included) and refuses the ClusterExtension without
+	// watchNamespace all the same.
+	var log strings.Builder
+	o := opts("")
+	o.Log = slog.New(slog.NewTextHandler(&log, nil))
+	_, err = Run(context.Background(), o)
+	check("run of unchanged bundles", err)
+	if !strings.Contains(log.String(), "2 unchanged bundles taken from the last catalog image") {
+		t.Errorf("the second run did not reuse the catalog entries:\n%s", log.String())
+	}
+}
