@@ -98,4 +98,3 @@ func TestPruneAfterDelisting(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
