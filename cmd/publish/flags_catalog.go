@@ -38,9 +38,10 @@ func (c *catalogFlags) register(fs *pflag.FlagSet, access, what string) {
 	fs.StringVar(&c.sshKeyPass, "catalog-ssh-key-password", "", "passphrase of an encrypted --catalog-ssh-key")
 	fs.StringVar(&c.knownHosts, "catalog-known-hosts", "", "known_hosts file with the SSH catalog server's host key (default: $SSH_KNOWN_HOSTS, ~/.ssh/known_hosts)")
 	fs.BoolVar(&c.insecureIgnoreHostKey, "insecure-ignore-host-key", false, "do not check the SSH catalog server's host key (only on a trusted network)")
-	if access == "read" && c.readOnly {
-		// A command that only reads the catalog makes no branch and seeds
-		// no template.
+	if c.readOnly {
+		// A command that only reads the catalog, or pushes a branch of its
+		// own (prune --pull-request), makes no catalog branch and seeds no
+		// template.
 		secret(fs, "catalog-password", "catalog-ssh-key-password")
 		secretKey(fs, "catalog-ssh-key")
 		return

@@ -26,6 +26,13 @@ func (f *deliveryFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.labels, "pr-label", nil, "label the pull requests (repeatable; added to publish.yaml clusters.<cluster>.pullRequest.labels)")
 	fs.StringVar(&f.autoMerge, "auto-merge", "", "ask the forge to merge each pull request once its checks and reviews pass: merge, squash or rebase (default: publish.yaml clusters.<cluster>.pullRequest.autoMerge, else off)")
 	fs.StringVar(&f.planDir, "plan-dir", "publish-plan", "write each pull request's full plan here (<cluster>.md and <cluster>.json) for the CI job to keep as its files; the pull request links to the job")
+	f.registerForge(fs)
+}
+
+// registerForge registers the flags of the catalog repo's forge alone
+// (--forge, --forge-api-url, --forge-repo, --forge-token): what a command
+// that opens one pull request of its own needs.
+func (f *deliveryFlags) registerForge(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kind, "forge", "", "forge of the catalog repo for pull requests: github, gitlab or gitea (Forgejo too) (default: detected from --catalog)")
 	fs.StringVar(&f.apiURL, "forge-api-url", "", "API of a self-hosted forge: https://HOST/api/v3 (GitHub Enterprise Server), https://HOST/api/v4 (GitLab), https://HOST/api/v1 (Gitea) (default: from --catalog)")
 	fs.StringVar(&f.repo, "forge-repo", "", "repository on the forge, owner/name (GitLab: group/subgroup/name) (default: from --catalog)")
@@ -56,6 +63,14 @@ func (f *deliveryFlags) apply(cfg *config.Config, rs []renderSettings, o *pipeli
 		}
 		rs[i].Delivery, rs[i].PullRequest = d, pr
 	}
+	o.Forge = f.forge(cat)
+	o.PlanDir = f.planDir
+	return nil
+}
+
+// forge returns how to open the forge of the catalog repo cat from the
+// forge flags (the token defaults to --catalog-password).
+func (f *deliveryFlags) forge(cat gitops.Options) func() (forge.Forge, error) {
 	token := f.token
 	if token == "" {
 		token = cat.Password
@@ -64,12 +79,10 @@ func (f *deliveryFlags) apply(cfg *config.Config, rs []renderSettings, o *pipeli
 	if fo.Kind == "forgejo" {
 		fo.Kind = "gitea"
 	}
-	o.Forge = func() (forge.Forge, error) {
+	return func() (forge.Forge, error) {
 		if fo.Token == "" {
-			return nil, usagef("pull-request delivery needs a token of the forge's API: give --forge-token (or PUBLISH_FORGE_TOKEN; --catalog-password is used when it is an API token)")
+			return nil, usagef("a pull request needs a token of the forge's API: give --forge-token (or PUBLISH_FORGE_TOKEN; --catalog-password is used when it is an API token)")
 		}
 		return forge.New(fo)
 	}
-	o.PlanDir = f.planDir
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/operator-publish/publish/internal/logging"
+	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/prune"
 	"github.com/operator-publish/publish/internal/scratch"
 )
@@ -20,7 +21,10 @@ func newPruneCmd(inv *invocation) *cobra.Command {
 		catalogDir, planFile string
 		applyFile            string
 		olderThan            time.Duration
-		lookup               bool
+		lookup, pullRequest  bool
+		prBranch             string
+		cf                   catalogFlags
+		forgeFlags           deliveryFlags
 		dst                  dstRegistryFlags
 		tls                  tlsFlags
 		retry                retryFlags
@@ -98,6 +102,11 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 			}
 			md := p.Markdown()
 			fmt.Fprint(cmd.OutOrStdout(), logging.Clean(md))
+			if pullRequest {
+				if err := proposePrune(cmd, inv, &cf, &tls, &forgeFlags, prBranch, data, md, len(p.Entries)); err != nil {
+					return err
+				}
+			}
 			if inv.inCI() {
 				if err := inv.ci.Summary(md); err != nil {
 					inv.warnf("CI summary: %v", err)
@@ -111,6 +120,11 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 	fs.StringVar(&planFile, "plan", "", "write the plan (JSON) to this file")
 	fs.StringVar(&applyFile, "apply", "", "delete exactly what this reviewed plan (JSON, from --plan) lists, unless it is listed again")
 	fs.DurationVar(&olderThan, "older-than", prune.DefaultOlderThan, "list only what every cluster delisted at least this long ago")
+	fs.BoolVar(&pullRequest, "pull-request", false, "also propose the plan as a pull request on the catalog repo (--catalog, the forge flags): its files publish/prune/plan.json and plan.md on --pr-branch, for review; merge it, then --apply publish/prune/plan.json from the merged checkout")
+	fs.StringVar(&prBranch, "pr-branch", "publish/prune", "the rolling branch of --pull-request")
+	cf.readOnly = true
+	cf.register(fs, "push", "catalog Git repo to propose the plan to, with --pull-request: URL or local path")
+	forgeFlags.registerForge(fs)
 	fs.BoolVar(&lookup, "lookup", false, "ask the destination for each manifest's size and whether it is still there (one HEAD each; read access)")
 	dst.register(fs, "read access with --lookup, delete rights with --apply")
 	tls.register(fs)
@@ -149,4 +163,36 @@ func pruneApply(cmd *cobra.Command, inv *invocation, catalogDir, file string, re
 		return &usageError{err}
 	}
 	return err
+}
+
+// prunePlanDir is where --pull-request writes the plan in the catalog.
+const prunePlanDir = "publish/prune"
+
+// proposePrune is prune --plan --pull-request: the plan's JSON (data) and
+// Markdown (md) as files of the catalog repo, proposed on branch
+// (pipeline.ProposeFiles). Errors are usage errors naming the catalog and
+// forge flags, and the forge's.
+func proposePrune(cmd *cobra.Command, inv *invocation, cf *catalogFlags, tls *tlsFlags, ff *deliveryFlags, branch string, data []byte, md string, n int) error {
+	if err := cf.require(); err != nil {
+		return err
+	}
+	cat, err := cf.options(tls)
+	if err != nil {
+		return err
+	}
+	res, err := pipeline.ProposeFiles(cmd.Context(), pipeline.ProposeOptions{
+		Catalog: cat, Forge: ff.forge(cat), Branch: branch,
+		Files:   map[string][]byte{prunePlanDir + "/plan.json": append(data, '\n'), prunePlanDir + "/plan.md": []byte(md)},
+		Message: fmt.Sprintf("publish prune: %d manifests to delete", n),
+		Title:   fmt.Sprintf("publish prune: %d manifests to delete at the destination registries", n),
+		Body:    md + "\nMerge this pull request, then run `publish prune --apply " + prunePlanDir + "/plan.json` from a checkout of the merged catalog branch.\n",
+		Log:     inv.logWriter(),
+	})
+	if err != nil {
+		return err
+	}
+	if res.Action != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "prune: pull request %s #%d (%s)\n", res.Action, res.Number, res.URL)
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/operator-publish/publish/internal/forge/forgetest"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/prune"
@@ -114,4 +115,50 @@ func TestPrunePlan(t *testing.T) {
 	if strings.Contains(out, reg.Password) {
 		t.Error("the password is printed")
 	}
+
+	// The plan as a pull request on the catalog repo (the GitHub contract
+	// fake for the API, a bare repo for Git): its two files on
+	// publish/prune, the Markdown as the body; a second plan updates it.
+	bare := filepath.Join(t.TempDir(), "catalog.git")
+	gitCLI(t, "", "clone", "-q", "--bare", dir, bare)
+	gh := forgetest.NewGitHub(t, "org/catalog")
+	pr := []string{"prune", "--catalog-dir", dir, "--plan", planFile, "--pull-request", "--catalog", bare,
+		"--forge", "github", "--forge-api-url", gh.URL(), "--forge-repo", gh.Repo(), "--forge-token", gh.Token()}
+	for i, action := range []string{"opened", "updated"} {
+		if i == 1 {
+			pr = append(pr, "--older-than", "1s") // another plan
+		}
+		out, _, err = runPublishErr(t, pr...)
+		if err != nil || !strings.Contains(out, "prune: pull request "+action+" #1") {
+			t.Fatalf("prune --pull-request (%s): %v\n%s", action, err, out)
+		}
+	}
+	prs := gh.PRs()
+	if len(prs) != 1 || prs[0].Head != "publish/prune" || prs[0].Base != "main" || !strings.Contains(prs[0].Body, "**2 manifests to delete**") || !strings.Contains(prs[0].Body, "publish prune --apply publish/prune/plan.json") {
+		t.Fatalf("pull requests: %+v", prs)
+	}
+	onBranch := gitCLI(t, bare, "show", "publish/prune:publish/prune/plan.json")
+	var proposed prune.Plan
+	if err := json.Unmarshal([]byte(onBranch), &proposed); err != nil || len(proposed.Entries) != 2 || proposed.OlderThan != "1s" {
+		t.Errorf("publish/prune/plan.json on the branch: %v %+v", err, proposed)
+	}
+	if main := gitCLI(t, bare, "rev-parse", "main"); main != gitCLI(t, dir, "rev-parse", "HEAD") {
+		t.Errorf("the catalog branch moved to %s", main)
+	}
+}
+
+// gitCLI runs git in dir ("": the current directory) and returns its
+// trimmed output; a failure fails the test.
+func gitCLI(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	if dir != "" {
+		args = append([]string{"-C", dir}, args...)
+	}
+	cmd := exec.Command(testenv.Require(t, "git", "git"), args...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
