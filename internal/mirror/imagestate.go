@@ -39,4 +39,3 @@ func (st *imageState) signatureDigests() []string {
 	sort.Strings(out)
 	return out
 }
-
