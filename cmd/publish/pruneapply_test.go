@@ -24,8 +24,9 @@ import (
 // TestPruneApply: on the Debian registry (TLS, htpasswd, deletes), two
 // clusters list three versions; 1.0.0 and 1.1.0 are delisted on both,
 // then 1.1.0 is listed again on one after the plan was made. apply deletes
-// exactly 1.0.0's bundle and own image (pushed by digest, as the mirror
-// does), leaves 1.1.0's and says so; after the registry's garbage
+// exactly 1.0.0's bundle, own image (pushed by digest, as the mirror
+// does) with the signature the state does not record, and its image index
+// with the child no listed index holds, leaves 1.1.0's and says so; after the registry's garbage
 // collection the bytes of 1.0.0's own layer are gone, the layer it shared
 // with a listed image is not, and every listed image still pulls with its
 // digest. A second apply finds them gone.
@@ -69,6 +70,30 @@ func TestPruneApply(t *testing.T) {
 	own2Img := image(layer())
 	own2d, _ := own2Img.Digest()
 	own2 := write("m/op/agent@"+own2d.String(), own2Img)
+	// A cosign signature of 1.0.0's own image that the state does not
+	// record (a state written before signatures were recorded).
+	own1Sig := write("m/op/agent:sha256-"+strings.TrimPrefix(own1, "sha256:")+".sig", image(layer()))
+	// Multi-platform images: 1.0.0's index holds a child that 1.2.0's
+	// index holds too, and one of its own.
+	sharedChild, ownChild := image(layer()), image(layer())
+	index := func(imgs ...v1.Image) v1.ImageIndex {
+		var adds []mutate.IndexAddendum
+		for _, i := range imgs {
+			adds = append(adds, mutate.IndexAddendum{Add: i})
+		}
+		return mutate.AppendManifests(empty.Index, adds...)
+	}
+	writeIndex := func(s string, idx v1.ImageIndex) string {
+		if err := remote.WriteIndex(ref(s), idx, opts...); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := idx.Digest()
+		return d.String()
+	}
+	multiOld := writeIndex("m/op/multi:old", index(sharedChild, ownChild))
+	multiNew := writeIndex("m/op/multi:new", index(sharedChild, image(layer())))
+	sharedChildD, _ := sharedChild.Digest()
+	ownChildD, _ := ownChild.Digest()
 	b := map[string]string{}
 	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0"} {
 		b[v] = write("m/op/bundle:v"+v, image(layer()))
@@ -82,9 +107,9 @@ func TestPruneApply(t *testing.T) {
 			is[v] = true
 		}
 		return []model.ArtifactRecord{{Name: "op", Present: true, Registry: reg.Host, Repository: "m/op/bundle", Versions: []model.VersionRecord{
-			{Version: "1.0.0", Tag: "v1.0.0", Present: is["1.0.0"], BundleDigest: b["1.0.0"], Images: []model.Image{img("op/agent", own1), img("op/manager", keptDigest)}},
+			{Version: "1.0.0", Tag: "v1.0.0", Present: is["1.0.0"], BundleDigest: b["1.0.0"], Images: []model.Image{img("op/agent", own1), img("op/manager", keptDigest), img("op/multi", multiOld)}},
 			{Version: "1.1.0", Tag: "v1.1.0", Present: is["1.1.0"], BundleDigest: b["1.1.0"], Images: []model.Image{img("op/agent", own2), img("op/manager", keptDigest)}},
-			{Version: "1.2.0", Tag: "v1.2.0", Present: is["1.2.0"], BundleDigest: b["1.2.0"], Images: []model.Image{img("op/manager", keptDigest)}},
+			{Version: "1.2.0", Tag: "v1.2.0", Present: is["1.2.0"], BundleDigest: b["1.2.0"], Images: []model.Image{img("op/manager", keptDigest), img("op/multi", multiNew)}},
 		}}}
 	}
 	dir := t.TempDir()
@@ -124,8 +149,20 @@ func TestPruneApply(t *testing.T) {
 	}
 	var p prune.Plan
 	data, _ := os.ReadFile(planFile)
-	if err := json.Unmarshal(data, &p); err != nil || len(p.Entries) != 4 {
-		t.Fatalf("plan: %v, %d entries, want the bundles and own images of 1.0.0 and 1.1.0", err, len(p.Entries))
+	if err := json.Unmarshal(data, &p); err != nil || len(p.Entries) != 5 {
+		t.Fatalf("plan: %v, %d entries, want the bundles and own images of 1.0.0 and 1.1.0, and 1.0.0's index", err, len(p.Entries))
+	}
+	for _, e := range p.Entries {
+		switch e.Digest {
+		case own1:
+			if len(e.Referrers) != 1 || e.Referrers[0] != own1Sig {
+				t.Errorf("1.0.0's own image: referrers %v, want its signature %s", e.Referrers, own1Sig)
+			}
+		case multiOld:
+			if len(e.Children) != 1 || e.Children[0] != ownChildD.String() {
+				t.Errorf("1.0.0's index: children %v, want only its own child %s (not %s, which 1.2.0's index holds)", e.Children, ownChildD, sharedChildD)
+			}
+		}
 	}
 	// Listed again on a between the plan and the apply.
 	commit(map[string][]model.ArtifactRecord{"a": art("1.1.0", "1.2.0")})
@@ -133,11 +170,11 @@ func TestPruneApply(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prune --apply: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "2 manifests deleted, 2 left (listed again since the plan), 0 already gone") || !strings.Contains(out, "garbage-collect") {
+	if !strings.Contains(out, "3 manifests deleted, 2 left (listed again since the plan), 0 already gone") || !strings.Contains(out, "garbage-collect") {
 		t.Errorf("apply said:\n%s", out)
 	}
-	gone := []string{"m/op/bundle@" + b["1.0.0"], "m/op/agent@" + own1}
-	there := []string{"m/op/bundle@" + b["1.1.0"], "m/op/agent@" + own2, "m/op/bundle@" + b["1.2.0"], "m/op/manager@" + keptDigest, "m/op/bundle:v1.2.0", "m/op/manager:v1"}
+	gone := []string{"m/op/bundle@" + b["1.0.0"], "m/op/agent@" + own1, "m/op/agent@" + own1Sig, "m/op/multi@" + multiOld, "m/op/multi@" + ownChildD.String()}
+	there := []string{"m/op/bundle@" + b["1.1.0"], "m/op/agent@" + own2, "m/op/bundle@" + b["1.2.0"], "m/op/manager@" + keptDigest, "m/op/bundle:v1.2.0", "m/op/manager:v1", "m/op/multi@" + sharedChildD.String()}
 	for _, s := range gone {
 		if _, err := remote.Head(ref(s), opts...); err == nil {
 			t.Errorf("%s is still there", s)
@@ -171,7 +208,7 @@ func TestPruneApply(t *testing.T) {
 		}
 	}
 	out, _, err = runPublishErr(t, append([]string{"prune", "--catalog-dir", dir, "--apply", planFile}, creds...)...)
-	if err != nil || !strings.Contains(out, "0 manifests deleted, 2 left (listed again since the plan), 2 already gone") {
+	if err != nil || !strings.Contains(out, "0 manifests deleted, 2 left (listed again since the plan), 3 already gone") {
 		t.Errorf("second apply: %v\n%s", err, out)
 	}
 }

@@ -53,8 +53,8 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // catalog at CatalogDir's HEAD references (read again now), each through
 // the registry API: its tags that still point at its digest first, where
 // the registry can delete a tag (distribution 3; distribution 2.8 refuses
-// and removes a manifest's tags with it), then the manifest by digest,
-// then its children. Blobs are left to the registry's garbage
+// and removes a manifest's tags with it), after its referrers the plan
+// found, then the manifest by digest, then its children. Blobs are left to the registry's garbage
 // collection. Errors: the plan's schema version, the catalog, a registry
 // that refuses deletes (*RefusedError, before any half-done manifest), or
 // another registry failure (what was done before is in the result).
@@ -89,6 +89,17 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*Result, error) {
 			continue
 		} else if err != nil {
 			return res, fmt.Errorf("%s: %w", id, err)
+		}
+		for _, k := range e.Referrers {
+			if listed[ref{e.Repository, k}] {
+				continue
+			}
+			if err := remote.Delete(r.Context().Digest(k), opts...); err != nil && !registry.IsNotFound(err) {
+				if refused(err) {
+					return res, &RefusedError{Ref: id, Done: res.Deleted, Err: err}
+				}
+				return res, fmt.Errorf("deleting %s@%s, a referrer of %s: %w", e.Repository, k, id, err)
+			}
 		}
 		for _, tag := range e.Tags {
 			deleteTag(r.Context().Tag(tag), e.Digest, opts, logf)

@@ -3,7 +3,10 @@ package prune
 import (
 	"context"
 	"sort"
+	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -78,4 +81,57 @@ func indexChildren(ctx context.Context, o Options, repo, digest string) ([]strin
 
 func isIndex(mt string) bool {
 	return mt == "application/vnd.oci.image.index.v1+json" || mt == "application/vnd.docker.distribution.manifest.list.v2+json"
+}
+
+// referrers fills, for each present entry, the signature, attestation and
+// referrer manifests the destination has for it that the plan does not
+// list as entries of their own (states written before they were
+// recorded): the cosign tags sha256-<hex>.sig, .att and .sbom, and the
+// OCI referrers (the API, else the referrers tag schema). One that a
+// listed version's image also carries is left.
+func referrers(ctx context.Context, o Options, es []Entry, listed map[ref]bool) {
+	planned := map[ref]bool{}
+	for _, e := range es {
+		planned[ref{e.Repository, e.Digest}] = true
+	}
+	opts := append(append([]remote.Option{}, o.Remote...), remote.WithContext(ctx))
+	for i := range es {
+		e := &es[i]
+		if e.At != "present" {
+			continue
+		}
+		r, err := o.Parse(e.Repository + "@" + e.Digest)
+		if err != nil {
+			continue
+		}
+		d, ok := r.(name.Digest)
+		if !ok {
+			continue
+		}
+		found := map[string]bool{}
+		if idx, err := remote.Referrers(d, opts...); err == nil {
+			if im, err := idx.IndexManifest(); err == nil {
+				for _, m := range im.Manifests {
+					found[m.Digest.String()] = true
+				}
+			}
+		}
+		h, err := v1.NewHash(e.Digest)
+		if err != nil {
+			continue
+		}
+		base := h.Algorithm + "-" + h.Hex
+		for _, suffix := range []string{".sig", ".att", ".sbom"} {
+			if desc, err := remote.Head(d.Context().Tag(base+suffix), opts...); err == nil {
+				found[desc.Digest.String()] = true
+			}
+		}
+		for k := range found {
+			rk := ref{e.Repository, k}
+			if !planned[rk] && !listed[rk] && !strings.EqualFold(k, e.Digest) {
+				e.Referrers = append(e.Referrers, k)
+			}
+		}
+		sort.Strings(e.Referrers)
+	}
 }

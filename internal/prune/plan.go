@@ -68,6 +68,10 @@ type Entry struct {
 	// deleted with it, since the registry's garbage collection keeps a
 	// manifest that is no longer any index's child.
 	Children []string `json:"children,omitempty"`
+	// Referrers are the signature, attestation and referrer manifests of
+	// it that the destination has (--lookup) and the state did not record
+	// (states written before it recorded them): deleted before it.
+	Referrers []string `json:"referrers,omitempty"`
 	// Versions are the delisted versions that reference it, as
 	// "cluster: artifact version (bundle|related image SOURCE)".
 	Versions []string `json:"versions"`
@@ -135,7 +139,9 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	sortEntries(p.Recent)
 	if o.Remote != nil {
 		look(ctx, o, p.Entries)
-		children(ctx, o, p.Entries, c.listed())
+		listed := c.listed()
+		children(ctx, o, p.Entries, listed)
+		referrers(ctx, o, p.Entries, listed)
 	}
 	return p, nil
 }
