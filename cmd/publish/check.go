@@ -31,6 +31,7 @@ func newCheckCmd(inv *invocation) *cobra.Command {
 		noFetch    bool
 		catalogDir string
 		images     bool
+		format     string
 		dst        dstRegistryFlags
 		tls        tlsFlags
 		retry      retryFlags
@@ -63,6 +64,11 @@ re-rendered (and, with --registry, no image checked), check says nothing was
 checked and exits 1, never "check ok".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch format {
+			case "text", "json", "sarif":
+			default:
+				return usagef("--format %q: want text, json or sarif", format)
+			}
 			o.CatalogDir, o.Fetch, o.Getenv = catalogDir, !noFetch, inv.getenv
 			if r.cluster != "" {
 				if strings.ContainsAny(r.cluster, `/\`) || r.cluster == "." || r.cluster == ".." {
@@ -109,6 +115,16 @@ checked and exits 1, never "check ok".`,
 			}
 			// rep.Warnings went to the log already (o.Log).
 			out := cmd.OutOrStdout()
+			if format != "text" {
+				// Machine formats stay alone on stdout (as lint's).
+				if err := lint.Format(out, rep.Findings, format); err != nil {
+					return err
+				}
+				if inv.inCI() {
+					inv.ci.Annotate(rep.Findings)
+				}
+				return checkOutcome(rep, images)
+			}
 			for _, f := range rep.Findings {
 				fmt.Fprintln(out, logging.Clean(ci.FormatFinding(f)))
 			}
@@ -136,6 +152,7 @@ checked and exits 1, never "check ok".`,
 	fs.StringVar(&o.Base, "base", "", "compare the rendered objects with this revision of the catalog repo (default: the merge base with the target branch in a pull request, else HEAD's parent)")
 	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
 	fs.BoolVar(&noFetch, "no-fetch", false, "never fetch from the catalog repo's origin to find the base in a shallow clone")
+	fs.StringVar(&format, "format", "text", "text (the report), json or sarif (SARIF 2.1.0 for GitHub code scanning): the findings, as lint prints them")
 	fs.BoolVar(&images, "registry", false, "also check that every image of every listed version is at its cluster's destination registry, as the catalog state records it (one HEAD each; for a schedule); the credentials go only to --dst-registry's host")
 	dst.register(fs, "read access, with --registry")
 	tls.register(fs)

@@ -89,6 +89,9 @@ func TestCheckRegistry(t *testing.T) {
 	if err != nil || !strings.Contains(out, "registry: 6 manifests checked at the destinations, 0 missing, 0 not checked") {
 		t.Fatalf("healthy site: %v\n%s", err, out)
 	}
+	if out, _, err := runPublishErr(t, append(args, "--format", "sarif")...); err != nil || !strings.Contains(out, `"version": "2.1.0"`) || !strings.Contains(out, `"results": []`) {
+		t.Errorf("--format sarif on the healthy site: %v\n%s", err, out)
+	}
 
 	del := func(ref string) {
 		r, _ := name.ParseReference(ref)
@@ -104,6 +107,9 @@ func TestCheckRegistry(t *testing.T) {
 	del(reg.Host + "/mirror/op/manager@" + manager)
 	child := im.Manifests[1].Digest.String()
 	del(reg.Host + "/mirror/op/agent@" + child)
+	if out, _, err := runPublishErr(t, append(args, "--format", "sarif")...); err == nil || !strings.Contains(out, `"ruleId": "check/registry"`) || !strings.Contains(out, `"startLine": `) {
+		t.Errorf("--format sarif with two manifests deleted: %v\n%s", err, out)
+	}
 	out, _, err = runPublishErr(t, args...)
 	var ie *pipeline.InputError
 	if !errors.As(err, &ie) {

@@ -96,7 +96,7 @@ func TestCommandFlags(t *testing.T) {
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),
 		"lint":   join(sourceGroup, srcGroup, tlsGroup, retryGroup, lintGroup, logGroup),
-		"check":  join([]string{"config", "cluster"}, logGroup, dstGroup, tlsGroup, retryGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch", "registry"}),
+		"check":  join([]string{"config", "cluster"}, logGroup, dstGroup, tlsGroup, retryGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch", "registry", "format"}),
 		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
 			[]string{"base", "no-fetch", "image", "report"}),
