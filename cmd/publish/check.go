@@ -114,35 +114,7 @@ checked and exits 1, never "check ok".`,
 				rep.Findings = append(rep.Findings, images.Findings...)
 			}
 			// rep.Warnings went to the log already (o.Log).
-			out := cmd.OutOrStdout()
-			if format != "text" {
-				// Machine formats stay alone on stdout (as lint's).
-				if err := lint.Format(out, rep.Findings, format); err != nil {
-					return err
-				}
-				if inv.inCI() {
-					inv.ci.Annotate(rep.Findings)
-				}
-				return checkOutcome(rep, images)
-			}
-			for _, f := range rep.Findings {
-				fmt.Fprintln(out, logging.Clean(ci.FormatFinding(f)))
-			}
-			if len(rep.Findings) > 0 {
-				fmt.Fprintln(out)
-			}
-			fmt.Fprint(out, logging.Clean(rep.Text()))
-			if images != nil {
-				fmt.Fprintf(out, "registry: %d manifests checked at the destinations, %d missing, %d not checked\n", images.Checked, images.Missing, images.Unknown)
-			}
-			if inv.inCI() {
-				inv.ci.Annotate(rep.Findings)
-				if err := inv.ci.Summary(rep.Markdown()); err != nil {
-					inv.warnf("CI summary: %v", err)
-				}
-			}
-			warnNotChecked(inv, rep)
-			return checkOutcome(rep, images)
+			return printCheck(cmd, inv, rep, images, format)
 		},
 	}
 	fs := cmd.Flags()
@@ -205,3 +177,39 @@ func checkOutcome(rep *check.Report, images *check.RegistryReport) error {
 // errNothingChecked is check's error when no cluster was re-rendered and
 // no image checked.
 var errNothingChecked = errors.New("check: nothing was verified: no cluster was re-rendered (the report above says why for each) and no image was checked; name a cluster of the alauda target (--cluster), or check the images of olm clusters with --registry")
+
+// printCheck prints check's report in format (text: the findings, the
+// report and the registry line; json or sarif: the findings alone, as
+// lint prints them), annotates the findings and writes the job summary in
+// CI, and returns check's outcome (checkOutcome).
+func printCheck(cmd *cobra.Command, inv *invocation, rep *check.Report, images *check.RegistryReport, format string) error {
+	out := cmd.OutOrStdout()
+	warnNotChecked(inv, rep)
+	if format != "text" {
+		// Machine formats stay alone on stdout (as lint's).
+		if err := lint.Format(out, rep.Findings, format); err != nil {
+			return err
+		}
+		if inv.inCI() {
+			inv.ci.Annotate(rep.Findings)
+		}
+		return checkOutcome(rep, images)
+	}
+	for _, f := range rep.Findings {
+		fmt.Fprintln(out, logging.Clean(ci.FormatFinding(f)))
+	}
+	if len(rep.Findings) > 0 {
+		fmt.Fprintln(out)
+	}
+	fmt.Fprint(out, logging.Clean(rep.Text()))
+	if images != nil {
+		fmt.Fprintf(out, "registry: %d manifests checked at the destinations, %d missing, %d not checked\n", images.Checked, images.Missing, images.Unknown)
+	}
+	if inv.inCI() {
+		inv.ci.Annotate(rep.Findings)
+		if err := inv.ci.Summary(rep.Markdown()); err != nil {
+			inv.warnf("CI summary: %v", err)
+		}
+	}
+	return checkOutcome(rep, images)
+}
