@@ -22,7 +22,8 @@ import (
 )
 
 // TestPruneApply: on the Debian registry (TLS, htpasswd, deletes), two
-// clusters list three versions; 1.0.0 and 1.1.0 are delisted on both,
+// clusters list three versions; 1.0.0 and 1.1.0 are delisted on one
+// (nothing to prune: the other lists them), then on both,
 // then 1.1.0 is listed again on one after the plan was made. apply deletes
 // exactly 1.0.0's bundle, own image (pushed by digest, as the mirror
 // does) with the signature the state does not record, and its image index
@@ -140,10 +141,15 @@ func TestPruneApply(t *testing.T) {
 	}
 	all := []string{"1.0.0", "1.1.0", "1.2.0"}
 	commit(map[string][]model.ArtifactRecord{"a": art(all...), "b": art(all...)})
-	commit(map[string][]model.ArtifactRecord{"a": art("1.2.0"), "b": art("1.2.0")})
-
 	creds := []string{"--dst-registry", reg.Host, "--dst-username", reg.Username, "--dst-password", reg.Password, "--ca-file", reg.CAFile}
 	planFile := filepath.Join(t.TempDir(), "prune.json")
+	// Delisted on a only: b still lists them, nothing is an orphan.
+	commit(map[string][]model.ArtifactRecord{"a": art("1.2.0")})
+	if out, _, err := runPublishErr(t, append([]string{"prune", "--catalog-dir", dir, "--plan", planFile, "--older-than", "0s", "--lookup"}, creds...)...); err != nil || !strings.Contains(out, "**0 manifests to delete**") {
+		t.Fatalf("prune --plan with 1.0.0 and 1.1.0 delisted on one cluster: %v\n%s", err, out)
+	}
+	commit(map[string][]model.ArtifactRecord{"b": art("1.2.0")})
+
 	if out, _, err := runPublishErr(t, append([]string{"prune", "--catalog-dir", dir, "--plan", planFile, "--older-than", "0s", "--lookup"}, creds...)...); err != nil {
 		t.Fatalf("prune --plan: %v\n%s", err, out)
 	}
