@@ -58,22 +58,9 @@ func TestPrunePlan(t *testing.T) {
 		return data
 	}
 	dir := t.TempDir()
-	git := func(date string, args ...string) {
-		cmd := exec.Command(testenv.Require(t, "git", "git"), append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	sp := filepath.Join(dir, filepath.FromSlash(gitops.StatePath("global")))
-	os.MkdirAll(filepath.Dir(sp), 0o755)
-	git("2026-01-01T00:00:00Z", "init", "-q", "-b", "main")
+	gitCLI(t, dir, "init", "-q", "-b", "main")
 	for i, present := range []bool{true, false} {
-		os.WriteFile(sp, state(present), 0o644)
-		date := []string{"2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"}[i]
-		git(date, "add", "-A")
-		git(date, "commit", "-q", "-m", "publish")
+		commitStates(t, dir, []string{"2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"}[i], map[string][]byte{"global": state(present)})
 	}
 	planFile := filepath.Join(t.TempDir(), "prune.json")
 	out, _, err := runPublishErr(t, "prune", "--catalog-dir", dir, "--plan", planFile, "--lookup",
@@ -151,14 +138,46 @@ func TestPrunePlan(t *testing.T) {
 // trimmed output; a failure fails the test.
 func gitCLI(t *testing.T, dir string, args ...string) string {
 	t.Helper()
+	return gitAt(t, dir, "", args...)
+}
+
+// gitAt is gitCLI with the author and committer date date (RFC 3339, ""
+// for now) and a fixed identity.
+func gitAt(t *testing.T, dir, date string, args ...string) string {
+	t.Helper()
 	if dir != "" {
 		args = append([]string{"-C", dir}, args...)
 	}
 	cmd := exec.Command(testenv.Require(t, "git", "git"), args...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	if date != "" {
+		cmd.Env = append(cmd.Env, "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	}
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("git %v: %v\n%s%s", args, err, out, stderr)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// commitStates writes the state file of each cluster (its bytes) into the
+// catalog checkout dir and commits them at date.
+func commitStates(t *testing.T, dir, date string, states map[string][]byte) {
+	t.Helper()
+	for cl, data := range states {
+		p := filepath.Join(dir, filepath.FromSlash(gitops.StatePath(cl)))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitAt(t, dir, date, "add", "-A")
+	gitAt(t, dir, date, "commit", "-q", "-m", "publish")
 }

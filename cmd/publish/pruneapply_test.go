@@ -2,8 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,30 +114,19 @@ func TestPruneApply(t *testing.T) {
 		}}}
 	}
 	dir := t.TempDir()
+	gitCLI(t, dir, "init", "-q", "-b", "main")
 	n := 0
 	commit := func(states map[string][]model.ArtifactRecord) {
+		files := map[string][]byte{}
 		for cl, arts := range states {
 			data, err := (&gitops.State{Source: gitops.Source{Commit: "abc"}, Artifacts: arts}).Marshal()
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := filepath.Join(dir, filepath.FromSlash(gitops.StatePath(cl)))
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			os.WriteFile(p, data, 0o644)
+			files[cl] = data
 		}
 		n++
-		date := "2026-0" + string(rune('0'+n)) + "-01T00:00:00Z"
-		for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "publish"}} {
-			cmd := exec.Command(testenv.Require(t, "git", "git"), append([]string{"-C", dir}, args...)...)
-			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull, "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-				"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("git %v: %v\n%s", args, err, out)
-			}
-		}
-	}
-	if out, err := exec.Command(testenv.Require(t, "git", "git"), "-C", dir, "init", "-q", "-b", "main").CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
+		commitStates(t, dir, fmt.Sprintf("2026-%02d-01T00:00:00Z", n), files)
 	}
 	all := []string{"1.0.0", "1.1.0", "1.2.0"}
 	commit(map[string][]model.ArtifactRecord{"a": art(all...), "b": art(all...)})
