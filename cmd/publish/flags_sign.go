@@ -68,19 +68,7 @@ func signArchive(k *sign.Key, path, sum string) (string, error) {
 		return "", fmt.Errorf("signing %s (--cosign-key): %w", path, err)
 	}
 	out := path + sign.BundleFileSuffix
-	tmp, err := scratch.Partial(out)
-	if err != nil {
-		return "", err
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := scratch.WriteFile(out, b, 0o644); err != nil {
 		return "", fmt.Errorf("writing %s: %w", out, err)
 	}
 	return out, nil

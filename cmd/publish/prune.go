@@ -85,19 +85,7 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 			if err != nil {
 				return err
 			}
-			f, err := scratch.Partial(planFile)
-			if err != nil {
-				return fmt.Errorf("--plan: %w", err)
-			}
-			_, err = f.Write(append(data, '\n'))
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err == nil {
-				err = os.Rename(f.Name(), planFile)
-			}
-			if err != nil {
-				os.Remove(f.Name())
+			if err := scratch.WriteFile(planFile, append(data, '\n'), 0o644); err != nil {
 				return fmt.Errorf("--plan %s: %w", planFile, err)
 			}
 			md := p.Markdown()

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/operator-publish/publish/internal/scratch"
-	"os"
 	"sort"
 
 	"github.com/operator-publish/publish/internal/mirror"
@@ -130,25 +129,8 @@ func (r *Report) WriteFile(path string) error {
 		return fmt.Errorf("writing the report %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	f, err := scratch.Partial(path)
-	if err != nil {
+	if err := scratch.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("writing the report %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing the report %s: %w", path, werr)
 	}
 	return nil
 }

@@ -115,3 +115,29 @@ func Sweep(dir string, now time.Time) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// WriteFile writes data to path whole or not at all: into the Partial file
+// beside it, which is given perm and renamed over path at the end; on a
+// failure nothing is left beside path. Errors are those of the writing
+// (the caller names path's flag).
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	f, err := Partial(path)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

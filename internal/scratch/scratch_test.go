@@ -120,3 +120,25 @@ func TestMkdirTempSweeps(t *testing.T) {
 		t.Errorf("Partial made %s", b)
 	}
 }
+
+// TestWriteFile: the file is written whole with its mode, and a write into
+// a directory that does not exist leaves nothing.
+func TestWriteFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "plan.json")
+	if err := WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(p); err != nil || string(data) != "{}\n" {
+		t.Errorf("%q %v", data, err)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p))
+	if len(entries) != 1 {
+		t.Errorf("left beside it: %v", entries)
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "no", "such", "dir"), nil, 0o644); err == nil {
+		t.Error("a write into a missing directory succeeded")
+	}
+}
