@@ -86,14 +86,18 @@ type answerWithin struct {
 func (a *answerWithin) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	expired := &kubeTimeoutError{host: a.host, timeout: a.timeout}
+	said := make(chan struct{})
 	notice := time.AfterFunc(a.notice, func() {
+		defer close(said)
 		a.said.Do(func() {
 			fmt.Fprintf(a.stderr, "waiting for the Kubernetes API server %s (up to %s, --kube-timeout)\n", a.host, a.timeout)
 		})
 	})
 	deadline := time.AfterFunc(a.timeout, func() { cancel(expired) })
 	resp, err := a.next.RoundTrip(req.WithContext(ctx))
-	notice.Stop()
+	if !notice.Stop() {
+		<-said // the line is written before the request returns
+	}
 	if !deadline.Stop() {
 		// The deadline fired: whatever came back is the timeout.
 		if resp != nil {
