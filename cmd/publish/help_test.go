@@ -1,8 +1,11 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/operator-publish/publish/internal/config"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -33,6 +36,35 @@ func TestHelpMatchesBinary(t *testing.T) {
 	for _, f := range []string{"init-catalog", "create-branch"} {
 		if pkg.Flags().Lookup(f) != nil {
 			t.Errorf("publish package has --%s: it only reads the catalog", f)
+		}
+	}
+}
+
+// TestCredentialVarsAreTheSecretFlags: the variables publish.yaml's
+// errors send a credential to (config.CredentialVars) are those of the
+// flags marked secret, no more and no fewer.
+func TestCredentialVarsAreTheSecretFlags(t *testing.T) {
+	seen := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if isSecret(f) && f.Annotations[annSecret][0] == "true" && len(f.Annotations[annAliasOf]) == 0 {
+				seen[envName(f.Name)] = true
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd())
+	for v := range seen {
+		if !slices.Contains(config.CredentialVars, v) {
+			t.Errorf("%s is a secret flag's variable but not in config.CredentialVars", v)
+		}
+	}
+	for _, v := range config.CredentialVars {
+		if !seen[v] && !strings.HasSuffix(v, "_USERNAME") {
+			t.Errorf("config.CredentialVars has %s, which no secret flag reads", v)
 		}
 	}
 }
