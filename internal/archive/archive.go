@@ -45,6 +45,12 @@ const (
 	// AnnotationCluster names the cluster of an OCI catalog entry
 	// (KindCatalog).
 	AnnotationCluster = "io.operator-publish.cluster"
+	// AnnotationCatalogLocations, on an OCI catalog entry, lists
+	// (comma-separated, sorted) the bundle locations REGISTRY/REPOSITORY
+	// its Artifacts name as the catalog's state records them, the overlay
+	// having left them as they are: the connected side's registry, which
+	// publish push checks against where it puts the bundles.
+	AnnotationCatalogLocations = "io.operator-publish.catalog-locations"
 	// AnnotationSubject is the digest of the manifest a KindSignature
 	// entry signs or attests (its subject, or the digest its cosign tag
 	// names).

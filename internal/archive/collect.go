@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -90,6 +91,10 @@ func (c *collected) catalog(cat Catalog) (v1.Descriptor, ImageResult, error) {
 	d := v1.Descriptor{MediaType: m.MediaType, Digest: h, Size: n, Annotations: map[string]string{
 		AnnotationRefName: ref, AnnotationSource: ref, AnnotationKind: KindCatalog, AnnotationCluster: cat.Cluster,
 	}}
+	if len(cat.Locations) > 0 {
+		locs := slices.Sorted(slices.Values(cat.Locations))
+		d.Annotations[AnnotationCatalogLocations] = strings.Join(slices.Compact(locs), ",")
+	}
 	return d, ImageResult{Ref: ref, Digest: h.String(), SourceDigest: h.String(), MediaType: string(m.MediaType)}, nil
 }
 

@@ -32,6 +32,17 @@ type IndexEntry struct {
 	Desc    v1.Descriptor
 }
 
+// CatalogLocations are the REGISTRY/REPOSITORY locations an OCI catalog
+// entry's Artifacts name as its catalog's state records them
+// (AnnotationCatalogLocations), nil for none or an image.
+func (e IndexEntry) CatalogLocations() []string {
+	v := e.Desc.Annotations[AnnotationCatalogLocations]
+	if e.Catalog == "" || v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
 // Manifest is an image manifest or index stored in an archive.
 type Manifest struct {
 	Raw       []byte
@@ -336,8 +347,9 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 	}
 	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
 		var re *RegistryError
-		if errors.As(err, &re) {
-			return nil, err // the registry's failure, not the file's: Push names the file
+		var me *MapError
+		if errors.As(err, &re) || errors.As(err, &me) {
+			return nil, err // the registry's failure, or the mapping's, not the file's
 		}
 		// A blob that does not match its digest in a file that matches its
 		// .sha256 was written so: tell which of the two it is.

@@ -25,9 +25,11 @@ type PushOptions struct {
 	// repository mapping of `publish run`: mirror.Client.Destination).
 	Map func(src string) (name.Reference, error)
 	// MapCatalog gives the tag the OCI catalog of a cluster (a KindCatalog
-	// entry) is pushed to; a nil reference (or a nil MapCatalog) leaves it
-	// in the archive, reported in PushResult.CatalogsLeft.
-	MapCatalog func(cluster string) (name.Reference, error)
+	// entry, e.Catalog; images are all the entries) is pushed to; a nil reference (or a nil
+	// MapCatalog) leaves it in the archive, reported in
+	// PushResult.CatalogsLeft. Its error (as Map's) stops the push before
+	// anything is uploaded, as a *MapError.
+	MapCatalog func(e IndexEntry, images []IndexEntry) (name.Reference, error)
 	// Remote are the options for the destination registry (auth, transport).
 	Remote []remote.Option
 	// Jobs bounds the blobs uploaded at once (default 4); each waits in a
@@ -78,6 +80,14 @@ type PushResult struct {
 	// those put now. With SkipPush they are not looked at.
 	Signatures, SignaturesPut int
 }
+
+// MapError is an error of PushOptions.Map or MapCatalog: an image or OCI
+// catalog of the archive has no place at the destination. Nothing was
+// uploaded.
+type MapError struct{ Err error }
+
+func (e *MapError) Error() string { return e.Err.Error() + " (nothing pushed)" }
+func (e *MapError) Unwrap() error { return e.Err }
 
 // rawManifest is a manifest to PUT as it is stored (remote.Taggable).
 type rawManifest struct {
@@ -151,6 +161,9 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	}
 	p.res.SHA256, p.res.Checksum, p.res.Contents = vr.SHA256, vr.Checksum, vr.Contents
 	if err := p.manifests(ctx); err != nil {
+		if me := (*MapError)(nil); errors.As(err, &me) {
+			return nil, me
+		}
 		return nil, &RegistryError{Err: err}
 	}
 	return p.res, nil
@@ -182,10 +195,10 @@ func (p *pusher) dest() error {
 				var d name.Reference
 				var err error
 				if p.o.MapCatalog != nil {
-					d, err = p.o.MapCatalog(im.Catalog)
+					d, err = p.o.MapCatalog(im, p.c.Images)
 				}
 				if err != nil {
-					p.mapErr = fmt.Errorf("OCI catalog of cluster %s: %w", im.Catalog, err)
+					p.mapErr = &MapError{Err: fmt.Errorf("OCI catalog of cluster %s: %w", im.Catalog, err)}
 					return
 				}
 				if d == nil {
@@ -199,7 +212,7 @@ func (p *pusher) dest() error {
 			}
 			d, err := p.o.Map(im.Ref)
 			if err != nil {
-				p.mapErr = fmt.Errorf("%s: %w", im.Ref, err)
+				p.mapErr = &MapError{Err: fmt.Errorf("%s: %w", im.Ref, err)}
 				return
 			}
 			if im.Tag != "" {
@@ -291,6 +304,9 @@ func (p *pusher) precheck() error {
 func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	if p.missing == nil {
 		if err := p.precheck(); err != nil {
+			if me := (*MapError)(nil); errors.As(err, &me) {
+				return me // the archive or the mapping, not the registry
+			}
 			return &RegistryError{Err: err}
 		}
 	}

@@ -135,7 +135,8 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 			}
 			var ee *EntryError
 			var re *RegistryError
-			if errors.As(err, &ee) || errors.As(err, &re) {
+			var me *MapError
+			if errors.As(err, &ee) || errors.As(err, &re) || errors.As(err, &me) {
 				return err
 			}
 			return &EntryError{Entry: e.Name, Err: err}

@@ -45,6 +45,9 @@ type Catalog struct {
 	// Cluster is the cluster whose rendered/<cluster> the image holds.
 	Cluster string
 	Image   v1.Image
+	// Locations are the REGISTRY/REPOSITORY its Artifacts name unchanged
+	// from the catalog's state (AnnotationCatalogLocations).
+	Locations []string
 }
 
 // File is a file stored under packages/ (a PackageManifest).

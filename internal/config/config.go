@@ -364,7 +364,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
-		return nil, unknownField(yamlError(path, err), data)
+		return nil, typeField(unknownField(yamlError(path, err), data), data)
 	}
 	if c.APIVersion != APIVersion || c.Kind != Kind {
 		return nil, &Error{Path: path, Line: 1, Msg: fmt.Sprintf("apiVersion/kind is %q/%q, want %s/%s", c.APIVersion, c.Kind, APIVersion, Kind)}

@@ -95,3 +95,29 @@ func TestUnknownFieldPathAndSuggestion(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldErrorsNamePath: a value of the wrong type, a bad catalogSource
+// setting and a credential in a section are each named by their field
+// path, and a credential is sent to the variable the command reads.
+func TestFieldErrorsNamePath(t *testing.T) {
+	head := "apiVersion: " + APIVersion + "\nkind: " + Kind + "\n"
+	olmHead := "clusters:\n  edge:\n    target: olm\n    olm:\n      catalogSource:\n"
+	for _, tc := range []struct{ body, want string }{
+		{"concurrency: many\n", "publish.yaml:3: concurrency: cannot construct"},
+		{"clusters:\n  edge:\n    olm:\n      clusterCatalog:\n        priority: high\n", "publish.yaml:7: clusters.edge.olm.clusterCatalog.priority: cannot construct"},
+		{olmHead + "        pollInterval: tenminutes\n", `publish.yaml:8: clusters.edge.olm.catalogSource.pollInterval: poll interval "tenminutes"`},
+		{olmHead + "        name: Not_A_Name\n", "publish.yaml:8: clusters.edge.olm.catalogSource.name:"},
+		{olmHead + "        pollIntervall: 10m\n", "publish.yaml:8: unknown field clusters.edge.olm.catalogSource.pollIntervall: did you mean pollInterval?"},
+		{"forge:\n  token: s3cret\n", "publish.yaml:4: unknown field forge.token: credentials are not read from publish.yaml: set PUBLISH_FORGE_TOKEN"},
+		{"clusters:\n  edge:\n    catalogPassword: s3cret\n", "set PUBLISH_CATALOG_PASSWORD"},
+		{"password: s3cret\n", "set its variable (one of PUBLISH_SRC_USERNAME"},
+	} {
+		_, err := Parse("publish.yaml", []byte(head+tc.body))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.body, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: the error prints the value: %v", tc.body, err)
+		}
+	}
+}

@@ -21,6 +21,9 @@ func checkOLM(path string, data []byte, name string, o OLM) error {
 	if _, err := olm.ParseFormat(o.BundleFormat); err != nil {
 		return at(fmt.Sprintf("clusters.%s.olm.bundleFormat: %v", name, err), "bundleFormat")
 	}
+	if err := checkSource(o.CatalogSource, func(msg, key string) error { return at(msg, "catalogSource", key) }, name); err != nil {
+		return err
+	}
 	v1 := false
 	for i, k := range o.CatalogKinds {
 		switch k {
@@ -65,6 +68,30 @@ func checkOLM(path string, data []byte, name string, o OLM) error {
 			return at(fmt.Sprintf("clusters.%s.olm.clusterExtensions[%d]: a second ClusterExtension named %s: give one a name", name, i, n), "clusterExtensions", fmt.Sprint(i))
 		}
 		names[n] = true
+	}
+	return nil
+}
+
+// checkSource checks clusters.<name>.olm.catalogSource as the olm target
+// will, one field at a time so that the error names the field
+// (clusters.edge.olm.catalogSource.pollInterval) and at puts it at its line.
+func checkSource(cs CatalogSource, at func(msg, key string) error, name string) error {
+	for _, f := range []struct {
+		key, v string
+		set    func(*olm.SourceOptions)
+	}{
+		{"name", cs.Name, func(o *olm.SourceOptions) { o.Name = cs.Name }},
+		{"namespace", cs.Namespace, func(o *olm.SourceOptions) { o.Namespace = cs.Namespace }},
+		{"pollInterval", cs.PollInterval, func(o *olm.SourceOptions) { o.PollInterval = cs.PollInterval }},
+	} {
+		if f.v == "" {
+			continue
+		}
+		o := olm.SourceOptions{Image: "example.invalid/catalog@sha256:" + zeros}
+		f.set(&o)
+		if _, err := olm.CatalogSource(o); err != nil {
+			return at(fmt.Sprintf("clusters.%s.olm.catalogSource.%s: %v", name, f.key, err), f.key)
+		}
 	}
 	return nil
 }

@@ -34,8 +34,8 @@ func unknownField(err error, data []byte) error {
 	}
 	full := strings.ReplaceAll(strings.Join(path, "."), ".[", "[") // verify[0].key
 	low := strings.ToLower(name)
-	if strings.Contains(low, "password") || strings.Contains(low, "username") || strings.Contains(low, "token") {
-		return &Error{Path: ce.Path, Line: ce.Line, Msg: "unknown field " + full + ": credentials are not read from publish.yaml: set " + envName(name) + " in the environment (or use the docker config)"}
+	if isCredential(low) {
+		return &Error{Path: ce.Path, Line: ce.Line, Msg: "unknown field " + full + ": credentials are not read from publish.yaml: set " + credentialVar(path) + " in the environment (or use the docker config)"}
 	}
 	best, dist := "", 3
 	for _, f := range fieldsAt(reflect.TypeFor[Config](), path[:len(path)-1]) {
@@ -155,6 +155,101 @@ func eachField(t reflect.Type, fn func(string, reflect.Type)) {
 		}
 		fn(tag, f.Type)
 	}
+}
+
+// CredentialVars are the PUBLISH_* variables of the credential flags (the
+// flags marked secret in cmd/publish, TestCredentialVarsAreTheSecretFlags
+// there keeps the two lists equal): a credential written into publish.yaml
+// is sent to one of them.
+var CredentialVars = []string{
+	"PUBLISH_SRC_USERNAME", "PUBLISH_SRC_PASSWORD",
+	"PUBLISH_DST_USERNAME", "PUBLISH_DST_PASSWORD",
+	"PUBLISH_CATALOG_USERNAME", "PUBLISH_CATALOG_PASSWORD", "PUBLISH_CATALOG_SSH_KEY_PASSWORD",
+	"PUBLISH_SIGNING_KEY_PASSWORD", "PUBLISH_FORGE_TOKEN", "PUBLISH_COSIGN_KEY_PASSWORD",
+}
+
+// isCredential tells whether a lower-case field name holds a credential.
+func isCredential(low string) bool {
+	for _, w := range []string{"password", "passphrase", "username", "token"} {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialVar is the PUBLISH_* variable to set instead of the credential
+// field at path: the field's own name (dstPassword), else it joined to
+// the section it sits in (forge.token: PUBLISH_FORGE_TOKEN), when that is
+// one of CredentialVars; else the list of them to choose from.
+func credentialVar(path []string) string {
+	name := path[len(path)-1]
+	cands := []string{envName(name)}
+	for i := len(path) - 2; i >= 0; i-- {
+		if seg := path[i]; !strings.HasPrefix(seg, "[") {
+			cands = append(cands, envName(seg+strings.ToUpper(name[:1])+name[1:]))
+		}
+	}
+	for _, c := range cands {
+		for _, v := range CredentialVars {
+			if c == v {
+				return v
+			}
+		}
+	}
+	return "its variable (one of " + strings.Join(CredentialVars, ", ") + ")"
+}
+
+// typeField rewrites err, when it is yamlError's construct error ("cannot
+// construct !!str `many` into int"), to name the field whose value it is
+// by its path in data (concurrency, clusters.edge.olm.clusterCatalog.
+// priority). Any other err is returned as it is.
+func typeField(err error, data []byte) error {
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Msg, "cannot ") {
+		return err
+	}
+	path := valuePath(data, ce.Line)
+	if path == nil {
+		return err
+	}
+	full := strings.ReplaceAll(strings.Join(path, "."), ".[", "[")
+	return &Error{Path: ce.Path, Line: ce.Line, Msg: full + ": " + ce.Msg + " (see the README, Configuration)"}
+}
+
+// valuePath returns the path of keys to the first mapping value (or
+// sequence item) that starts on line, nil when there is none.
+func valuePath(data []byte, line int) []string {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return nil
+	}
+	var walk func(n *yaml.Node, at []string) []string
+	walk = func(n *yaml.Node, at []string) []string {
+		var kids []*yaml.Node
+		var segs []string
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				kids, segs = append(kids, n.Content[i+1]), append(segs, n.Content[i].Value)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				kids, segs = append(kids, c), append(segs, "["+strconv.Itoa(i)+"]")
+			}
+		}
+		for i, k := range kids {
+			p := append(append([]string(nil), at...), segs[i])
+			if k.Kind == yaml.ScalarNode && k.Line == line {
+				return p
+			}
+			if r := walk(k, p); r != nil {
+				return r
+			}
+		}
+		return nil
+	}
+	return walk(root.Content[0], nil)
 }
 
 // envName is the PUBLISH_* variable of a camelCase field name:

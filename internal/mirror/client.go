@@ -100,7 +100,7 @@ type Client struct {
 	reg       *registry.Client
 	sleep     func(context.Context, time.Duration) error // tests replace it
 
-	conns sync.Map // registry string -> *regConn
+	conns sync.Map // side and registry string -> *regConn
 }
 
 // New validates o and returns a Client. Errors: a malformed DstRegistry, an
@@ -213,12 +213,12 @@ func neverRetry(error) bool { return false }
 // (bundle images, lint checks): the client's transport (TLS, timeouts,
 // retries) and keychain.
 func (c *Client) SrcOptions() []remote.Option {
-	return c.reg.Options()
+	return c.reg.SideOptions(registry.Source)
 }
 
 // DstOptions returns the remote options for the destination registry.
 func (c *Client) DstOptions() []remote.Option {
-	return c.reg.Options(remote.WithJobs(c.opts.Concurrency))
+	return c.reg.SideOptions(registry.Destination, remote.WithJobs(c.opts.Concurrency))
 }
 
 // Describe wraps a registry error with what was being done, the host and

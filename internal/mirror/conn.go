@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/operator-publish/publish/internal/registry"
 )
 
 // regConn is the authenticated transport of one registry for a client:
@@ -38,10 +40,12 @@ func (s *schemeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return s.inner.RoundTrip(r)
 }
 
-// conn returns the authenticated transport for reg, pinging it the first
-// time. A failed ping is not cached: the next image tries again.
-func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper, error) {
-	v, _ := c.conns.LoadOrStore(reg.String(), &regConn{})
+// conn returns the authenticated transport for reg on side (the source
+// credentials for reading a source, the destination's for the destination,
+// even on one host), pinging it the first time. A failed ping is not
+// cached: the next image tries again.
+func (c *Client) conn(ctx context.Context, reg name.Registry, side registry.Side) (http.RoundTripper, error) {
+	v, _ := c.conns.LoadOrStore(fmt.Sprint(side, " ", reg.String()), &regConn{})
 	rc := v.(*regConn)
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -51,7 +55,7 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 	if scheme, sure := c.schemeOf(reg); sure {
 		// No ping: the scheme is known, credentials (if any) go with the
 		// first request, and a bearer challenge is answered when it comes.
-		auth, err := authn.Resolve(ctx, c.reg.Keychain(), reg)
+		auth, err := authn.Resolve(ctx, c.reg.SideKeychain(side), reg)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +74,7 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 		if err != nil {
 			return err
 		}
-		auth, err := authn.Resolve(ctx, c.reg.Keychain(), reg)
+		auth, err := authn.Resolve(ctx, c.reg.SideKeychain(side), reg)
 		if err != nil {
 			return err
 		}
@@ -89,10 +93,10 @@ func (c *Client) conn(ctx context.Context, reg name.Registry) (http.RoundTripper
 	return tr, nil
 }
 
-// remoteOpts returns the remote options for one operation on reg over its
-// authenticated transport.
-func (c *Client) remoteOpts(ctx context.Context, reg name.Registry) ([]remote.Option, error) {
-	tr, err := c.conn(ctx, reg)
+// remoteOpts returns the remote options for one operation on reg, on
+// side, over its authenticated transport.
+func (c *Client) remoteOpts(ctx context.Context, reg name.Registry, side registry.Side) ([]remote.Option, error) {
+	tr, err := c.conn(ctx, reg, side)
 	if err != nil {
 		return nil, err
 	}

@@ -86,11 +86,12 @@ func (e *engine) op(ctx context.Context, st *imageState, f func(context.Context)
 	})
 }
 
-// head returns the descriptor of ref, or nil when it does not exist.
-func (e *engine) head(ctx context.Context, st *imageState, ref name.Reference) (*v1.Descriptor, error) {
+// head returns the descriptor of ref on side, or nil when it does not
+// exist.
+func (e *engine) head(ctx context.Context, st *imageState, ref name.Reference, side registry.Side) (*v1.Descriptor, error) {
 	var desc *v1.Descriptor
 	err := e.op(ctx, st, func(ctx context.Context) error {
-		o, err := e.c.remoteOpts(ctx, ref.Context().Registry)
+		o, err := e.c.remoteOpts(ctx, ref.Context().Registry, side)
 		if err != nil {
 			return err
 		}
@@ -101,7 +102,7 @@ func (e *engine) head(ctx context.Context, st *imageState, ref name.Reference) (
 		}
 		return err
 	})
-	return desc, err
+	return desc, registry.OnSide(side, err)
 }
 
 // rawManifest is a manifest to PUT as it is (digest preserved).
@@ -118,7 +119,7 @@ func (e *engine) getManifest(ctx context.Context, st *imageState, repo name.Repo
 	var raw []byte
 	var mt types.MediaType
 	err := e.op(ctx, st, func(ctx context.Context) error {
-		o, err := e.c.remoteOpts(ctx, repo.Registry)
+		o, err := e.c.remoteOpts(ctx, repo.Registry, registry.Source)
 		if err != nil {
 			return err
 		}
@@ -132,7 +133,7 @@ func (e *engine) getManifest(ctx context.Context, st *imageState, repo name.Repo
 		raw, mt = d.Manifest, d.MediaType
 		return nil
 	})
-	return raw, mt, err
+	return raw, mt, registry.OnSide(registry.Source, err)
 }
 
 // copyManifest copies the manifest with digest from srcRepo to dstRepo,
@@ -206,7 +207,7 @@ func (e *engine) copyManifest(ctx context.Context, st *imageState, srcRepo, dstR
 		}
 	}
 	err = e.op(ctx, st, func(ctx context.Context) error {
-		o, err := e.c.remoteOpts(ctx, dstRepo.Registry)
+		o, err := e.c.remoteOpts(ctx, dstRepo.Registry, registry.Destination)
 		if err != nil {
 			return err
 		}
@@ -245,7 +246,12 @@ func (b *srcBlob) Digest() (v1.Hash, error)            { return b.desc.Digest, n
 func (b *srcBlob) Size() (int64, error)                { return b.desc.Size, nil }
 func (b *srcBlob) MediaType() (types.MediaType, error) { return b.desc.MediaType, nil }
 func (b *srcBlob) Compressed() (io.ReadCloser, error) {
-	o, err := b.e.c.remoteOpts(b.ctx, b.repo.Registry)
+	rc, err := b.compressed()
+	return rc, registry.OnSide(registry.Source, err)
+}
+
+func (b *srcBlob) compressed() (io.ReadCloser, error) {
+	o, err := b.e.c.remoteOpts(b.ctx, b.repo.Registry, registry.Source)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +320,7 @@ func (e *engine) ensureBlob(ctx context.Context, st *imageState, srcRepo, dstRep
 		}
 	}
 	err := e.op(ctx, st, func(ctx context.Context) error {
-		o, err := e.c.remoteOpts(ctx, dstRepo.Registry)
+		o, err := e.c.remoteOpts(ctx, dstRepo.Registry, registry.Destination)
 		if err != nil {
 			return err
 		}
@@ -355,7 +361,7 @@ func (e *engine) verify(ctx context.Context, st *imageState, ref name.Reference,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d, err := e.head(ctx, st, refs[i])
+			d, err := e.head(ctx, st, refs[i], registry.Destination)
 			switch {
 			case err != nil:
 				errs[i] = fmt.Errorf("verifying %s: %w", refs[i], err)
@@ -390,7 +396,7 @@ func (e *engine) sourceTags(ctx context.Context, st *imageState, repo name.Repos
 	}
 	var tags []string
 	err := e.op(ctx, st, func(ctx context.Context) error {
-		o, err := e.c.remoteOpts(ctx, repo.Registry)
+		o, err := e.c.remoteOpts(ctx, repo.Registry, registry.Source)
 		if err != nil {
 			return err
 		}
@@ -405,7 +411,7 @@ func (e *engine) sourceTags(ctx context.Context, st *imageState, repo name.Repos
 		tl.tags[t] = true
 	}
 	if err != nil {
-		tl.err = fmt.Errorf("listing the tags of %s to find signatures (--signatures=false skips them): %w", repo, err)
+		tl.err = fmt.Errorf("listing the tags of %s to find signatures (--signatures=false skips them): %w", repo, registry.OnSide(registry.Source, err))
 	}
 	close(tl.done)
 	return tl.tags, tl.err
@@ -442,7 +448,7 @@ func (e *engine) referrers(ctx context.Context, st *imageState, repo name.Reposi
 	var out []v1.Descriptor
 	noAPI := false
 	err := e.op(ctx, st, func(ctx context.Context) error {
-		tr, err := e.c.conn(ctx, repo.Registry)
+		tr, err := e.c.conn(ctx, repo.Registry, registry.Source)
 		if err != nil {
 			return err
 		}
@@ -520,7 +526,7 @@ func (e *engine) signatures(ctx context.Context, st *imageState, srcRepo, dstRep
 			go func() {
 				defer wg.Done()
 				src, dst := srcRepo.Tag(tag), dstRepo.Tag(tag)
-				sd, err := e.head(ctx, st, src)
+				sd, err := e.head(ctx, st, src, registry.Source)
 				if err != nil || sd == nil {
 					if err == nil {
 						return // deleted since the listing
@@ -540,7 +546,7 @@ func (e *engine) signatures(ctx context.Context, st *imageState, srcRepo, dstRep
 
 // copyTo copies the manifest digest to put unless put already has it.
 func (e *engine) copyTo(ctx context.Context, st *imageState, srcRepo, dstRepo name.Repository, digest v1.Hash, put name.Reference) error {
-	dd, err := e.head(ctx, st, put)
+	dd, err := e.head(ctx, st, put, registry.Destination)
 	if err != nil {
 		return err
 	}
@@ -587,7 +593,7 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 			return fail(true, err)
 		}
 	} else {
-		sd, err := e.head(ctx, st, src)
+		sd, err := e.head(ctx, st, src, registry.Source)
 		if err != nil {
 			return fail(false, e.c.Describe("reading from source", src.Context().RegistryStr(), err))
 		}
@@ -597,7 +603,7 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 		digest = sd.Digest
 	}
 	res := &Result{Source: ref, Destination: dst.String(), Digest: digest.String()}
-	dd, err := e.head(ctx, st, dst)
+	dd, err := e.head(ctx, st, dst, registry.Destination)
 	if err != nil {
 		return fail(false, e.c.Describe("checking destination", dst.Context().RegistryStr(), err))
 	}

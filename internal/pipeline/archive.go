@@ -131,7 +131,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		if o.Cluster == "" {
 			o.Cluster = "global"
 		}
-		img, err := packageCatalog(ctx, o)
+		img, locs, err := packageCatalog(ctx, o)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 			return nil, err
 		}
 		catalogDigest = d.String()
-		catalogs = append(catalogs, archive.Catalog{Cluster: o.Cluster, Image: img})
+		catalogs = append(catalogs, archive.Catalog{Cluster: o.Cluster, Image: img, Locations: locs})
 		o.Log("catalog: the OCI catalog of cluster %s, %s", o.Cluster, catalogDigest)
 	}
 	changed := func(string, string) bool { return true }
@@ -216,52 +216,55 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 // repo o.Catalog: the published state of its branch tip, rendered through
 // kustomize/clusters/<cluster> with o.Render (the alauda target), as the
 // single-layer artifact of ocicatalog, annotated with the source the state
-// records. Errors: those of opening the tip, *InputError for a catalog
-// with nothing published or without the overlay.
-func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, error) {
+// records, and the bundle locations its Artifacts name unchanged from the
+// state (catalogLocations: push checks them against the site). Errors:
+// those of opening the tip, *InputError for a catalog with nothing
+// published or without the overlay.
+func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, []string, error) {
 	tip, err := catalog.OpenTip(ctx, o.Catalog)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer tip.Close()
 	dir, err := scratch.MkdirTemp("", "package-catalog")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	files, err := tip.Files("", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := writeFiles(dir, files); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := migrateCatalog(dir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	state, err := gitops.ReadState(dir, o.Cluster)
 	if err != nil {
-		return nil, inputErr(fmt.Errorf("--catalog %s: %w", o.Catalog.URL, err))
+		return nil, nil, inputErr(fmt.Errorf("--catalog %s: %w", o.Catalog.URL, err))
 	}
 	if len(state.Artifacts) == 0 {
-		return nil, inputErr(fmt.Errorf("--catalog %s (branch %s) has nothing published: run publish run into it first, the OCI catalog is rendered from its publish/state.yaml", o.Catalog.URL, o.Catalog.Branch))
+		return nil, nil, inputErr(fmt.Errorf("--catalog %s (branch %s) has nothing published: run publish run into it first, the OCI catalog is rendered from its publish/state.yaml", o.Catalog.URL, o.Catalog.Branch))
 	}
 	if err := render.CheckOverlay(dir, o.Cluster); err != nil {
-		return nil, inputErr(fmt.Errorf("--cluster %s: %w", o.Cluster, err))
+		return nil, nil, inputErr(fmt.Errorf("--cluster %s: %w", o.Cluster, err))
 	}
 	// Rendered afresh (no previous key): whatever rendered/<cluster> the
 	// tip has, the overlay decides.
 	if err := checkout.RemoveAll(dir, render.RenderedDir+"/"+o.Cluster); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := target.RenderInto(dir, o.Cluster, o.Render, state.Artifacts, ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := dirFiles(filepath.Join(dir, render.RenderedDir, o.Cluster))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return ocicatalog.BuildFiles(out, render.RenderedDir+"/"+o.Cluster, ocicatalog.Meta{Source: state.Source.Repo, Revision: state.Source.Commit})
+	img, err := ocicatalog.BuildFiles(out, render.RenderedDir+"/"+o.Cluster, ocicatalog.Meta{Source: state.Source.Repo, Revision: state.Source.Commit})
+	return img, catalogLocations(out, state.Artifacts), err
 }
 
 // hasTag reports whether an image reference names a tag
@@ -359,13 +362,17 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 			}
 			return mc.Destination(r)
 		},
-		MapCatalog: func(cluster string) (name.Reference, error) {
+		MapCatalog: func(e archive.IndexEntry, images []archive.IndexEntry) (name.Reference, error) {
+			cluster := e.Catalog
 			if catalog || o.OCI == nil || o.OCI(cluster) == "" {
 				return nil, nil
 			}
 			r := &run{Options: Options{OCI: o.OCI(cluster), Cluster: cluster}, mc: mc}
 			tag, err := r.ociTag()
 			if err != nil {
+				return nil, err
+			}
+			if err := checkCatalogLocations(mc, e, images); err != nil {
 				return nil, err
 			}
 			return tag, nil
@@ -377,7 +384,10 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	if err != nil {
 		var re *archive.RegistryError
 		var ee *archive.EntryError
+		var me *archive.MapError
 		switch {
+		case errors.As(err, &me):
+			return nil, inputErr(err) // the archive has no place at this destination
 		case errors.As(err, &re):
 			return nil, describePush(mc, err)
 		case errors.As(err, &ee):

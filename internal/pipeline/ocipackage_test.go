@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"errors"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,18 +25,57 @@ import (
 // cluster, holding exactly the rendered/global the connected side
 // committed and annotated with the source commit its state records; again,
 // it is present and nothing is pushed; without --oci it stays in the
-// archive, said so.
+// archive, said so. An OCI catalog whose Artifacts still name the
+// connected side's registry (the overlay does not patch them to the
+// site's) is refused before anything is pushed, naming both registries;
+// patched in the overlay, as docs/airgap.md says, it is pushed.
 func TestPackageOCICatalog(t *testing.T) {
 	f := newFixture(t)
 	f.run(t)
-	out := filepath.Join(t.TempDir(), "ops.tgz")
-	pr, err := Package(t.Context(), PackageOptions{
-		Source: f.source, Output: out, Mirror: mirror.Options{PlainHTTP: true},
-		Catalog: catalogOpts(f.catalog), Cluster: "global",
-	})
-	if err != nil {
-		t.Fatal(err)
+	// The site: a registry, no Git server.
+	srv := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
+	t.Cleanup(srv.Close)
+	site := strings.TrimPrefix(srv.URL, "http://")
+	ociRef := site + "/platform/operator-catalog"
+	pkg := func() (string, *PackageResult) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "ops.tgz")
+		pr, err := Package(t.Context(), PackageOptions{
+			Source: f.source, Output: out, Mirror: mirror.Options{PlainHTTP: true},
+			Catalog: catalogOpts(f.catalog), Cluster: "global",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out, pr
 	}
+	out, _ := pkg()
+	pushErr := func(oci string) (*PushResult, error) {
+		return Push(t.Context(), PushOptions{
+			Archive: out, Mirror: mirror.Options{DstRegistry: site + "/mirror", PlainHTTP: true}, TempDir: t.TempDir(),
+			OCI: func(string) string { return oci },
+		})
+	}
+	_, err := pushErr(ociRef)
+	var ie *InputError
+	if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "connected side's registry "+f.dst) || !strings.Contains(err.Error(), "puts the bundles in "+site) || !strings.Contains(err.Error(), "kustomize/clusters/global") {
+		t.Fatalf("push --oci of a catalog naming the connected registry %s to %s: %v", f.dst, site, err)
+	}
+	if _, err := remote.Head(mustRef(t, site+"/mirror/tiny/bundle:v1.1.0")); err == nil {
+		t.Error("the refused push pushed the bundle")
+	}
+	if _, err := pushErr(""); err != nil {
+		t.Errorf("without --oci the OCI catalog is not pushed, nor checked: %v", err)
+	}
+
+	// The site's overlay patches the registry, as docs/airgap.md says.
+	dir, repo, _ := f.cloneCatalog(t)
+	kp := filepath.Join(dir, "kustomize/clusters/global/kustomization.yaml")
+	overlay, _ := os.ReadFile(kp)
+	os.WriteFile(kp, append(overlay, "patches:\n- target: {kind: Artifact}\n  patch: |-\n    - op: replace\n      path: /spec/registry\n      value: "+site+"\n"...), 0o644)
+	commitPushAll(t, repo, "the site's registry")
+	f.run(t)
+	out, pr := pkg()
 	if !strings.HasPrefix(pr.Catalog, "sha256:") {
 		t.Fatalf("package: OCI catalog %q", pr.Catalog)
 	}
@@ -52,11 +93,6 @@ func TestPackageOCICatalog(t *testing.T) {
 		t.Fatalf("the archive's OCI catalogs: %v", catalogs)
 	}
 
-	// The site: a registry, no Git server.
-	srv := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
-	t.Cleanup(srv.Close)
-	site := strings.TrimPrefix(srv.URL, "http://")
-	ociRef := site + "/platform/operator-catalog"
 	push := func(oci string) *PushResult {
 		t.Helper()
 		res, err := Push(t.Context(), PushOptions{

@@ -39,8 +39,8 @@ func treeOf(t *testing.T, dir string) plumbing.Hash {
 
 // TestRunIncrementalEqualsFull: for each change the plan equivalence test
 // covers (nothing, a file that is not a manifest, added / edited / removed
-// version, added / renamed / removed artifact, an uncommitted edit, a
-// staged one) and
+// version, a version directory moved (git mv), added / renamed / removed
+// artifact, an uncommitted edit, a staged one) and
 // with --catalog-path, the incremental `run` (only the touched artifacts
 // read and rendered, from Git objects of the branch tip) leaves the same
 // catalog tree, by tree hash, and commits the same files as the full run
@@ -144,9 +144,21 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			f.commit(t, "commit the staged edit")
 			check("the staged edit committed", nil)
 
+			// git mv of a version directory: the same version, read from
+			// its new path on the incremental way (no full read).
+			os.Rename(filepath.Join(f.source, "packages/tiny/1.0.0"), filepath.Join(f.source, "packages/tiny/v1.0.0"))
+			f.commit(t, "move 1.0.0 to v1.0.0")
+			check("move a version directory", nil)
+
+			// Touching tiny again reads 1.0.0 from the path the state now
+			// records, not the old one (which would be a full read).
 			os.RemoveAll(filepath.Join(f.source, "packages/tiny/1.1.0"))
 			f.commit(t, "remove 1.1.0")
 			check("remove version", yes)
+
+			os.Rename(filepath.Join(f.source, "packages/tiny/v1.0.0"), filepath.Join(f.source, "packages/tiny/1.0.0"))
+			f.commit(t, "move v1.0.0 back to 1.0.0")
+			check("move it back", nil)
 
 			// Another artifact, on tiny's 1.2.0 bundle.
 			data, _ = os.ReadFile(filepath.Join(f.source, "packages/tiny/1.2.0/manifest.yaml"))

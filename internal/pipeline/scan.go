@@ -87,6 +87,9 @@ func scopedScan(source, prefix string, idx *gitops.StateIndex, dr, since *diff.R
 		for _, c := range r.Changes {
 			touched[c.Artifact] = true
 		}
+		for _, c := range r.Moved { // read again, from the new path
+			touched[c.Artifact] = true
+		}
 	}
 	for a := range touched {
 		ps, err := published(a)
@@ -163,7 +166,7 @@ func scanPaths(prefix string, dr, since *diff.Result, dirty []string) (want, gon
 	rel := func(p string) (string, bool) { return strings.CutPrefix(p, prefix) }
 	want, gone = pathSet(dirty), map[string]bool{}
 	for _, r := range []*diff.Result{dr, since} {
-		for _, c := range r.Changes {
+		for _, c := range append(append([]diff.Change(nil), r.Changes...), r.Moved...) {
 			if c.Kind == diff.Removed {
 				if p, ok := rel(c.Path); ok {
 					gone[p] = true

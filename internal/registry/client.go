@@ -120,7 +120,7 @@ type Client struct {
 	plain     map[string]bool
 	dstReg    string // DstHost as go-containerregistry names it ("" none)
 	transport *retryTransport
-	keychain  authn.Keychain
+	keychain  *keychain
 	log       *slog.Logger
 	clock     Clock
 	mon       *monitor
@@ -240,8 +240,25 @@ func (c *Client) Flags() Flags { return c.opts.Flags }
 // progress lines. It sits below go-containerregistry's authentication.
 func (c *Client) Transport() http.RoundTripper { return c.transport }
 
-// Keychain returns the keychain of both sides (see Options.Src).
+// Keychain returns the keychain of both sides by host alone (see
+// Options.Src): the destination's credentials for its host, the source's
+// for the others. Reads and writes know their side: they take
+// SideKeychain, so that a source on the destination's host is read with
+// the source credentials.
 func (c *Client) Keychain() authn.Keychain { return c.keychain }
+
+// SideKeychain returns the keychain of one side: for Source, the source
+// credentials on the source hosts (Options.SrcHosts; nil: every host, the
+// destination's too) and the docker config elsewhere; for Destination,
+// the destination credentials on the destination host and the docker
+// config elsewhere. Neither side's credentials are ever sent for the
+// other's operations, whatever the host.
+func (c *Client) SideKeychain(s Side) authn.Keychain { return sideKeychain{k: c.keychain, side: s} }
+
+// SideOptions is Options with the keychain of side s.
+func (c *Client) SideOptions(s Side, extra ...remote.Option) []remote.Option {
+	return append(c.Options(remote.WithAuthFromKeychain(c.SideKeychain(s))), extra...)
+}
 
 // Policy returns the retry policy with its defaults filled in.
 func (c *Client) Policy() RetryPolicy { return c.policy }
@@ -287,7 +304,7 @@ func (c *Client) Options(extra ...remote.Option) []remote.Option {
 // it starts an upload and cancels it). The error is an *Error for
 // OpCheckPush.
 func (c *Client) CheckPush(dst name.Reference) error {
-	if err := remote.CheckPushPermission(dst, c.keychain, c.transport); err != nil {
+	if err := remote.CheckPushPermission(dst, c.SideKeychain(Destination), c.transport); err != nil {
 		return c.Describe(OpCheckPush, dst.Context().RegistryStr(), err)
 	}
 	return nil
@@ -319,6 +336,34 @@ func (k *keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 	case k.srcHosts == nil || k.srcHosts[r.RegistryStr()]:
 		creds = k.src
 	}
+	return creds.resolve(r)
+}
+
+// sideKeychain is the keychain of one side (Client.SideKeychain).
+type sideKeychain struct {
+	k    *keychain
+	side Side
+}
+
+func (s sideKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	var creds Credentials
+	host := r.RegistryStr()
+	switch s.side {
+	case Destination:
+		if s.k.dstHost != "" && host == s.k.dstHost {
+			creds = s.k.dst
+		}
+	default:
+		if s.k.srcHosts == nil || s.k.srcHosts[host] {
+			creds = s.k.src
+		}
+	}
+	return creds.resolve(r)
+}
+
+// resolve is the authenticator of creds for r: the user name and password
+// when set, else creds' keychain, else the docker config.
+func (creds Credentials) resolve(r authn.Resource) (authn.Authenticator, error) {
 	if creds.set() {
 		return authn.FromConfig(authn.AuthConfig{Username: creds.Username, Password: creds.Password}), nil
 	}

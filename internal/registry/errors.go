@@ -106,6 +106,25 @@ const (
 	Destination
 )
 
+// SideError marks Err as the failure of an operation on Side: a read of
+// a source on the destination's host is the source's, and Describe names
+// the source's flags for it.
+type SideError struct {
+	Side Side
+	Err  error
+}
+
+func (e *SideError) Error() string { return e.Err.Error() }
+func (e *SideError) Unwrap() error { return e.Err }
+
+// OnSide is err marked as side's (a *SideError); nil stays nil.
+func OnSide(side Side, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &SideError{Side: side, Err: err}
+}
+
 // Operations named by the client itself.
 const (
 	OpCheckPush = "checking push access to the destination"
@@ -271,7 +290,11 @@ func (c *Client) Describe(op, host string, err error) error {
 		host = h // the registry that failed: a copy reads the source too
 	}
 	side := Source
-	if c.dstReg != "" && (host == c.dstReg || host == c.opts.DstHost) {
+	var se *SideError
+	switch {
+	case errors.As(err, &se):
+		side = se.Side // the operation knew: a source on the destination's host
+	case c.dstReg != "" && (host == c.dstReg || host == c.opts.DstHost):
 		side = Destination
 	}
 	return DescribeSide(c.opts.Flags, side, op, host, err)

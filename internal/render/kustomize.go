@@ -418,7 +418,7 @@ func CheckOverlay(root, cluster string) error {
 		return &OverlayError{Cluster: cluster, Err: errors.New("cluster name must be a plain directory name")}
 	}
 	if _, err := os.Stat(filepath.Join(root, ClustersDir, cluster)); err != nil {
-		return &OverlayError{Cluster: cluster, Err: fmt.Errorf("not found in the catalog repo: create it (copy %s/global, and name ../../../%s in it) or pass another --cluster", ClustersDir, GeneratedBase(cluster))}
+		return &OverlayError{Cluster: cluster, Err: errors.New(MissingOverlayHelp(cluster))}
 	}
 	for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 		p := path.Join(ClustersDir, cluster, k)
@@ -439,6 +439,17 @@ func CheckOverlay(root, cluster string) error {
 		}
 	}
 	return nil
+}
+
+// MissingOverlayHelp says how to create the overlay of a cluster the
+// catalog has none for (a cluster new to a catalog others were published
+// to: only a brand-new catalog's first publish seeds overlays): the file,
+// the one resource it must name, and what to do next.
+func MissingOverlayHelp(cluster string) string {
+	return fmt.Sprintf("not found in the catalog repo (publish seeds overlays only in a brand-new catalog): "+
+		"create %s/%s/kustomization.yaml holding\n  resources:\n  - ../../../%s\n"+
+		"(plus the labels and patches the cluster needs), commit and push it to the catalog branch, and run again; or pass another --cluster",
+		ClustersDir, cluster, GeneratedBase(cluster))
 }
 
 // generatedRef matches a resources entry of an overlay naming a generated

@@ -115,6 +115,12 @@ type Result struct {
 	Invalid []string `json:"invalid,omitempty"`
 	// Fetched is true when Compute fetched from origin.
 	Fetched bool `json:"fetched,omitempty"`
+	// Moved are the versions whose manifest moved with identical content
+	// (git mv packages/etcd/1.0.0 packages/etcd/v1.0.0): Path the new
+	// path, OldPath the old, Kind Modified. They are not changes (Changed
+	// is false for them); the state, which records each version's path,
+	// follows them.
+	Moved []Change `json:"moved,omitempty"`
 
 	index map[string]Kind
 }
@@ -419,7 +425,13 @@ func (c *computer) diff(ctx context.Context, base, head *object.Commit) error {
 		case len(o) > 0 && len(n) > 0:
 			p, changed := changedSide(o, n)
 			if !changed {
-				continue // moved with identical content
+				// Moved with identical content: no change, but a new
+				// path (a version read from several files is a lint
+				// finding, not a move).
+				if len(o) == 1 && len(n) == 1 && o[0].path != n[0].path {
+					c.res.Moved = append(c.res.Moved, Change{Artifact: id[0], Version: id[1], Kind: Modified, Path: n[0].path, OldPath: o[0].path})
+				}
+				continue
 			}
 			ch.Kind, ch.Path, ch.OldPath = Modified, p, o[0].path
 		case len(n) > 0:
@@ -436,6 +448,7 @@ func (c *computer) diff(ctx context.Context, base, head *object.Commit) error {
 		c.res.index[k] = ch.Kind
 	}
 	sortChanges(c.res.Changes)
+	sortChanges(c.res.Moved)
 	for p := range invalid {
 		c.res.Invalid = append(c.res.Invalid, p)
 	}

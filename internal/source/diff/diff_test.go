@@ -83,6 +83,19 @@ func TestMoveDirectoryIsNoChange(t *testing.T) {
 	if res.Changed("etcd", "0.9.4") {
 		t.Error("moved version counts as changed")
 	}
+	// The moves are told apart from changes: the state follows them.
+	var moved []string
+	for _, m := range res.Moved {
+		moved = append(moved, m.Artifact+" "+m.Version+" "+m.OldPath+" -> "+m.Path)
+	}
+	want := []string{
+		"etcd 0.9.2 " + pkgPath("etcd", "0.9.2") + " -> packages/coreos/etcd-operator/0.9.2/manifest.yaml",
+		"etcd 0.9.4 " + pkgPath("etcd", "0.9.4") + " -> packages/coreos/etcd-operator/0.9.4/manifest.yaml",
+		"redis 7.0.0 " + pkgPath("redis", "7.0.0") + " -> packages/redis/v7.0.0/manifest.yaml",
+	}
+	if strings.Join(moved, "\n") != strings.Join(want, "\n") {
+		t.Errorf("moved:\n%s\nwant:\n%s", strings.Join(moved, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func TestMoveAndEdit(t *testing.T) {
