@@ -209,7 +209,12 @@ func compare(cluster string, old, now map[string][]byte) ([]ArtifactChange, []Fi
 		if obj == nil {
 			obj = oo
 		}
-		art, _, _ := strings.Cut(relPath(cluster, p), "/")
+		// The object's owner, not its folder: an overlay or a hand edit
+		// may put a file anywhere below rendered/<cluster>.
+		art := render.ArtifactOf(obj)
+		if art == "" {
+			art = "_cluster"
+		}
 		kind := str(obj, "kind")
 		switch {
 		case art != "_cluster" && kind == "Artifact":

@@ -60,7 +60,7 @@ func Generated(cluster string, cfg Config, arts []model.ArtifactRecord) (Files, 
 			return nil, err
 		}
 		md := obj["metadata"].(Object)
-		art := artifactOf(obj)
+		art := ArtifactOf(obj)
 		rel := path.Join(art, fileName(obj["kind"].(string), md["name"].(string)))
 		if _, dup := files[path.Join(base, rel)]; dup {
 			return nil, fmt.Errorf("two objects would be written to %s: two versions of %s have the same tag", rel, art)
@@ -196,10 +196,12 @@ func groupResources(kp string, rs []string) ([]string, map[string][]string, erro
 	return order, by, nil
 }
 
-// artifactOf returns the artifact an object belongs to: the
+// ArtifactOf returns the artifact an object belongs to: the
 // cpaas.io/artifact-version label of an ArtifactVersion, the selector of an
-// Artifact (both survive overlays that rename objects), else "".
-func artifactOf(obj Object) string {
+// Artifact, else its name (all survive overlays that move or rename
+// objects); "" for any other object (it belongs to the cluster). obj is
+// the object as YAML decodes it.
+func ArtifactOf(obj Object) string {
 	md, _ := obj["metadata"].(Object)
 	if labels, ok := md["labels"].(Object); ok {
 		if s, ok := labels[LabelArtifactVersion].(string); ok && obj["kind"] == "ArtifactVersion" {
@@ -463,7 +465,7 @@ func renderedPath(cluster string, res *resource.Resource) (string, error) {
 		return "", err
 	}
 	obj := toObject(m)
-	group := artifactOf(obj)
+	group := ArtifactOf(obj)
 	if group == "" {
 		group = "_cluster"
 	}
