@@ -8,7 +8,7 @@ import "testing"
 // of no artifact is the cluster's, even in an artifact's folder.
 func TestCompareByOwner(t *testing.T) {
 	now := map[string][]byte{
-		"rendered/global/misc/artifactversion_etcd.v1.0.0.yaml": []byte("apiVersion: app.alauda.io/v1alpha1\nkind: ArtifactVersion\nmetadata:\n  name: etcd.v1.0.0\n  labels:\n    cpaas.io/artifact-version: etcd\nspec:\n  tag: v1.0.0\n"),
+		"rendered/global/misc/artifactversion_etcd.v1.0.0.yaml":  []byte("apiVersion: app.alauda.io/v1alpha1\nkind: ArtifactVersion\nmetadata:\n  name: etcd.v1.0.0\n  labels:\n    cpaas.io/artifact-version: etcd\nspec:\n  tag: v1.0.0\n"),
 		"rendered/global/redis/configmap_cpaas-system.note.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: note\n  namespace: cpaas-system\n"),
 	}
 	arts, other, _ := compare("global", map[string][]byte{}, now)
