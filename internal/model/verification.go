@@ -41,6 +41,12 @@ type Verification struct {
 	// Signature says which form verified: "bundle" (a Sigstore bundle
 	// referrer) or "sig-tag" (a cosign .sig tag).
 	Signature string `json:"signature,omitempty"`
+	// Err is the registry failure (credentials, TLS, the network, a
+	// server error) that kept the image or its signatures from being read:
+	// the status is unsigned for want of an answer, and the caller reports
+	// a registry failure, not a finding of the image. Nil otherwise (an
+	// image that does not exist is the image's problem).
+	Err error `json:"-"`
 }
 
 // Failed reports whether v is a verification failure (unsigned,

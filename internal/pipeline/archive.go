@@ -176,16 +176,8 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	o.Log("bundles: %d read", len(selected))
 	// Signatures before anything is written (publish.yaml verify).
-	if vf, verified := verifyStage(ctx, o.Verify, mc, selected); verified != nil {
-		o.Log("%s", verifySummary(verified))
-		for _, f := range vf {
-			if f.Severity != lint.Error {
-				o.Log("lint: %s", f)
-			}
-		}
-		if hasErrors(vf) {
-			return nil, &InputError{Err: &LintError{Findings: vf}}
-		}
+	if err := verifyPackage(ctx, o, mc, selected); err != nil {
+		return nil, err
 	}
 
 	images := archiveImages(selected, o.Platforms)
@@ -634,4 +626,24 @@ func archiveFiles(source, packagesDir string, ms []*manifest.PackageManifest) ([
 		files = append(files, archive.File{Path: filepath.ToSlash(rel), Data: data})
 	}
 	return files, nil
+}
+
+// verifyPackage applies the publish.yaml verify policy to the bundles and
+// images of a package (verifyStage), logging its summary and warnings.
+// Errors: *InputError with the error findings, a registry failure.
+func verifyPackage(ctx context.Context, o PackageOptions, mc *mirror.Client, selected []*model.Version) error {
+	vf, verified, err := verifyStage(ctx, o.Verify, mc, selected)
+	if err != nil || verified == nil {
+		return err
+	}
+	o.Log("%s", verifySummary(verified))
+	for _, f := range vf {
+		if f.Severity != lint.Error {
+			o.Log("lint: %s", f)
+		}
+	}
+	if hasErrors(vf) {
+		return &InputError{Err: &LintError{Findings: vf}}
+	}
+	return nil
 }

@@ -88,7 +88,10 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 			images = newDescribedImages(mc)
 			in.Images = images
 		}
-		verifyFindings, _ = verifyStage(ctx, o.Verify, mc, selected)
+		var verr error
+		if verifyFindings, _, verr = verifyStage(ctx, o.Verify, mc, selected); verr != nil {
+			regErrs = append(regErrs, splitErrs(verr)...)
+		}
 		verifyFindings = append(verifyFindings, unmatchedFindings(o.Verify, o.Source, model.NewVersions(ms))...)
 	}
 	if o.Offline && o.Verify != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 )
 
@@ -65,5 +66,33 @@ func TestLintInterrupted(t *testing.T) {
 	fs, err := Lint(ctx, LintOptions{Source: src, Offline: true})
 	if !errors.Is(err, cause) || fs != nil {
 		t.Fatalf("cancelled lint: %d findings, %v; want none and the cause", len(fs), err)
+	}
+}
+
+// failingVerifier is a verify policy whose registry does not answer.
+type failingVerifier struct{ err error }
+
+func (f failingVerifier) Verify(_ context.Context, ref string, _ []remote.Option) model.Verification {
+	return model.Verification{Image: ref, Status: model.VerifyUnsigned, Mode: config.VerifyEnforce, Found: "the image could not be read", Err: f.err}
+}
+
+func (f failingVerifier) Unmatched([]string) (string, []config.VerifyEntry) { return "", nil }
+
+// TestLintVerifyRegistryFailure: a signature check the registry did not
+// answer is no verify/unsigned finding of the image but a registry failure
+// (exit 2) naming the manifest line and the image.
+func TestLintVerifyRegistryFailure(t *testing.T) {
+	f := newFixture(t)
+	refused := errors.New("UNAUTHORIZED: authentication required")
+	fs, err := Lint(context.Background(), LintOptions{Source: f.source, Verify: failingVerifier{err: refused},
+		Mirror: mirror.Options{PlainHTTP: true}})
+	var rf *RegistryFailure
+	if !errors.As(err, &rf) || !errors.Is(err, refused) || !strings.Contains(err.Error(), "packages/tiny/1.0.0/manifest.yaml:") || !strings.Contains(err.Error(), "could not be checked (publish.yaml verify)") {
+		t.Fatalf("lint: %v, want a registry failure naming the manifest", err)
+	}
+	for _, x := range fs {
+		if strings.HasPrefix(x.Rule, "verify/") {
+			t.Errorf("a finding of the image for the registry's failure: %s", x)
+		}
 	}
 }

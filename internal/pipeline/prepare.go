@@ -78,7 +78,10 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 		}
 	}
 	p.findings = append(p.findings, editedInPlace(o.Lint, r.diff, vs, state.Artifacts)...)
-	vf, verified := verifyStage(ctx, o.Verify, r.mc, p.changed)
+	vf, verified, verr := verifyStage(ctx, o.Verify, r.mc, p.changed)
+	if verr != nil {
+		return nil, verr // a registry that did not answer: no verdict
+	}
 	p.findings = append(p.findings, vf...)
 	p.verified = verified
 	if m.plan {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -84,10 +85,13 @@ func verifyTargets(vs []*model.Version) []verifyTarget {
 // verifyStage verifies the bundle and every related image of vs with iv
 // (nil: no policy, nothing verified) at most 8 at once, and returns the
 // findings (an error under enforce, a warning under warn, at the manifest
-// line naming the image) and every result by image reference.
-func verifyStage(ctx context.Context, iv ImageVerifier, mc *mirror.Client, vs []*model.Version) ([]lint.Finding, map[string]model.Verification) {
+// line naming the image), every result by image reference, and the
+// registry failures that kept an image or its signatures from being read
+// (model.Verification.Err): those are no finding of the image, the
+// caller stops with them (exit 2).
+func verifyStage(ctx context.Context, iv ImageVerifier, mc *mirror.Client, vs []*model.Version) ([]lint.Finding, map[string]model.Verification, error) {
 	if iv == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	targets := verifyTargets(vs)
 	results := map[string]model.Verification{}
@@ -110,13 +114,23 @@ func verifyStage(ctx context.Context, iv ImageVerifier, mc *mirror.Client, vs []
 	}
 	_ = g.Wait()
 	var out []lint.Finding
+	var failed []error
+	reported := map[string]bool{}
 	for _, t := range targets {
-		if f, ok := verifyFinding(t, results[t.ref]); ok {
+		r := results[t.ref]
+		if r.Err != nil {
+			if !reported[t.ref] {
+				reported[t.ref] = true
+				failed = append(failed, fmt.Errorf("%s:%d: the signatures of %s %s could not be checked (publish.yaml verify): %w", t.v.Manifest.Path, t.line, t.what, t.ref, mc.Describe("reading from source", "", r.Err)))
+			}
+			continue
+		}
+		if f, ok := verifyFinding(t, r); ok {
 			out = append(out, f)
 		}
 	}
 	lint.Sort(out)
-	return out, results
+	return out, results, errors.Join(failed...)
 }
 
 // verifyFinding is the finding of a failed verification r of t.

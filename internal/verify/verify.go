@@ -290,6 +290,9 @@ func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option)
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
 		out.Status, out.Found = model.VerifyUnsigned, "the image could not be read: "+registryReason(err)
+		if !isNotFound(err) {
+			out.Err = err // the registry's failure, not the image's
+		}
 		return out
 	}
 	out.Digest = desc.Digest.String()
@@ -323,7 +326,7 @@ func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option)
 	for i, d := range digests {
 		res := v.verifyDigest(e, r.Context(), d, opts)
 		if res.status != model.VerifyVerified {
-			out.Status, out.Found = res.status, res.found
+			out.Status, out.Found, out.Err = res.status, res.found, res.err
 			if what[i] != "" {
 				out.Found = what[i] + ": " + res.found
 			}
@@ -344,6 +347,9 @@ func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option)
 type result struct {
 	status string
 	found  string
+	// err is the registry failure that kept the signatures from being
+	// read (the verdict is then unsigned for want of an answer).
+	err error
 }
 
 // verifyDigest checks the signatures of repo@d with e, once per run.
@@ -367,12 +373,13 @@ func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts 
 func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) result {
 	var identityErr, untrusted []string
 	var readErr string
+	var readFailure error
 	digestBytes, _ := hex.DecodeString(d.Hex)
 
 	// Sigstore bundles attached as referrers.
 	idx, err := remote.Referrers(repo.Digest(d.String()), opts...)
 	if err != nil && !isNotFound(err) {
-		readErr = "referrers: " + registryReason(err)
+		readErr, readFailure = "referrers: "+registryReason(err), err
 	}
 	if err == nil {
 		im, err := idx.IndexManifest()
@@ -398,7 +405,7 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 				found, idErr, err := e.verifyBundle(b, digestBytes)
 				switch {
 				case err == nil:
-					return result{model.VerifyVerified, found + " (bundle " + short(m.Digest) + ")"}
+					return result{status: model.VerifyVerified, found: found + " (bundle " + short(m.Digest) + ")"}
 				case idErr:
 					identityErr = append(identityErr, found)
 				default:
@@ -412,13 +419,13 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 	sigTag := repo.Tag(d.Algorithm + "-" + d.Hex + ".sig")
 	img, err := remote.Image(sigTag, opts...)
 	if err != nil && !isNotFound(err) && readErr == "" {
-		readErr = sigTag.TagStr() + ": " + registryReason(err)
+		readErr, readFailure = sigTag.TagStr()+": "+registryReason(err), err
 	}
 	if err == nil {
 		n, found, idErr, err := e.verifySigTag(img, d)
 		switch {
 		case err == nil && n > 0:
-			return result{model.VerifyVerified, found + " (" + sigTag.TagStr() + ")"}
+			return result{status: model.VerifyVerified, found: found + " (" + sigTag.TagStr() + ")"}
 		case idErr:
 			identityErr = append(identityErr, found)
 		case err != nil:
@@ -428,13 +435,13 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 
 	switch {
 	case len(identityErr) > 0:
-		return result{model.VerifyIdentity, "signed by " + strings.Join(unique(identityErr), "; ")}
+		return result{status: model.VerifyIdentity, found: "signed by " + strings.Join(unique(identityErr), "; ")}
 	case len(untrusted) > 0:
-		return result{model.VerifyUntrusted, strings.Join(untrusted, "; ")}
+		return result{status: model.VerifyUntrusted, found: strings.Join(untrusted, "; ")}
 	case readErr != "":
-		return result{model.VerifyUnsigned, "signatures could not be read: " + readErr}
+		return result{status: model.VerifyUnsigned, found: "signatures could not be read: " + readErr, err: readFailure}
 	}
-	return result{model.VerifyUnsigned, "no signature: no Sigstore bundle referrer and no " + sigTag.TagStr() + " tag"}
+	return result{status: model.VerifyUnsigned, found: "no signature: no Sigstore bundle referrer and no " + sigTag.TagStr() + " tag"}
 }
 
 // readBundle reads the Sigstore bundle of the referrer manifest dg.

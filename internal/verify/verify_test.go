@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"io"
 	"log"
 	"net/http"
@@ -168,8 +169,20 @@ func TestVerifyKey(t *testing.T) {
 			if got := v.Verify(ctx, r.host+"/elsewhere/app:v1", r.opts); got.Status != model.VerifyNotRequired {
 				t.Errorf("no entry: %+v", got)
 			}
-			if got := v.Verify(ctx, r.host+"/vendor/absent:v1", r.opts); got.Status != model.VerifyUnsigned || !strings.Contains(got.Found, "could not be read") {
+			got := v.Verify(ctx, r.host+"/vendor/absent:v1", r.opts)
+			if got.Status != model.VerifyUnsigned || !strings.Contains(got.Found, "could not be read") {
 				t.Errorf("missing image: %+v", got)
+			}
+			if got.Err != nil {
+				t.Errorf("a missing image is the image's problem, not the registry's: %v", got.Err)
+			}
+			if r.user != "" {
+				// Refused credentials: no verdict on the image, the
+				// registry's failure for the caller to report.
+				bad := append(append([]remote.Option(nil), r.opts...), remote.WithAuth(&authn.Basic{Username: r.user, Password: "wrong"}))
+				if got := v.Verify(ctx, r.host+"/warned/app:v1", bad); got.Err == nil {
+					t.Errorf("wrong credentials: %+v, want the registry's error in Err", got)
+				}
 			}
 		})
 	}
