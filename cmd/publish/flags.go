@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/operator-publish/publish/internal/errclass"
 	"github.com/operator-publish/publish/internal/redact"
 	"log/slog"
 	"os"
@@ -25,6 +26,9 @@ type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
+
+// ErrorClass implements errclass.Classified: a usage error (exit 2).
+func (e *usageError) ErrorClass() errclass.Class { return errclass.Usage }
 
 func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
 

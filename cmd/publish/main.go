@@ -13,9 +13,9 @@ import (
 	"os"
 
 	"github.com/operator-publish/publish/internal/ci"
+	"github.com/operator-publish/publish/internal/errclass"
 	"github.com/operator-publish/publish/internal/logging"
 	"github.com/operator-publish/publish/internal/pipeline"
-	"github.com/operator-publish/publish/internal/registry"
 )
 
 func main() {
@@ -61,43 +61,10 @@ func (inv *invocation) fail(err error) int {
 	return exitCode(err)
 }
 
-// exitCode is 2 for a usage error (a wrong flag, a wrong path), 1 for
-// invalid input, 2 for anything else (registry, Git, network).
+// exitCode is the exit code of err's class (errclass.ClassOf): 1 for
+// invalid input, 2 for a usage error (a wrong flag, a wrong path) and for
+// anything else (registry, Git, network), a registry's refusal included
+// even inside an input error.
 func exitCode(err error) int {
-	var ie *pipeline.InputError
-	var ue *usageError
-	var pe *pipeline.PathError
-	var fe *pipeline.FlagError
-	var se *statusError
-	switch {
-	case errors.As(err, &se):
-		return 1
-	case errors.As(err, &ue), errors.As(err, &pe), errors.As(err, &fe):
-		return 2
-	case infrastructure(err):
-		return 2
-	case errors.As(err, &ie):
-		return 1
-	default:
-		return 2
-	}
-}
-
-// infrastructure reports whether err holds a registry failure that is not
-// the input's fault: credentials or rights refused, a TLS setup to fix, a
-// registry unreachable or too slow. It exits 2 even when a command wraps it
-// as an input error; a registry answer that an image does not exist is the
-// input's (exit 1 where the command says so).
-func infrastructure(err error) bool {
-	var re *registry.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	switch re.Kind {
-	case registry.KindUnauthorized, registry.KindForbidden, registry.KindUnknownAuthority, registry.KindHostname,
-		registry.KindCertificate, registry.KindTLS, registry.KindPlainHTTP, registry.KindUnreachable, registry.KindTimeout,
-		registry.KindDigestMismatch, registry.KindLocalDisk:
-		return true
-	}
-	return false
+	return errclass.ClassOf(err).ExitCode()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/errclass"
 	"io"
 	"os"
 	"path/filepath"
@@ -191,3 +192,7 @@ type statusError struct{ err error }
 
 func (e *statusError) Error() string { return e.err.Error() }
 func (e *statusError) Unwrap() error { return e.err }
+
+// ErrorClass implements errclass.Classified: the cluster is not as the
+// catalog asks (exit 1).
+func (e *statusError) ErrorClass() errclass.Class { return errclass.Input }

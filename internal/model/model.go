@@ -18,6 +18,7 @@ package model
 
 import (
 	"fmt"
+	"github.com/operator-publish/publish/internal/errclass"
 
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -147,6 +148,9 @@ type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
+
+// ErrorClass implements errclass.Classified: an input error (exit 1).
+func (e *InputError) ErrorClass() errclass.Class { return errclass.Input }
 
 // Input wraps err in an *InputError (nil stays nil).
 func Input(err error) error {

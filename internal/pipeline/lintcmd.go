@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/errclass"
 	"path/filepath"
 	"strings"
 
@@ -161,6 +162,12 @@ type FlagError struct {
 	Flag string
 	Err  error
 }
+
+// ErrorClass implements errclass.Classified: a usage error.
+func (e *FlagError) ErrorClass() errclass.Class { return errclass.Usage }
+
+// ErrorClass implements errclass.Classified: a usage error.
+func (e *PathError) ErrorClass() errclass.Class { return errclass.Usage }
 
 func (e *FlagError) Error() string {
 	if e.Flag == "" {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/errclass"
 	"net"
 	"net/http"
 	"net/url"
@@ -150,6 +151,20 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// ErrorClass implements errclass.Classified: credentials or rights refused,
+// a TLS setup to fix, a registry unreachable, too slow, lying about a
+// digest, or this machine's disk full are the infrastructure's (exit 2,
+// even inside an input error); another answer (an image that does not
+// exist) leaves the class to the error around it.
+func (e *Error) ErrorClass() errclass.Class {
+	switch e.Kind {
+	case KindUnauthorized, KindForbidden, KindUnknownAuthority, KindHostname, KindCertificate, KindTLS,
+		KindPlainHTTP, KindUnreachable, KindTimeout, KindDigestMismatch, KindLocalDisk:
+		return errclass.Infrastructure
+	}
+	return errclass.None
+}
 
 // Auth reports whether the registry refused the credentials or the rights
 // (401, 403): trying again cannot help.

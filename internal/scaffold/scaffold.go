@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/errclass"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,6 +49,9 @@ type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
+
+// ErrorClass implements errclass.Classified: an input error.
+func (e *InputError) ErrorClass() errclass.Class { return errclass.Input }
 
 func inputErr(err error) error { return &InputError{Err: err} }
 
