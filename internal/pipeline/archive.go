@@ -525,11 +525,10 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	}
 	res.Unpublished = left
 	vs = kept
-	current, err := Artifacts(clientMapper{mc}, vs, rep)
+	current, err := currentRecords(clientMapper{mc}, vs, rep, state.Artifacts)
 	if err != nil {
-		return res, inputErr(err)
+		return res, err
 	}
-	carryOver(current, state.Artifacts, false)
 	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt, dstOpts: dstOpts}, sc, current, res)
 }
 

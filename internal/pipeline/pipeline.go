@@ -354,11 +354,10 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
 
-	current, err := Artifacts(clientMapper{r.mc}, vs, rep)
+	current, err := currentRecords(clientMapper{r.mc}, vs, rep, state.Artifacts)
 	if err != nil {
-		return inputErr(err)
+		return err
 	}
-	carryOver(current, state.Artifacts, false)
 	cr.current = current
 	return nil
 }

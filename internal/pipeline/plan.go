@@ -239,11 +239,10 @@ func planContent(ctx context.Context, r *run, p *Plan, pr *prepared, state *gito
 	}
 
 	mapped := r.mc.DstHost() != ""
-	current, err := Artifacts(DestinationOf(r.mc), vs, nil)
+	current, err := currentRecords(DestinationOf(r.mc), vs, nil, state.Artifacts)
 	if err != nil {
-		return nil, inputErr(err)
+		return nil, err
 	}
-	carryOver(current, state.Artifacts, !mapped)
 	next := render.Merge(state.Artifacts, current)
 	p.Artifacts = planArtifacts(state.Artifacts, next, vs)
 	p.changes = append([]model.Change{}, render.Diff(state.Artifacts, next).List()...)

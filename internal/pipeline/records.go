@@ -40,6 +40,22 @@ func markUnpublished(vs []*model.Version, state []model.ArtifactRecord, changed 
 	}
 }
 
+// currentRecords returns the records of vs as this publish makes them:
+// Artifacts through m (with rep's digests, nil when nothing was mirrored),
+// completed from the previous state (carryOver, taking the registry and
+// repository of known artifacts from it when m maps nothing). run, plan,
+// push --catalog and render make their records through it. Errors are
+// input errors (a bundle repository that cannot be mapped).
+func currentRecords(m Mapper, vs []*model.Version, rep *mirror.Report, previous []model.ArtifactRecord) ([]model.ArtifactRecord, error) {
+	current, err := Artifacts(m, vs, rep)
+	if err != nil {
+		return nil, inputErr(err)
+	}
+	_, none := m.(unmapped)
+	carryOver(current, previous, none)
+	return current, nil
+}
+
 // carryOver fills what current lacks from the previous state: display name
 // and description of an artifact, bundle digest and mirrored images of a
 // version (same tag) that was not read in this run, and the recorded

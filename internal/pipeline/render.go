@@ -98,11 +98,10 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			vs = append(vs, v)
 		}
 	}
-	current, err := Artifacts(DestinationOf(mc), vs, nil)
+	current, err := currentRecords(DestinationOf(mc), vs, nil, state.Artifacts)
 	if err != nil {
-		return render.Changes{}, inputErr(err)
+		return render.Changes{}, err
 	}
-	carryOver(current, state.Artifacts, mc.DstHost() == "")
 	next := render.Merge(state.Artifacts, current)
 	if len(state.Artifacts) == 0 {
 		r := &gitops.Repo{Dir: o.CatalogDir}
