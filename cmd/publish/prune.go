@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/logging"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/prune"
@@ -42,14 +45,15 @@ quick relist needs no mirror again.
 
 The plan is written as JSON to --plan FILE and as Markdown to standard output
 (and the CI job summary): review it, for example in a pull request. Nothing
-is deleted: violet's gc deletes without a dry run, prune never does while
-planning. With --lookup, each manifest's size and whether it is still there
+is deleted while planning. With --lookup, each manifest's size and whether it is still there
 come from one HEAD at the destination (read access, --dst-username), and
 the children of an image index that no listed index holds are listed with it.
 
 prune --apply FILE deletes exactly the manifests of a reviewed plan, through
-the registry API, after reading the catalog checkout again: what a listed
-version references now (relisted since the plan) is left, and said. Tags that
+the registry API, after reading what is listed now: from the catalog branch's
+tip with --catalog, else from --catalog-dir, which must not be behind its
+origin (pull it first: a stale checkout is refused). What a listed version
+references now (relisted since the plan) is left, and said. Tags that
 still point at a manifest go first where the registry can delete a tag, then
 the manifest by digest, then its children. Blobs are left to the registry's
 garbage collection, whose command it prints. A registry that refuses deletes
@@ -61,7 +65,7 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 				return usagef("give --plan FILE (write the list to review) or --apply FILE (delete what a reviewed plan lists), one of them")
 			}
 			if applyFile != "" {
-				return pruneApply(cmd, inv, catalogDir, applyFile, registryFlags{dst: &dst, tls: &tls, retry: &retry})
+				return pruneApply(cmd, inv, catalogDir, applyFile, &cf, registryFlags{dst: &dst, tls: &tls, retry: &retry})
 			}
 			if st, err := os.Stat(filepath.Dir(planFile)); err != nil || !st.IsDir() {
 				return usagef("--plan %s: its directory %s does not exist", planFile, filepath.Dir(planFile))
@@ -111,7 +115,7 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 	fs.BoolVar(&pullRequest, "pull-request", false, "also propose the plan as a pull request on the catalog repo (--catalog, the forge flags): its files publish/prune/plan.json and plan.md on --pr-branch, for review; merge it, then --apply publish/prune/plan.json from the merged checkout")
 	fs.StringVar(&prBranch, "pr-branch", "publish/prune", "the rolling branch of --pull-request")
 	cf.readOnly = true
-	cf.register(fs, "push", "catalog Git repo to propose the plan to, with --pull-request: URL or local path")
+	cf.register(fs, "push", "catalog Git repo: where --pull-request proposes the plan, and where --apply reads what is listed now (its branch's tip): URL or local path")
 	forgeFlags.registerForge(fs)
 	fs.BoolVar(&lookup, "lookup", false, "ask the destination for each manifest's size and whether it is still there (one HEAD each; read access)")
 	dst.register(fs, "read access with --lookup, delete rights with --apply")
@@ -125,7 +129,7 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 // lists (prune.Apply) and prints what it did and the garbage collection to
 // run. Errors: usage errors naming --apply for a plan that cannot be read,
 // the registry's.
-func pruneApply(cmd *cobra.Command, inv *invocation, catalogDir, file string, reg registryFlags) error {
+func pruneApply(cmd *cobra.Command, inv *invocation, catalogDir, file string, cf *catalogFlags, reg registryFlags) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return usagef("--apply %s: %v", file, err)
@@ -138,16 +142,33 @@ func pruneApply(cmd *cobra.Command, inv *invocation, catalogDir, file string, re
 	if err != nil {
 		return err
 	}
-	res, err := prune.Apply(cmd.Context(), &p, prune.ApplyOptions{CatalogDir: catalogDir, Parse: mc.ParseReference, Remote: mc.DstOptions(), Logf: inv.logf})
+	ao := prune.ApplyOptions{CatalogDir: catalogDir, Parse: mc.ParseReference, Remote: mc.DstOptions(), Logf: inv.logf}
+	if cf.url != "" {
+		// What is listed now comes from the catalog branch's tip.
+		cat, err := cf.options(reg.tls)
+		if err != nil {
+			return err
+		}
+		ao.States = func(ctx context.Context) (map[string][]byte, error) {
+			tip, err := catalog.OpenTip(ctx, cat)
+			if err != nil {
+				return nil, err
+			}
+			defer tip.Close()
+			return tip.Files(gitops.StateDir, nil)
+		}
+	}
+	res, err := prune.Apply(cmd.Context(), &p, ao)
 	if res != nil {
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "prune: %d manifests deleted, %d left (listed again since the plan), %d already gone\n", len(res.Deleted), len(res.Relisted), len(res.Gone))
 		if len(res.Deleted) > 0 {
-			fmt.Fprintln(out, "prune: their layers stay until the registry's garbage collection: distribution `registry garbage-collect /etc/docker/registry/config.yml` (in read-only mode; never --delete-untagged: related images are mirrored by digest, without a tag), Harbor: Administration > Clean Up")
+			fmt.Fprintln(out, "prune: their layers stay until the registry's garbage collection: distribution `registry garbage-collect /etc/docker/registry/config.yml` (Debian: `docker-registry garbage-collect CONFIG`), with the registry read-only or stopped, never with --delete-untagged (related images are mirrored by digest, without a tag); Harbor: Administration > Clean Up")
 		}
 	}
 	var re *prune.RefusedError
-	if errors.As(err, &re) {
+	var se *prune.StaleError
+	if errors.As(err, &re) || errors.As(err, &se) {
 		return &usageError{err}
 	}
 	return err

@@ -202,7 +202,9 @@ func TestPruneApply(t *testing.T) {
 			rc.Close()
 		}
 	}
-	out, _, err = runPublishErr(t, append([]string{"prune", "--catalog-dir", dir, "--apply", planFile}, creds...)...)
+	// Again, reading what is listed from the catalog branch's tip
+	// (--catalog) rather than the checkout.
+	out, _, err = runPublishErr(t, append([]string{"prune", "--catalog-dir", t.TempDir(), "--catalog", dir, "--apply", planFile}, creds...)...)
 	if err != nil || !strings.Contains(out, "0 manifests deleted, 2 left (listed again since the plan), 3 already gone") {
 		t.Errorf("second apply: %v\n%s", err, out)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/registry"
 )
 
@@ -23,6 +25,10 @@ type ApplyOptions struct {
 	Remote []remote.Option
 	// Logf reports each deletion and skip; nil discards.
 	Logf func(format string, args ...any)
+	// States, when set, returns the state files (by path, as
+	// publish/state/<cluster>.yaml) of the catalog branch's tip (--catalog):
+	// what is listed now is read from there, not from CatalogDir.
+	States func(ctx context.Context) (map[string][]byte, error)
 }
 
 // Result is what Apply did to each entry of the plan: Deleted (its tags,
@@ -62,14 +68,13 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*Result, error) {
 	if p.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("the plan has schemaVersion %d, this publish reads %d: make it again with publish prune --plan", p.SchemaVersion, SchemaVersion)
 	}
-	c, err := readCatalog(ctx, o.CatalogDir)
-	if err != nil {
-		return nil, err
-	}
-	listed := c.listed()
 	logf := o.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	listed, err := listedNow(ctx, o, logf)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{}
 	opts := append(append([]remote.Option{}, o.Remote...), remote.WithContext(ctx))
@@ -122,6 +127,50 @@ func Apply(ctx context.Context, p *Plan, o ApplyOptions) (*Result, error) {
 		logf("prune: deleted %s (%d children)", id, len(e.Children))
 	}
 	return res, nil
+}
+
+// listedNow returns the manifests a listed version references now: from
+// the catalog branch's tip (o.States), else from the checkout, after
+// checking that it is not behind its origin (checkFresh: a stale one is
+// an error; an origin that does not answer is a warning).
+func listedNow(ctx context.Context, o ApplyOptions, logf func(string, ...any)) (map[ref]bool, error) {
+	if o.States != nil {
+		files, err := o.States(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return listedIn(files)
+	}
+	if err := checkFresh(ctx, o.CatalogDir); err != nil {
+		var se *StaleError
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		logf("prune: could not tell whether --catalog-dir %s is current (%v): pull it before --apply, or give --catalog", o.CatalogDir, err)
+	}
+	c, err := readCatalog(ctx, o.CatalogDir)
+	if err != nil {
+		return nil, err
+	}
+	return c.listed(), nil
+}
+
+// listedIn returns the manifests the listed versions of the state files
+// reference.
+func listedIn(files map[string][]byte) (map[ref]bool, error) {
+	c := &catalogUses{uses: map[ref][]use{}}
+	for path, data := range files {
+		cl, ok := gitops.StateCluster(path)
+		if !ok {
+			continue
+		}
+		s, err := gitops.ParseState(path, data)
+		if err != nil {
+			return nil, err
+		}
+		addUses(c.uses, cl, s, &catalog.History{})
+	}
+	return c.listed(), nil
 }
 
 // deleteTag deletes tag when it still points at digest and the registry

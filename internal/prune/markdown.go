@@ -14,20 +14,38 @@ func (p *Plan) Markdown() string {
 	for _, e := range p.Entries {
 		bytes += e.Size
 	}
-	fmt.Fprintf(&b, "Catalog commit `%s`, made %s: **%d manifests to delete** (%s of manifests; their layers go with the registry's garbage collection), %d delisted less than %s ago kept for now, %d still used by a listed version.\n\n",
-		short(p.Catalog), p.Made.Format("2006-01-02 15:04 MST"), len(p.Entries), size(bytes), len(p.Recent), p.OlderThan, p.Kept)
+	sizes := size(bytes) + " of manifests"
+	if bytes <= 0 {
+		sizes = "sizes with --lookup"
+	}
+	fmt.Fprintf(&b, "Catalog commit `%s`, made %s: **%d manifests to delete** (%s; their layers go with the registry's garbage collection), %d delisted less than %s ago kept for now, %d of delisted versions still used by a listed version",
+		short(p.Catalog), p.Made.Format("2006-01-02 15:04 MST"), len(p.Entries), sizes, len(p.Recent), p.OlderThan, p.Kept)
+	if len(p.Gone) > 0 {
+		fmt.Fprintf(&b, ", %d already gone at the destination", len(p.Gone))
+	}
+	b.WriteString(".\n\n")
 	if p.Truncated {
 		b.WriteString("The catalog history is cut (a shallow clone): a delisting older than its first commit counts from there.\n\n")
 	}
-	if len(p.Entries) > 0 {
-		b.WriteString("| repository | digest | tags | size | delisted since | by commit | versions |\n|---|---|---|---|---|---|---|\n")
-		for _, e := range p.Entries {
-			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | `%s` | %s |\n", e.Repository, shortDigest(e.Digest), strings.Join(e.Tags, ", "), size(e.Size),
-				e.DelistedSince.Format("2006-01-02"), short(e.Commit), strings.Join(e.Versions, "; "))
-		}
-		b.WriteString("\n")
+	table(&b, p.Entries)
+	if len(p.Recent) > 0 {
+		fmt.Fprintf(&b, "Delisted less than %s ago, kept for now:\n\n", p.OlderThan)
+		table(&b, p.Recent)
 	}
 	return b.String()
+}
+
+// table writes es as a Markdown table ("" for none).
+func table(b *strings.Builder, es []Entry) {
+	if len(es) == 0 {
+		return
+	}
+	b.WriteString("| repository | digest | tags | size | delisted since | by commit | versions |\n|---|---|---|---|---|---|---|\n")
+	for _, e := range es {
+		fmt.Fprintf(b, "| `%s` | `%s` | %s | %s | %s | `%s` | %s |\n", e.Repository, shortDigest(e.Digest), strings.Join(e.Tags, ", "), size(e.Size),
+			e.DelistedSince.Format("2006-01-02"), short(e.Commit), strings.Join(e.Versions, "; "))
+	}
+	b.WriteString("\n")
 }
 
 func short(h string) string {

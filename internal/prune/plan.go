@@ -89,10 +89,12 @@ type Plan struct {
 	Made          time.Time `json:"made"`
 	OlderThan     string    `json:"olderThan"`
 	// Entries are to delete; Recent were delisted too recently (kept for
-	// now); Kept counts the digests of delisted versions that a listed
-	// version still references (never orphans).
+	// now); Gone (with --lookup) are orphans the destination no longer has
+	// (a prune applied before); Kept counts the manifests of delisted
+	// versions that a listed version still references (never orphans).
 	Entries []Entry `json:"entries"`
 	Recent  []Entry `json:"recent"`
+	Gone    []Entry `json:"gone,omitempty"`
 	Kept    int     `json:"kept"`
 	// Truncated: the catalog history was cut (a shallow clone), so some
 	// delisting times are only when the history starts.
@@ -128,7 +130,9 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		e, orphan := entryOf(r, us, o.Now.UTC())
 		switch {
 		case !orphan:
-			p.Kept++
+			if usedByDelisted(us) {
+				p.Kept++
+			}
 		case o.Now.Sub(e.DelistedSince) >= o.OlderThan:
 			p.Entries = append(p.Entries, e)
 		default:
@@ -139,11 +143,36 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	sortEntries(p.Recent)
 	if o.Remote != nil {
 		look(ctx, o, p.Entries)
+		p.Entries, p.Gone = splitGone(p.Entries)
 		listed := c.listed()
 		children(ctx, o, p.Entries, listed)
 		referrers(ctx, o, p.Entries, listed)
 	}
 	return p, nil
+}
+
+// usedByDelisted reports whether a delisted version is among us.
+func usedByDelisted(us []use) bool {
+	for _, u := range us {
+		if !u.present {
+			return true
+		}
+	}
+	return false
+}
+
+// splitGone moves the entries the destination no longer has (a prune
+// applied before: the tombstones stay) out of es.
+func splitGone(es []Entry) (left, gone []Entry) {
+	left, gone = []Entry{}, []Entry{}
+	for _, e := range es {
+		if e.At == "missing" {
+			gone = append(gone, e)
+		} else {
+			left = append(left, e)
+		}
+	}
+	return left, gone
 }
 
 // catalogUses is what readCatalog read: every version's references, by

@@ -142,11 +142,11 @@ func TestMakePlan(t *testing.T) {
 	if len(p.Recent) != 2 {
 		t.Errorf("recent %+v, want 1.1.0's bundle and own image", p.Recent)
 	}
-	if p.Kept != 2 {
-		t.Errorf("kept %d, want 2 (1.2.0's bundle, the shared image)", p.Kept)
+	if p.Kept != 1 {
+		t.Errorf("kept %d, want 1 (the image 1.0.0 shares with the listed 1.2.0)", p.Kept)
 	}
 	md := p.Markdown()
-	for _, want := range []string{"**3 manifests to delete**", "2 delisted less than 720h0m0s ago", "`" + dst + "/m/etcd/bundle`", "a: etcd 1.0.0 (bundle); b: etcd 1.0.0 (bundle)"} {
+	for _, want := range []string{"**3 manifests to delete**", "2 delisted less than 720h0m0s ago kept for now, 1 of delisted versions still used by a listed version", "Delisted less than 720h0m0s ago, kept for now:", "`" + dst + "/m/etcd/bundle`", "a: etcd 1.0.0 (bundle); b: etcd 1.0.0 (bundle)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
