@@ -27,18 +27,7 @@ import (
 func TestCheckRegistry(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
 	opts := reg.Options()
-	push := func(repo, tag string) string {
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, _ := name.ParseReference(reg.Host + "/" + repo + ":" + tag)
-		if err := remote.Write(ref, img, opts...); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		return d.String()
-	}
+	push := func(repo, tag string) string { return pushRandom(t, reg.Host+"/"+repo+":"+tag, opts...) }
 	bundle := push("mirror/op/bundle", "v1.0.0")
 	manager := push("mirror/op/manager", "v1")
 	// A cosign signature of the manager image, in its repository.

@@ -461,16 +461,19 @@ func runPublishErr(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
-// pushRandom writes a random image to ref.
-func pushRandom(t *testing.T, ref string) {
+// pushRandom writes a random image to ref with opts and returns its
+// digest.
+func pushRandom(t *testing.T, ref string, opts ...remote.Option) string {
 	t.Helper()
 	img, err := random.Image(512, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(mustRef(t, ref), img); err != nil {
+	if err := remote.Write(mustRef(t, ref), img, opts...); err != nil {
 		t.Fatal(err)
 	}
+	d, _ := img.Digest()
+	return d.String()
 }
 
 // TestDeprecatedAlias: a renamed flag keeps its old name, which works and

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/operator-publish/publish/internal/forge/forgetest"
@@ -27,18 +26,7 @@ import (
 func TestPrunePlan(t *testing.T) {
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
 	opts := reg.Options()
-	push := func(repo, tag string) string {
-		img, err := random.Image(512, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, _ := name.ParseReference(reg.Host + "/" + repo + ":" + tag)
-		if err := remote.Write(ref, img, opts...); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		return d.String()
-	}
+	push := func(repo, tag string) string { return pushRandom(t, reg.Host+"/"+repo+":"+tag, opts...) }
 	b1, b2 := push("m/op/bundle", "v1.0.0"), push("m/op/bundle", "v2.0.0")
 	own, shared := push("m/op/agent", "v1"), push("m/op/manager", "v1")
 	image := func(repo, d string) model.Image {
