@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -213,24 +212,13 @@ func stateWants(p string, data []byte, s *gitops.State, parse func(string) (name
 			for _, img := range v.Images {
 				add(img.Destination, img.Digest, "related image "+img.Source)
 				for _, d := range img.Signatures {
-					add(repositoryOf(img.Destination)+"@"+d, d, "a signature of related image "+img.Source)
+					repo, _ := img.RepositoryTag()
+					add(repo+"@"+d, d, "a signature of related image "+img.Source)
 				}
 			}
 		}
 	}
 	return out, bad
-}
-
-// repositoryOf returns the repository of a reference (host/path, without
-// its tag or digest).
-func repositoryOf(ref string) string {
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
-	}
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		ref = ref[:i]
-	}
-	return ref
 }
 
 // lineOf returns the 1-based line of data holding s first, 1 when none

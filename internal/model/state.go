@@ -2,6 +2,7 @@ package model
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/blang/semver/v4"
 )
@@ -57,6 +58,20 @@ type Image struct {
 	// and referrer manifests at the destination, in its repository (as
 	// VersionRecord.BundleSignatures).
 	Signatures []string `json:"signatures,omitempty"`
+}
+
+// RepositoryTag splits the image's Destination (host/path:tag or
+// host/path@digest, as the mirror records it) into its repository and its
+// tag ("" when it is named by digest alone).
+func (i Image) RepositoryTag() (repo, tag string) {
+	s := i.Destination
+	if k := strings.Index(s, "@"); k >= 0 {
+		s = s[:k]
+	}
+	if k := strings.LastIndex(s, ":"); k > strings.LastIndex(s, "/") {
+		return s[:k], s[k+1:]
+	}
+	return s, ""
 }
 
 // SortRecords orders artifacts by name and their versions by semver (then

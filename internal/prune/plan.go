@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -281,7 +280,7 @@ func addUses(uses map[ref][]use, cl string, s *gitops.State, h *catalog.History)
 				if img.Digest == "" || img.Destination == "" {
 					continue
 				}
-				repo, tag := splitRef(img.Destination)
+				repo, tag := img.RepositoryTag()
 				iu := u
 				iu.what += " (related image " + img.Source + ")"
 				iu.tag = tag
@@ -334,18 +333,6 @@ func entryOf(r ref, us []use, now time.Time) (Entry, bool) {
 	sort.Strings(e.Tags)
 	sort.Strings(e.Versions)
 	return e, true
-}
-
-// splitRef splits a destination reference (host/path:tag or
-// host/path@digest) into its repository and its tag ("" for none).
-func splitRef(s string) (repo, tag string) {
-	if i := strings.Index(s, "@"); i >= 0 {
-		s = s[:i]
-	}
-	if i := strings.LastIndex(s, ":"); i > strings.LastIndex(s, "/") {
-		return s[:i], s[i+1:]
-	}
-	return s, ""
 }
 
 func sortEntries(es []Entry) {
