@@ -9,6 +9,7 @@ package planbench
 import (
 	"context"
 	"fmt"
+	"github.com/operator-publish/publish/internal/target"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,7 +61,12 @@ func BenchmarkPlanStages(b *testing.B) {
 				b.Fatal(err)
 			}
 			arts0, _ := pipeline.Artifacts(pipeline.DestinationOf(mc), model.NewVersions(ms0), nil)
-			key, err := pipeline.RenderInto(catalog, "global", render.Config{}, render.Merge(nil, arts0), "")
+			// The catalog in memory, as run renders it.
+			cat, err := render.ReadDir(catalog)
+			if err != nil {
+				b.Fatal(err)
+			}
+			key, err := target.RenderInto(cat, "global", render.Config{}, render.Merge(nil, arts0), "")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -88,7 +94,7 @@ func BenchmarkPlanStages(b *testing.B) {
 				}
 				// One changed operator, as the changed version brings.
 				arts[len(arts)/2].DisplayName = fmt.Sprintf("changed %d", i)
-				if _, err := pipeline.RenderInto(catalog, "global", render.Config{}, render.Merge(nil, arts), key); err != nil {
+				if _, err := target.RenderInto(cat, "global", render.Config{}, render.Merge(nil, arts), key); err != nil {
 					b.Fatal(err)
 				}
 				t4 := time.Now()

@@ -3,6 +3,8 @@ package planbench
 import (
 	"context"
 	"crypto/tls"
+	ckout "github.com/operator-publish/publish/internal/checkout"
+	"github.com/operator-publish/publish/internal/target"
 	"io"
 	"log"
 	"log/slog"
@@ -124,7 +126,7 @@ func seedCatalog(b *testing.B, src, commit string) string {
 		}
 	}
 	arts = render.Merge(nil, arts)
-	key, err := pipeline.RenderInto(r.Dir, "global", render.Config{}, arts, "")
+	key, err := target.RenderIntoDir(r.Dir, "global", render.Config{}, arts, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func seedCatalog(b *testing.B, src, commit string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := render.Write(r.Dir, nil, render.Files{gitops.StatePath("global"): data}); err != nil {
+	if err := ckout.WriteFiles(r.Dir, map[string][]byte{gitops.StatePath("global"): data}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := r.Commit("seed", time.Now()); err != nil {

@@ -12,7 +12,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/target"
 	"io"
 	"log"
 	"net"
@@ -278,7 +280,7 @@ func seedCatalog(b *testing.B, bare, src, commit string, history int) {
 		}
 	}
 	arts = render.Merge(nil, arts)
-	key, err := pipeline.RenderInto(r.Dir, "global", render.Config{}, arts, "")
+	key, err := target.RenderIntoDir(r.Dir, "global", render.Config{}, arts, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -287,7 +289,7 @@ func seedCatalog(b *testing.B, bare, src, commit string, history int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := render.Write(r.Dir, nil, render.Files{gitops.StatePath("global"): data}); err != nil {
+	if err := checkout.WriteFiles(r.Dir, map[string][]byte{gitops.StatePath("global"): data}); err != nil {
 		b.Fatal(err)
 	}
 	if _, err := r.Commit("seed", time.Now()); err != nil {

@@ -34,7 +34,7 @@ func checkCatalog(t *testing.T) string {
 	wt, _ := repo.Worktree()
 	publish := func(msg string, vs ...model.VersionRecord) {
 		arts := []model.ArtifactRecord{{Name: "tiny", Present: true, Registry: "reg.example.com", Repository: "ops/tiny-bundle", Versions: vs}}
-		key, err := target.RenderInto(dir, "global", render.Config{}, arts, "")
+		key, err := target.RenderIntoDir(dir, "global", render.Config{}, arts, "")
 		if err != nil {
 			t.Fatal(err)
 		}

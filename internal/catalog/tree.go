@@ -30,7 +30,7 @@ type Change struct {
 
 // Replace returns the changes that make dirs hold exactly files: every
 // directory of dirs is removed, then every file of files is written. It is
-// what render.Write(root, dirs, files) does to a working tree, so that a
+// what render.Files.Replace(dirs, files) does to a catalog in memory, so that a
 // render's output can be committed from Git objects with the same result.
 // Paths are relative to the catalog root.
 func Replace(dirs []string, files map[string][]byte) []Change {

@@ -218,10 +218,25 @@ type checker struct {
 	r    *Report
 	head *catalog.Dir
 	dir  string
+	// cat is the catalog read into memory for the render (catalog), once.
+	cat render.Files
 	log  io.Writer
 	v    *crdcheck.Validator
 	// rendered is the render key the state files record per cluster.
 	rendered map[string]string
+}
+
+// catalog returns the catalog checked, read into memory once: what the
+// render builds from.
+func (c *checker) catalog() (render.Files, error) {
+	if c.cat == nil {
+		files, err := c.head.Files("", nil)
+		if err != nil {
+			return nil, err
+		}
+		c.cat = files
+	}
+	return c.cat, nil
 }
 
 // at returns the repository-relative path of a catalog path.
@@ -381,8 +396,12 @@ func (c *checker) clusters() ([]Cluster, error) {
 	}
 	names := map[string]bool{}
 	if len(c.o.Clusters) > 0 {
+		cat, err := c.catalog()
+		if err != nil {
+			return nil, err
+		}
 		for _, n := range c.o.Clusters {
-			if err := render.CheckOverlay(c.dir, n); err != nil && !rendered[n] {
+			if err := render.CheckOverlay(cat, n); err != nil && !rendered[n] {
 				return nil, &FlagError{fmt.Errorf("--cluster %s: the catalog at %s has neither %s/%s nor %s/%s", n, c.o.CatalogDir, render.ClustersDir, n, render.RenderedDir, n)}
 			}
 			names[n] = true
@@ -433,7 +452,11 @@ func (c *checker) cluster(cl *Cluster) error {
 	}
 	cl.Files = len(have)
 	c.validate(cl, have, "")
-	want, err := render.Build(c.dir, cl.Name)
+	cat, err := c.catalog()
+	if err != nil {
+		return err
+	}
+	want, err := render.Build(cat, cl.Name)
 	if err != nil {
 		var oe *render.OverlayError
 		if !errors.As(err, &oe) {

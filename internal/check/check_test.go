@@ -89,7 +89,7 @@ func (c *catalogRepo) publish(arts []model.ArtifactRecord, msg string) {
 	c.t.Helper()
 	keys := map[string]string{"olmc": "olm reg.example.com/olm/publish-catalog@sha256:" + strings.Repeat("a", 64)}
 	for _, cl := range []string{"global", "edge"} {
-		key, err := target.RenderInto(c.dir, cl, render.Config{}, arts, "")
+		key, err := target.RenderIntoDir(c.dir, cl, render.Config{}, arts, "")
 		if err != nil {
 			c.t.Fatal(err)
 		}

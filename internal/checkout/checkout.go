@@ -266,3 +266,44 @@ func NoLinks(root string, paths ...string) error {
 	}
 	return nil
 }
+
+// Apply opens root, checks that no path of writes or removes is or goes
+// through a symbolic link (*LinkError, before anything is changed), removes
+// each of removes (a file already gone is fine) with the directories it
+// leaves empty, up to root, and writes every file of writes.
+func Apply(root string, writes map[string][]byte, removes []string) error {
+	d, err := Open(root)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	paths := make([]string, 0, len(writes))
+	for p := range writes {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range append(append([]string(nil), removes...), paths...) {
+		if err := d.NoLinks(p); err != nil {
+			return err
+		}
+	}
+	for _, p := range removes {
+		if err := d.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		for dir := path.Dir(path.Clean(p)); dir != "." && dir != "/"; dir = path.Dir(dir) {
+			if entries, err := fs.ReadDir(d.root.FS(), dir); err != nil || len(entries) > 0 {
+				break
+			}
+			if err := d.root.Remove(filepath.FromSlash(dir)); err != nil {
+				break
+			}
+		}
+	}
+	for _, p := range paths {
+		if err := d.WriteFile(p, writes[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,7 @@ func TestRedact(t *testing.T) {
 
 func TestState(t *testing.T) {
 	dir := t.TempDir()
-	s, err := ReadState(dir, "global")
+	s, err := ReadState(dirFiles(t, dir), "global")
 	if err != nil || len(s.Artifacts) != 0 {
 		t.Fatalf("missing state: %+v %v", s, err)
 	}
@@ -129,7 +130,7 @@ func TestState(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(dir, "publish/state"), 0o755)
 	os.WriteFile(filepath.Join(dir, StatePath("global")), data, 0o644)
-	back, err := ReadState(dir, "global")
+	back, err := ReadState(dirFiles(t, dir), "global")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestState(t *testing.T) {
 		t.Error("state does not round-trip byte for byte")
 	}
 	os.WriteFile(filepath.Join(dir, StatePath("global")), []byte("kind: PublishState\nartifacts: {}\n"), 0o644)
-	if _, err := ReadState(dir, "global"); err == nil || !strings.Contains(err.Error(), StatePath("global")) {
+	if _, err := ReadState(dirFiles(t, dir), "global"); err == nil || !strings.Contains(err.Error(), StatePath("global")) {
 		t.Errorf("invalid state: %v", err)
 	}
 }
@@ -168,7 +169,7 @@ func TestStateValidation(t *testing.T) {
 				want = "apiVersion/kind"
 			}
 			os.WriteFile(filepath.Join(dir, StatePath("global")), []byte(content), 0o644)
-			_, err := ReadState(dir, "global")
+			_, err := ReadState(dirFiles(t, dir), "global")
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("got %v, want %q", err, want)
 			}
@@ -177,7 +178,8 @@ func TestStateValidation(t *testing.T) {
 	// A deleted state next to generated objects is refused.
 	os.Remove(filepath.Join(dir, StatePath("global")))
 	os.MkdirAll(filepath.Join(dir, "publish/generated/global"), 0o755)
-	if _, err := ReadState(dir, "global"); err == nil || !strings.Contains(err.Error(), "restore it") {
+	os.WriteFile(filepath.Join(dir, "publish/generated/global/kustomization.yaml"), []byte("resources: []\n"), 0o644)
+	if _, err := ReadState(dirFiles(t, dir), "global"); err == nil || !strings.Contains(err.Error(), "restore it") {
 		t.Errorf("missing state: %v", err)
 	}
 }
@@ -235,4 +237,24 @@ func TestNoCredentialsOverPlainHTTP(t *testing.T) {
 			t.Errorf("%s: %v", o.URL, err)
 		}
 	}
+}
+
+// dirFiles reads every regular file below dir by its slash-separated path
+// relative to dir: the catalog files ReadState takes.
+func dirFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		data, err := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

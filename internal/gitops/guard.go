@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -116,21 +114,21 @@ type Entry struct {
 	Dir  bool
 }
 
-// DirEntries lists the entries of the directory dir on disk as Entry
-// values (none when dir does not exist).
-func DirEntries(dir string) ([]Entry, error) {
-	des, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+// Entries lists the top-level entries of the catalog files
+// (slash-separated paths relative to its root, in memory): each file at
+// the root, and each directory holding a file; sorted by name.
+func Entries(files map[string][]byte) []Entry {
+	seen := map[string]bool{}
+	var out []Entry
+	for p := range files {
+		name, _, nested := strings.Cut(p, "/")
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, Entry{Name: name, Dir: nested})
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Entry, 0, len(des))
-	for _, d := range des {
-		out = append(out, Entry{Name: d.Name(), Dir: d.IsDir()})
-	}
-	return out, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // CheckCatalog decides whether a catalog root whose top-level entries are

@@ -306,6 +306,24 @@ func (r *Repo) Seed(tmpl fs.FS, root string) error {
 	})
 }
 
+// Seed adds to the catalog files (slash-separated paths relative to its
+// root, in memory) every file below root of the template tmpl that files
+// lacks; files it has are kept as they are.
+func Seed(files map[string][]byte, tmpl fs.FS, root string) error {
+	return fs.WalkDir(tmpl, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+		if _, ok := files[rel]; ok {
+			return nil
+		}
+		data, err := fs.ReadFile(tmpl, p)
+		files[rel] = data
+		return err
+	})
+}
+
 // Commit stages every change of the working tree (additions, edits,
 // deletions) and commits it with msg. It returns the new commit hash, or ""
 // when nothing changed (no commit is made).

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -86,16 +85,16 @@ type Source struct {
 	Dirty []string `json:"dirty,omitempty"`
 }
 
-// HasState reports whether the catalog root dir holds any state file: one
-// of a cluster (StateDir) or the older LegacyStatePath. A catalog with one
-// was published before.
-func HasState(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(LegacyStatePath))); err == nil {
+// HasState reports whether the catalog files (slash-separated paths
+// relative to its root, in memory) hold any state file: one of a cluster
+// (StateDir) or the older LegacyStatePath. A catalog with one was
+// published before.
+func HasState(files map[string][]byte) bool {
+	if _, ok := files[LegacyStatePath]; ok {
 		return true
 	}
-	des, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(StateDir)))
-	for _, d := range des {
-		if _, ok := StateCluster(StateDir + "/" + d.Name()); ok && d.Type().IsRegular() {
+	for p := range files {
+		if _, ok := StateCluster(p); ok {
 			return true
 		}
 	}
@@ -111,23 +110,23 @@ const (
 	StateKind             = "PublishState"
 )
 
-// ReadState reads publish/state/<cluster>.yaml below root. A missing file
+// ReadState reads publish/state/<cluster>.yaml of the catalog files
+// (slash-separated paths relative to its root, in memory). A missing file
 // is an empty state (the cluster's first publish), not an error; a file
 // that does not parse is an error naming it. So is a missing file while
 // publish/generated/<cluster> exists: without the lock, tombstones would
-// silently disappear.
-func ReadState(root, cluster string) (*State, error) {
+// be lost.
+func ReadState(files map[string][]byte, cluster string) (*State, error) {
 	sp := StatePath(cluster)
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(sp)))
-	if errors.Is(err, os.ErrNotExist) {
+	data, ok := files[sp]
+	if !ok {
 		gen := "publish/generated/" + cluster
-		if _, gerr := os.Stat(filepath.Join(root, filepath.FromSlash(gen))); gerr == nil {
-			return nil, fmt.Errorf("catalog %s is missing but %s exists: restore it from the catalog's git history (git checkout HEAD~1 -- %s); publish will not guess what was published", sp, gen, sp)
+		for p := range files {
+			if strings.HasPrefix(p, gen+"/") {
+				return nil, fmt.Errorf("catalog %s is missing but %s exists: restore it from the catalog's git history (git checkout HEAD~1 -- %s); publish will not guess what was published", sp, gen, sp)
+			}
 		}
 		return &State{APIVersion: StateAPIVersion, Kind: StateKind}, nil
-	}
-	if err != nil {
-		return nil, err
 	}
 	return ParseState(sp, data)
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -218,42 +217,35 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, []string, 
 		return nil, nil, err
 	}
 	defer tip.Close()
-	dir, err := scratch.MkdirTemp("", "package-catalog")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(dir)
 	files, err := tip.Files("", nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := writeFiles(dir, files); err != nil {
+	cat := render.Files(files)
+	if _, err := migrateCatalog(cat); err != nil {
 		return nil, nil, err
 	}
-	if _, err := migrateCatalog(dir); err != nil {
-		return nil, nil, err
-	}
-	state, err := gitops.ReadState(dir, o.Cluster)
+	state, err := gitops.ReadState(cat, o.Cluster)
 	if err != nil {
 		return nil, nil, inputErr(fmt.Errorf("--catalog %s: %w", o.Catalog.URL, err))
 	}
 	if len(state.Artifacts) == 0 {
 		return nil, nil, inputErr(fmt.Errorf("--catalog %s (branch %s) has nothing published: run publish run into it first, the OCI catalog is rendered from its publish/state.yaml", o.Catalog.URL, o.Catalog.Branch))
 	}
-	if err := render.CheckOverlay(dir, o.Cluster); err != nil {
+	if err := render.CheckOverlay(cat, o.Cluster); err != nil {
 		return nil, nil, inputErr(fmt.Errorf("--cluster %s: %w", o.Cluster, err))
 	}
 	// Rendered afresh (no previous key): whatever rendered/<cluster> the
 	// tip has, the overlay decides.
-	if err := checkout.RemoveAll(dir, render.RenderedDir+"/"+o.Cluster); err != nil {
+	dir := render.RenderedDir + "/" + o.Cluster
+	cat.Replace([]string{dir}, nil)
+	if _, err := target.RenderInto(cat, o.Cluster, o.Render, state.Artifacts, ""); err != nil {
 		return nil, nil, err
 	}
-	if _, err := target.RenderInto(dir, o.Cluster, o.Render, state.Artifacts, ""); err != nil {
-		return nil, nil, err
-	}
-	out, err := dirFiles(filepath.Join(dir, render.RenderedDir, o.Cluster))
-	if err != nil {
-		return nil, nil, err
+	// Paths relative to rendered/<cluster>, as the artifact holds them.
+	out := render.Files{}
+	for p, data := range cat.Under(dir) {
+		out[strings.TrimPrefix(p, dir+"/")] = data
 	}
 	img, err := ocicatalog.BuildFiles(out, render.RenderedDir+"/"+o.Cluster, ocicatalog.Meta{Source: state.Source.Repo, Revision: state.Source.Commit})
 	return img, catalogLocations(out, state.Artifacts), err

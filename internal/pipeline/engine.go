@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/operator-publish/publish/internal/scratch"
 	"io/fs"
 	"os"
 	"path"
@@ -30,8 +29,8 @@ import (
 //     manifests, their state entries, their catalog files), and only they
 //     are rendered, from the Git objects of the tip: the cost grows with
 //     the change, not with the repo;
-//   - full: every manifest is read and the whole tip is written into a
-//     temporary directory, where the target renders everything it needs.
+//   - full: every manifest is read and the whole tip is read into memory,
+//     where the target renders everything it needs.
 //
 // decide chooses the way over facts gathered up front; the way is a
 // catalogReader (reader.go), and nothing else compares the two.
@@ -42,10 +41,10 @@ type scope struct {
 	// ownTip: the scope opened tip and closes it; else the run's clusters
 	// share it (openScopeOn) and the run closes it.
 	ownTip bool
-	// dir is a temporary directory: the tip's whole catalog (full), or
-	// its overlays, the files outside rendered/ and publish/
-	// (incremental).
-	dir string
+	// cat is the catalog in memory that the target renders into: the
+	// tip's whole catalog (full), or its overlays, the files outside
+	// rendered/ and publish/ (incremental).
+	cat render.Files
 	// way is how the scope was read: *fullRead or *incrementalRead.
 	way catalogReader
 	// state is the published state: whole (full), or its header with the
@@ -147,14 +146,8 @@ func (s *scope) openTip(ctx context.Context) error {
 		}
 		s.tip = tip
 	}
-	var err error
-	if s.dir, err = scratch.MkdirTemp("", "catalog"); err != nil {
-		if s.ownTip {
-			s.tip.Close()
-		}
-		return err
-	}
 	tip := s.tip
+	var err error
 	s.oldState, _, err = tip.ReadFile(gitops.StatePath(s.o.Cluster))
 	if err != nil {
 		return err
@@ -163,16 +156,13 @@ func (s *scope) openTip(ctx context.Context) error {
 	return err
 }
 
-// Close removes the temporary directory and closes the tip it opened.
+// Close closes the tip the scope opened (openCatalogScope); a tip the
+// caller gave (openScopeOn) stays open.
 func (s *scope) Close() error {
-	err := os.RemoveAll(s.dir)
 	if !s.ownTip {
-		return err
+		return nil
 	}
-	if cerr := s.tip.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return s.tip.Close()
 }
 
 // incremental reads the scope the incremental way when decide, over the
@@ -291,7 +281,7 @@ func (s *scope) gatherSource(ctx context.Context, so scopeOptions, header *gitop
 }
 
 // catalogFacts fills the facts that depend on the catalog alone, and
-// writes the overlays into dir: also what a retry judges again on the
+// reads the overlays into memory (s.cat): also what a retry judges again on the
 // branch's new tip. It stops at the first fact that forces the full way;
 // when none does, it returns the incremental reader of the tip (its state
 // index and render key; touched still empty).
@@ -335,17 +325,11 @@ func (s *scope) catalogFacts(f *facts) (*incrementalRead, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := render.Write(s.dir, nil, overlay); err != nil {
-		return nil, err
-	}
-	if err := render.CheckOverlay(s.dir, o.Cluster); err != nil {
+	s.cat = overlay
+	if err := render.CheckOverlay(s.cat, o.Cluster); err != nil {
 		return nil, inputErr(err)
 	}
-	k, err := inc.Key(s.dir)
-	if err != nil {
-		return nil, err
-	}
-	if f.keyChanged = o.renderKey(k) != key; f.keyChanged {
+	if f.keyChanged = o.renderKey(inc.Key(s.cat)) != key; f.keyChanged {
 		return nil, nil
 	}
 	return &incrementalRead{idx: idx, key: key}, nil
@@ -498,29 +482,22 @@ func (s *scope) readFull(ctx context.Context, so scopeOptions) error {
 	return err
 }
 
-// readCatalog writes the whole tip into dir, keeping it as r's base, and
-// reads its state; a catalog of the older layout is upgraded in dir
+// readCatalog reads the whole tip into memory (s.cat), keeping it as r's
+// base, and reads its state; a catalog of the older layout is upgraded
 // (migrateCatalog, its changes go into the commit) and a first publish is
 // seeded from the template (prepareCatalog).
 func (s *scope) readCatalog(r *fullRead) error {
 	s.way = r
-	if err := os.RemoveAll(s.dir); err != nil {
+	base, err := s.tip.Files("", nil)
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	r.base = base
+	s.cat = r.base.Clone()
+	if _, err = migrateCatalog(s.cat); err != nil {
 		return err
 	}
-	var err error
-	if r.base, err = s.tip.Files("", nil); err != nil {
-		return err
-	}
-	if err := writeFiles(s.dir, r.base); err != nil {
-		return err
-	}
-	if _, err = migrateCatalog(s.dir); err != nil {
-		return err
-	}
-	s.state, err = prepareCatalog(s.dir, s.tip.Head() == "", s.o, s.tgt)
+	s.state, err = prepareCatalog(s.cat, s.tip.Head() == "", s.o, s.tgt)
 	return err
 }
 
@@ -530,7 +507,6 @@ func (s *scope) readCatalog(r *fullRead) error {
 // incremental way, a new tip whose overlays or state no longer allow it is
 // an error saying to run again (nothing was written).
 func (s *scope) reopen(ctx context.Context) error {
-	os.RemoveAll(s.dir)
 	if err := s.openTip(ctx); err != nil {
 		return err
 	}

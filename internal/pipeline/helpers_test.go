@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"github.com/operator-publish/publish/internal/render"
 	"io"
 	"log"
+	"testing"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -25,9 +27,24 @@ func (c gitCheckout) opts() *git.CheckoutOptions {
 }
 
 func gitopsReadState(dir string) ([]model.ArtifactRecord, error) {
-	s, err := gitops.ReadState(dir, "global")
+	cat, err := render.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := gitops.ReadState(cat, "global")
 	if err != nil {
 		return nil, err
 	}
 	return s.Artifacts, nil
+}
+
+// mustReadDir reads the catalog checkout at dir into memory
+// (render.ReadDir).
+func mustReadDir(t *testing.T, dir string) render.Files {
+	t.Helper()
+	cat, err := render.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }

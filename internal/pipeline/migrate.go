@@ -2,14 +2,11 @@ package pipeline
 
 import (
 	"bytes"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
+	"strings"
 
-	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/render"
 )
@@ -19,87 +16,63 @@ import (
 // publish/generated (docs/design.md#catalog-layout).
 var overlayBaseRE = regexp.MustCompile(`(?m)^(\s*-\s*)(\.\./\.\./\.\./publish/generated)/?(\s*(#.*)?)$`)
 
-// migrateCatalog upgrades, in place, the catalog root dir written before
-// state per cluster: one publish/state.yaml (gitops.LegacyStatePath) and
-// one base publish/generated for every cluster. It writes the state file
-// of every cluster the old one records (gitops.State.Split; an existing
-// one is kept), copies the old base to publish/generated/<cluster> of each
-// (render.GeneratedBase), rewrites every overlay's
+// migrateCatalog upgrades, in place, the catalog cat (in memory) written
+// before state per cluster: one publish/state.yaml (gitops.LegacyStatePath)
+// and one base publish/generated for every cluster. It writes the state
+// file of every cluster the old one records (gitops.State.Split; an
+// existing one is kept), copies the old base to publish/generated/<cluster>
+// of each (render.GeneratedBase), rewrites every overlay's
 // ../../../publish/generated to ../../../publish/generated/<cluster>, and
 // removes the old state file and base. The caller commits the result with
 // the run's render, in one commit. It reports whether anything was
 // upgraded; a catalog already in the current layout is left as it is.
 // Errors: the old state file does not parse (*InputError).
-func migrateCatalog(dir string) (bool, error) {
-	legacy := filepath.Join(dir, filepath.FromSlash(gitops.LegacyStatePath))
-	data, err := os.ReadFile(legacy)
-	if errors.Is(err, fs.ErrNotExist) {
+func migrateCatalog(cat render.Files) (bool, error) {
+	data, ok := cat[gitops.LegacyStatePath]
+	if !ok {
 		return false, nil
-	}
-	if err != nil {
-		return false, err
 	}
 	old, err := gitops.ParseLegacyState(data)
 	if err != nil {
 		return false, inputErr(err)
 	}
 	per := old.Split()
-	genRoot := filepath.Join(dir, filepath.FromSlash(render.GeneratedDir))
+	// The old base: the files directly below publish/generated (its
+	// kustomization) and those of its artifact directories, not the
+	// bases of clusters.
 	oldGen := map[string][]byte{}
-	if _, err := os.Stat(filepath.Join(genRoot, "kustomization.yaml")); err == nil {
-		err := filepath.WalkDir(genRoot, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return err
+	genPrefix := render.GeneratedDir + "/"
+	if _, ok := cat[genPrefix+"kustomization.yaml"]; ok {
+		for p, b := range cat {
+			if rel, ok := strings.CutPrefix(p, genPrefix); ok {
+				oldGen[rel] = b
+				delete(cat, p)
 			}
-			rel, _ := filepath.Rel(genRoot, p)
-			b, err := os.ReadFile(p)
-			oldGen[filepath.ToSlash(rel)] = b
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
-		if err := checkout.RemoveAll(dir, render.GeneratedDir); err != nil {
-			return false, err
 		}
 	}
-	clusters := make([]string, 0, len(per))
-	for c := range per {
-		clusters = append(clusters, c)
-	}
-	sort.Strings(clusters)
-	files := map[string][]byte{}
+	clusters := slices.Sorted(maps.Keys(per))
 	for _, c := range clusters {
-		sp := filepath.Join(dir, filepath.FromSlash(gitops.StatePath(c)))
-		if _, err := os.Stat(sp); err != nil {
+		if _, ok := cat[gitops.StatePath(c)]; !ok {
 			b, err := per[c].Marshal()
 			if err != nil {
 				return false, err
 			}
-			files[gitops.StatePath(c)] = b
+			cat[gitops.StatePath(c)] = b
 		}
 		for rel, b := range oldGen {
-			files[render.GeneratedBase(c)+"/"+rel] = b
+			cat[render.GeneratedBase(c)+"/"+rel] = b
 		}
 	}
-	overlays, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(render.ClustersDir)))
-	for _, o := range overlays {
-		if !o.IsDir() {
+	for p, b := range cat {
+		rest, ok := strings.CutPrefix(p, render.ClustersDir+"/")
+		name, k, nested := strings.Cut(rest, "/")
+		if !ok || !nested || !render.KustomizationNames[k] {
 			continue
 		}
-		for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-			p := render.ClustersDir + "/" + o.Name() + "/" + k
-			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(p)))
-			if err != nil {
-				continue
-			}
-			if nb := overlayBaseRE.ReplaceAll(b, []byte("${1}${2}/"+o.Name()+"${3}")); !bytes.Equal(nb, b) {
-				files[p] = nb
-			}
+		if nb := overlayBaseRE.ReplaceAll(b, []byte("${1}${2}/"+name+"${3}")); !bytes.Equal(nb, b) {
+			cat[p] = nb
 		}
 	}
-	if err := writeFiles(dir, files); err != nil {
-		return false, err
-	}
-	return true, checkout.RemoveAll(dir, gitops.LegacyStatePath)
+	delete(cat, gitops.LegacyStatePath)
+	return true, nil
 }

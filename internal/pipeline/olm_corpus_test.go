@@ -361,7 +361,7 @@ func cloneCatalog(t *testing.T, url string, gs *testenv.GitServer) string {
 
 func readState(t *testing.T, clone string) *gitops.State {
 	t.Helper()
-	st, err := gitops.ReadState(clone, "edge")
+	st, err := gitops.ReadState(mustReadDir(t, clone), "edge")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"github.com/operator-publish/publish/internal/target"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -545,7 +546,7 @@ func TestIncrementalRender(t *testing.T) {
 	full := t.TempDir()
 	copyTree(t, clone, full, func(s string) string { return s })
 	os.RemoveAll(filepath.Join(full, "rendered"))
-	if _, err := RenderInto(full, "global", render.Config{}, state, ""); err != nil {
+	if _, err := target.RenderIntoDir(full, "global", render.Config{}, state, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"rendered/global/tiny/artifact_tiny.yaml", "rendered/global/tiny/artifactversion_tiny.v1.2.0.yaml", "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml"} {
@@ -557,7 +558,7 @@ func TestIncrementalRender(t *testing.T) {
 	}
 	// An overlay change: everything is rendered again with it.
 	os.WriteFile(filepath.Join(clone, "kustomize/clusters/global/kustomization.yaml"), []byte("resources:\n- ../../../publish/generated/global\nlabels:\n- pairs: {site: edge}\n"), 0o644)
-	if _, err := RenderInto(clone, "global", render.Config{}, state, "sha256:old"); err != nil {
+	if _, err := target.RenderIntoDir(clone, "global", render.Config{}, state, "sha256:old"); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := os.ReadFile(filepath.Join(clone, "rendered/global/tiny/artifactversion_tiny.v1.0.0.yaml")); !strings.Contains(string(a), "site: edge") {

@@ -1,16 +1,15 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path"
 	"path/filepath"
-	"sort"
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 )
 
@@ -45,12 +44,12 @@ type catalogReader interface {
 	reread(ctx context.Context, s *scope) error
 }
 
-// fullRead is the full way: every manifest read, the whole tip written
-// into the scope's directory, where the target renders; what differs from
+// fullRead is the full way: every manifest read, the whole tip read into
+// memory (the scope's cat), where the target renders; what differs from
 // base becomes the commit.
 type fullRead struct {
-	// base is what was written into the directory from the tip.
-	base map[string][]byte
+	// base is the tip's catalog as read.
+	base render.Files
 }
 
 func (r *fullRead) render(ctx context.Context, s *scope, next []model.ArtifactRecord, preview bool) ([]catalog.Change, string, string, error) {
@@ -63,31 +62,15 @@ func (r *fullRead) render(ctx context.Context, s *scope, next []model.ArtifactRe
 	var key, warning string
 	var err error
 	if preview {
-		warning, err = s.tgt.Preview(s.dir, next, prevKey)
+		warning, err = s.tgt.Preview(s.cat, next, prevKey)
 	} else {
-		key, err = s.tgt.Render(ctx, s.dir, next, prevKey)
+		key, err = s.tgt.Render(ctx, s.cat, next, prevKey)
 		key = s.o.renderKey(key)
 	}
 	if err != nil {
 		return nil, "", "", err
 	}
-	now, err := dirFiles(s.dir)
-	if err != nil {
-		return nil, "", "", err
-	}
-	var changes []catalog.Change
-	for p, data := range now {
-		if old, ok := r.base[p]; !ok || !bytes.Equal(old, data) {
-			changes = append(changes, catalog.Change{Path: p, Data: data})
-		}
-	}
-	for p := range r.base {
-		if _, ok := now[p]; !ok {
-			changes = append(changes, catalog.Change{Path: p, Delete: true})
-		}
-	}
-	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
-	return changes, key, warning, nil
+	return s.cat.Changes(r.base), key, warning, nil
 }
 
 func (r *fullRead) stateFile(header *gitops.State, next []model.ArtifactRecord) ([]byte, error) {
@@ -118,7 +101,7 @@ type incrementalRead struct {
 }
 
 func (r *incrementalRead) render(_ context.Context, s *scope, next []model.ArtifactRecord, _ bool) ([]catalog.Change, string, string, error) {
-	changes, err := s.tgt.(target.Incremental).RenderArtifacts(s.tip, s.dir, next)
+	changes, err := s.tgt.(target.Incremental).RenderArtifacts(s.tip, s.cat, next)
 	return changes, r.key, "", err
 }
 

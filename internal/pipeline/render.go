@@ -62,12 +62,19 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if err != nil {
 		return render.Changes{}, err
 	}
-	// A catalog of the layout before state per cluster is upgraded in
-	// place, as the first run would (commit it with the render).
-	if _, err := migrateCatalog(o.CatalogDir); err != nil {
+	// The catalog is read into memory, rendered there, and what changed
+	// is written back (render.SyncDir).
+	base, err := render.ReadDir(o.CatalogDir)
+	if err != nil {
 		return render.Changes{}, err
 	}
-	state, err := gitops.ReadState(o.CatalogDir, ro.Cluster)
+	cat := base.Clone()
+	// A catalog of the layout before state per cluster is upgraded in
+	// place, as the first run would (commit it with the render).
+	if _, err := migrateCatalog(cat); err != nil {
+		return render.Changes{}, err
+	}
+	state, err := gitops.ReadState(cat, ro.Cluster)
 	if err != nil {
 		return render.Changes{}, inputErr(err)
 	}
@@ -104,8 +111,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	}
 	next := render.Merge(state.Artifacts, current)
 	if len(state.Artifacts) == 0 {
-		r := &gitops.Repo{Dir: o.CatalogDir}
-		if err := r.Seed(publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+		if err := gitops.Seed(cat, publish.CatalogTemplate, "catalog-repo-template"); err != nil {
 			return render.Changes{}, err
 		}
 	}
@@ -114,8 +120,10 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if k, ok := ts.Rendered[ro.Cluster]; ok {
 		ts.Rendered = map[string]string{ro.Cluster: targetKey(k)}
 	}
-	err = tgt.RenderFromState(o.CatalogDir, next, &ts)
-	return render.Diff(state.Artifacts, next), err
+	if err := tgt.RenderFromState(cat, next, &ts); err != nil {
+		return render.Diff(state.Artifacts, next), err
+	}
+	return render.Diff(state.Artifacts, next), render.SyncDir(o.CatalogDir, base, cat)
 }
 
 // isBareRepo reports whether dir looks like a bare Git repository (HEAD,

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/catalog"
-	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -198,20 +197,4 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// writeFiles writes files (catalog paths) below root, never through a
-// symbolic link nor outside root (checkout.WriteFiles).
-func writeFiles(root string, files map[string][]byte) error {
-	return checkout.WriteFiles(root, files)
-}
-
-// dirFiles reads every regular file below root, by slash-separated path
-// relative to root (symbolic links and .git skipped, as catalog.Dir does).
-func dirFiles(root string) (map[string][]byte, error) {
-	d, err := catalog.OpenDir(root)
-	if err != nil {
-		return nil, err
-	}
-	return d.Files("", nil)
 }

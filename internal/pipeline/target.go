@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"github.com/operator-publish/publish/internal/model"
-	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 )
 
@@ -29,10 +27,4 @@ func (o *Options) newTarget() (target.Target, error) {
 		s.Sign = o.Sign.Sign
 	}
 	return target.New(o.Target, s)
-}
-
-// RenderInto writes publish/generated and rendered/<cluster> of the alauda
-// target into the catalog working tree at root: target.RenderInto.
-func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
-	return target.RenderInto(root, cluster, cfg, arts, prevKey)
 }

@@ -6,15 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -236,7 +232,7 @@ func (e *OverlayError) Error() string {
 func (e *OverlayError) Unwrap() error { return e.Err }
 
 // Build runs kustomize (krusty, in process) on kustomize/clusters/<cluster>
-// of the catalog checkout at root and returns the rendered files:
+// of the catalog cat (in memory: render.Files) and returns the rendered files:
 // rendered/<cluster>/<artifact>/<kind>_<name>.yaml, one object per file;
 // objects that belong to no artifact (added by the overlay) go to
 // rendered/<cluster>/_cluster/. The overlay normally has
@@ -244,25 +240,26 @@ func (e *OverlayError) Unwrap() error { return e.Err }
 //
 // Errors are *OverlayError: a missing overlay, a kustomize failure, two
 // objects with the same file name.
-func Build(root, cluster string) (Files, error) {
-	return BuildOnly(root, cluster, nil)
+func Build(cat Files, cluster string) (Files, error) {
+	return BuildOnly(cat, cluster, nil)
 }
 
 // BuildOnly is Build restricted to the artifacts in only (nil: all): the
 // objects of other artifacts are neither read nor rendered. Objects the
 // overlay adds by itself are rendered either way.
-func BuildOnly(root, cluster string, only map[string]bool) (Files, error) {
-	if err := CheckOverlay(root, cluster); err != nil {
+func BuildOnly(cat Files, cluster string, only map[string]bool) (Files, error) {
+	if err := CheckOverlay(cat, cluster); err != nil {
 		return nil, err
 	}
 	// kustomize checks every new resource against all earlier ones (its
 	// resource map appends in linear time), so one build of N objects costs
 	// N². The generated base is built in chunks of artifacts instead, each
-	// through the same overlay, in an in-memory copy of the catalog: the
-	// cost grows linearly. Overlays transform objects one by one (labels,
-	// patches, prefixes, namespaces), which chunking does not change; what
-	// an overlay adds besides them comes out of every chunk identically.
-	mem, groups, err := loadCatalog(root, cluster, only)
+	// through the same overlay, in an in-memory file system holding the
+	// catalog: the cost grows linearly. Overlays transform objects one by
+	// one (labels, patches, prefixes, namespaces), which chunking does not
+	// change; what an overlay adds besides them comes out of every chunk
+	// identically.
+	mem, groups, err := loadCatalog(cat, cluster, only)
 	if err != nil {
 		return nil, &OverlayError{Cluster: cluster, Err: err}
 	}
@@ -297,62 +294,51 @@ type artifactFiles struct {
 	files []string // relative to publish/generated/<cluster>
 }
 
-// loadCatalog copies the catalog at root into an in-memory file system,
-// except .git, rendered/ and the generated bases of other clusters, and
-// refuses any kustomization in it that names a remote resource
-// (CheckNoRemote): kustomize would fetch it, even from memory; the
-// files of cluster's generated base are returned grouped by artifact
-// directory (and also copied).
-func loadCatalog(root, cluster string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
+// loadCatalog puts the catalog cat into kustomize's in-memory file system,
+// except rendered/ and the generated bases of other clusters, and refuses
+// any kustomization in it that names a remote resource (CheckNoRemote):
+// kustomize would fetch it, even from memory; the files of cluster's
+// generated base are returned grouped by artifact directory (and also
+// put there).
+func loadCatalog(cat Files, cluster string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
 	mem := filesys.MakeFsInMemory()
 	byArtifact := map[string]*artifactFiles{}
-	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedBase(cluster)))
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	genPrefix := GeneratedBase(cluster) + "/"
+	for _, rel := range cat.walkOrder() {
+		data := cat[rel]
+		top, _, _ := strings.Cut(rel, "/")
+		if top == ".git" || top == RenderedDir {
+			continue
 		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == ".git" || rel == RenderedDir {
-				return filepath.SkipDir
+		if d, ok := strings.CutPrefix(rel, GeneratedDir+"/"); ok {
+			if dir, _, nested := strings.Cut(d, "/"); nested && dir != cluster {
+				continue // another cluster's base
 			}
-			if d, ok := strings.CutPrefix(rel, GeneratedDir+"/"); ok && !strings.Contains(d, "/") && d != cluster {
-				return filepath.SkipDir // another cluster's base
-			}
-			return mem.MkdirAll(path.Join(memRoot, rel))
 		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if kustomizationNames[d.Name()] {
+		if KustomizationNames[path.Base(rel)] {
 			if err := CheckNoRemote(rel, data); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
-		if strings.HasPrefix(p, genRoot+string(filepath.Separator)) {
-			g, _ := filepath.Rel(genRoot, p)
-			g = filepath.ToSlash(g)
+		if g, ok := strings.CutPrefix(rel, genPrefix); ok {
 			dir, _, nested := strings.Cut(g, "/")
 			if !nested {
-				return nil // the base's kustomization.yaml: replaced per chunk
+				continue // the base's kustomization.yaml: replaced per chunk
 			}
 			if only != nil && !only[dir] {
-				return nil
+				continue
 			}
 			if byArtifact[dir] == nil {
 				byArtifact[dir] = &artifactFiles{name: dir}
 			}
 			byArtifact[dir].files = append(byArtifact[dir].files, g)
 		}
-		return mem.WriteFile(path.Join(memRoot, rel), data)
-	})
-	if err != nil {
-		return nil, nil, err
+		if err := mem.MkdirAll(path.Dir(path.Join(memRoot, rel))); err != nil {
+			return nil, nil, err
+		}
+		if err := mem.WriteFile(path.Join(memRoot, rel), data); err != nil {
+			return nil, nil, err
+		}
 	}
 	groups := make([]artifactFiles, 0, len(byArtifact))
 	for _, g := range byArtifact {
@@ -413,19 +399,20 @@ func buildChunk(mem filesys.FileSystem, cluster string, files Files) error {
 	return nil
 }
 
-// CheckOverlay reports an *OverlayError when cluster is not a plain name or
-// kustomize/clusters/<cluster> does not exist below root.
-func CheckOverlay(root, cluster string) error {
+// CheckOverlay reports an *OverlayError when cluster is not a plain name,
+// the catalog cat has no kustomize/clusters/<cluster>, or its kustomization
+// names another cluster's generated base.
+func CheckOverlay(cat Files, cluster string) error {
 	if cluster == "" || strings.ContainsAny(cluster, `/\`) || cluster == "." || cluster == ".." {
 		return &OverlayError{Cluster: cluster, Err: errors.New("cluster name must be a plain directory name")}
 	}
-	if _, err := os.Stat(filepath.Join(root, ClustersDir, cluster)); err != nil {
+	if !cat.HasDir(ClustersDir + "/" + cluster) {
 		return &OverlayError{Cluster: cluster, Err: errors.New(MissingOverlayHelp(cluster))}
 	}
 	for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 		p := path.Join(ClustersDir, cluster, k)
-		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
-		if err != nil {
+		data, ok := cat[p]
+		if !ok {
 			continue
 		}
 		for i, l := range strings.Split(string(data), "\n") {
@@ -491,56 +478,31 @@ func toObject(m map[string]any) Object {
 	return out
 }
 
-// Write replaces the files under each of dirs (relative to root) by files:
-// every file under dirs not in files is removed, every file in files is
-// written. Files outside dirs are written without removing anything. Every
-// change stays inside root (checkout.Sync): a symbolic link at or on the
-// way to dirs or files is refused with its path (*checkout.LinkError).
-func Write(root string, dirs []string, files Files) error {
-	return checkout.Sync(root, dirs, files)
-}
-
 // Key identifies everything besides the artifacts that rendering depends
-// on: every file of the catalog outside .git/, rendered/ and publish/ (the
-// overlays and whatever they reference), the cluster and cfg. When the key
-// recorded at the last render is unchanged, only the artifacts whose
-// generated objects changed need rendering again.
-func Key(root, cluster string, cfg Config) (string, error) {
+// on: every file of the catalog cat outside .git/, rendered/ and publish/
+// (the overlays and whatever they reference), the cluster and cfg, hashed
+// in the order a walk of a checkout visits them. When the key recorded at
+// the last render is unchanged, only the artifacts whose generated objects
+// changed need rendering again.
+func Key(cat Files, cluster string, cfg Config) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "render-key/v1\x00%s\x00%s\x00%s\x00%s\x00", cluster, cfg.Namespace, cfg.Library, strings.Join(cfg.ImagePullSecrets, ","))
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, rel := range cat.walkOrder() {
+		switch top, _, _ := strings.Cut(rel, "/"); top {
+		case ".git", RenderedDir, "publish":
+			continue
 		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == ".git" || rel == RenderedDir || rel == "publish" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+		data := cat[rel]
 		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(data))
 		h.Write(data)
-		return nil
-	})
-	if err != nil {
-		return "", err
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // ChangedArtifacts returns the artifacts whose files under
-// publish/generated/<cluster> in gen differ from those on disk below root
+// publish/generated/<cluster> in gen differ from those of the catalog cat
 // (added, changed or removed files).
-func ChangedArtifacts(root, cluster string, gen Files) (map[string]bool, error) {
+func ChangedArtifacts(cat Files, cluster string, gen Files) map[string]bool {
 	changed := map[string]bool{}
 	prefix := GeneratedBase(cluster) + "/"
 	for p, data := range gen {
@@ -549,27 +511,20 @@ func ChangedArtifacts(root, cluster string, gen Files) (map[string]bool, error) 
 		if !ok || !nested {
 			continue
 		}
-		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
-		if err != nil || !bytes.Equal(old, data) {
+		if old, ok := cat[p]; !ok || !bytes.Equal(old, data) {
 			changed[art] = true
 		}
 	}
-	genRoot := filepath.Join(root, filepath.FromSlash(GeneratedBase(cluster)))
-	err := filepath.WalkDir(genRoot, func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+	for p := range cat {
+		rest, ok := strings.CutPrefix(p, prefix)
+		if !ok {
+			continue
 		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if _, ok := gen[rel]; !ok {
-			if art, _, nested := strings.Cut(strings.TrimPrefix(rel, prefix), "/"); nested {
+		if _, ok := gen[p]; !ok {
+			if art, _, nested := strings.Cut(rest, "/"); nested {
 				changed[art] = true
 			}
 		}
-		return nil
-	})
-	return changed, err
+	}
+	return changed
 }

@@ -8,9 +8,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// kustomizationNames are the file names kustomize reads as a
+// KustomizationNames are the file names kustomize reads as a
 // kustomization.
-var kustomizationNames = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
+var KustomizationNames = map[string]bool{"kustomization.yaml": true, "kustomization.yml": true, "Kustomization": true}
 
 // Remote kustomize references, as kustomize's loader recognises them
 // (sigs.k8s.io/kustomize/api/internal/git.NewRepoSpecFromURL and

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"github.com/operator-publish/publish/internal/checkout"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,7 +42,7 @@ func TestBuildFetchesNothingRemote(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := Write(root, []string{GeneratedBase("global")}, gen); err != nil {
+			if err := checkout.Sync(root, []string{GeneratedBase("global")}, gen); err != nil {
 				t.Fatal(err)
 			}
 			p := filepath.Join(root, filepath.FromSlash(tc.file))
@@ -63,7 +64,7 @@ func TestBuildFetchesNothingRemote(t *testing.T) {
 			if err := os.WriteFile(p, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Build(root, "global")
+			_, err = Build(mustReadDir(t, root), "global")
 			var re *RemoteError
 			if !errors.As(err, &re) || re.Path != tc.file || re.Entry != tc.entry || !strings.Contains(err.Error(), "vendor them into the catalog") {
 				t.Errorf("Build: %v; want a *RemoteError naming %s and %q", err, tc.file, tc.entry)

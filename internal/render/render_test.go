@@ -2,6 +2,7 @@ package render
 
 import (
 	"flag"
+	"github.com/operator-publish/publish/internal/checkout"
 	"os"
 	"path/filepath"
 	"sort"
@@ -85,17 +86,17 @@ func TestRenderGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := Write(root, []string{GeneratedBase(cluster)}, gen); err != nil {
+		if err := checkout.Sync(root, []string{GeneratedBase(cluster)}, gen); err != nil {
 			t.Fatal(err)
 		}
 		for p, data := range gen {
 			all[p] = data
 		}
-		files, err := Build(root, cluster)
+		files, err := Build(mustReadDir(t, root), cluster)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, _ := Build(root, cluster)
+		again, _ := Build(mustReadDir(t, root), cluster)
 		for p, data := range files {
 			if string(again[p]) != string(data) {
 				t.Errorf("%s differs between two builds", p)
@@ -132,7 +133,7 @@ func TestRenderGolden(t *testing.T) {
 }
 
 func TestBuildMissingOverlay(t *testing.T) {
-	_, err := Build(t.TempDir(), "nowhere")
+	_, err := Build(Files{}, "nowhere")
 	if err == nil || !strings.Contains(err.Error(), "kustomize/clusters/nowhere") {
 		t.Fatalf("got %v", err)
 	}
@@ -189,4 +190,14 @@ func copyDir(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// mustReadDir reads the catalog checkout at root (ReadDir).
+func mustReadDir(t *testing.T, root string) Files {
+	t.Helper()
+	files, err := ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"errors"
+	"github.com/operator-publish/publish/internal/checkout"
 	"strings"
 	"testing"
 
@@ -21,10 +22,10 @@ func TestBuildObjectTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Write(root, []string{GeneratedBase("global")}, gen); err != nil {
+	if err := checkout.Sync(root, []string{GeneratedBase("global")}, gen); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Build(root, "global")
+	_, err = Build(mustReadDir(t, root), "global")
 	var se *lint.ObjectSizeError
 	var oe *OverlayError
 	if !errors.As(err, &se) || !errors.As(err, &oe) || !strings.Contains(err.Error(), "rendered/global/") || !strings.Contains(err.Error(), "256 KiB") {

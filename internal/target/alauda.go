@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -27,23 +25,23 @@ func (*alauda) Kustomize() bool  { return true }
 
 func (*alauda) Prepare(context.Context, Env, []*model.Version, *gitops.State) error { return nil }
 
-func (t *alauda) Render(_ context.Context, root string, arts []model.ArtifactRecord, prevKey string) (string, error) {
-	return RenderInto(root, t.s.Cluster, t.s.Render, arts, prevKey)
+func (t *alauda) Render(_ context.Context, cat render.Files, arts []model.ArtifactRecord, prevKey string) (string, error) {
+	return RenderInto(cat, t.s.Cluster, t.s.Render, arts, prevKey)
 }
 
-func (t *alauda) Preview(root string, arts []model.ArtifactRecord, prevKey string) (string, error) {
-	_, err := RenderInto(root, t.s.Cluster, t.s.Render, arts, prevKey)
+func (t *alauda) Preview(cat render.Files, arts []model.ArtifactRecord, prevKey string) (string, error) {
+	_, err := RenderInto(cat, t.s.Cluster, t.s.Render, arts, prevKey)
 	return "", err
 }
 
-func (t *alauda) RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error {
-	_, err := RenderInto(root, t.s.Cluster, t.s.Render, arts, state.Rendered[t.s.Cluster])
+func (t *alauda) RenderFromState(cat render.Files, arts []model.ArtifactRecord, state *gitops.State) error {
+	_, err := RenderInto(cat, t.s.Cluster, t.s.Render, arts, state.Rendered[t.s.Cluster])
 	return err
 }
 
-// RenderInto writes publish/generated/<cluster> and rendered/<cluster> for arts (the
-// merged list, tombstones included) into the catalog working tree at root,
-// and returns the render key (render.Key) to record in the state.
+// RenderInto writes publish/generated/<cluster> and rendered/<cluster> for
+// arts (the merged list, tombstones included) into the catalog cat, in
+// memory, and returns the render key (render.Key) to record in the state.
 //
 // When prevKey, the key recorded when rendered/<cluster> was last written,
 // equals the current key (same overlays, same configuration), only the
@@ -51,28 +49,21 @@ func (t *alauda) RenderFromState(root string, arts []model.ArtifactRecord, state
 // files of rendered/<cluster> stay as they are. Otherwise everything is
 // rendered. Errors from the overlay, and rendered objects the CRDs reject
 // (render.Validate), are *model.InputError.
-func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
+func RenderInto(cat render.Files, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
 	gen, err := render.Generated(cluster, cfg, arts)
 	if err != nil {
 		return "", model.Input(err)
 	}
-	key, err := render.Key(root, cluster, cfg)
-	if err != nil {
-		return "", err
-	}
+	key := render.Key(cat, cluster, cfg)
 	var only map[string]bool
-	if _, statErr := os.Stat(filepath.Join(root, render.RenderedDir, cluster)); prevKey != "" && prevKey == key && statErr == nil {
-		if only, err = render.ChangedArtifacts(root, cluster, gen); err != nil {
-			return "", err
-		}
+	if prevKey != "" && prevKey == key && cat.HasDir(render.RenderedDir+"/"+cluster) {
+		only = render.ChangedArtifacts(cat, cluster, gen)
 	}
-	if err := render.Write(root, []string{render.GeneratedBase(cluster)}, gen); err != nil {
-		return "", err
-	}
+	cat.Replace([]string{render.GeneratedBase(cluster)}, gen)
 	if only != nil && len(only) == 0 {
 		return key, nil // nothing to render again
 	}
-	out, err := render.BuildOnly(root, cluster, only)
+	out, err := render.BuildOnly(cat, cluster, only)
 	if err != nil {
 		return "", model.Input(err)
 	}
@@ -87,12 +78,13 @@ func RenderInto(root, cluster string, cfg render.Config, arts []model.ArtifactRe
 		}
 		sort.Strings(dirs)
 	}
-	return key, render.Write(root, dirs, out)
+	cat.Replace(dirs, out)
+	return key, nil
 }
 
-// Key implements Incremental: render.Key of the overlays in root.
-func (t *alauda) Key(root string) (string, error) {
-	return render.Key(root, t.s.Cluster, t.s.Render)
+// Key implements Incremental: render.Key of the overlays in cat.
+func (t *alauda) Key(cat render.Files) string {
+	return render.Key(cat, t.s.Cluster, t.s.Render)
 }
 
 // RenderArtifacts implements Incremental: it generates the objects of arts,
@@ -101,7 +93,7 @@ func (t *alauda) Key(root string) (string, error) {
 // and rendered/<cluster> are replaced, and the generated kustomization is
 // spliced (render.SpliceGenerated). The result equals what RenderInto
 // leaves in a checkout of the whole tip, for the same records.
-func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.ArtifactRecord) ([]catalog.Change, error) {
+func (t *alauda) RenderArtifacts(view catalog.View, overlays render.Files, arts []model.ArtifactRecord) ([]catalog.Change, error) {
 	cluster := t.s.Cluster
 	gen, err := render.Generated(cluster, t.s.Render, arts)
 	if err != nil {
@@ -124,7 +116,7 @@ func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.Ar
 		}
 		if !sameFiles(old, now) {
 			changed[a.Name] = true
-			changes = append(changes, replaceDir(dir, old, now)...)
+			changes = append(changes, now.Changes(old)...)
 			for p, data := range now {
 				regen[p] = data
 			}
@@ -149,11 +141,10 @@ func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.Ar
 		return sortChanges(changes), nil
 	}
 	// The overlay builds the changed artifacts from their generated files
-	// alone (render.BuildOnly), next to the overlays already in root.
-	if err := render.Write(root, []string{render.GeneratedBase(cluster)}, regen); err != nil {
-		return nil, err
-	}
-	out, err := render.BuildOnly(root, t.s.Cluster, changed)
+	// alone (render.BuildOnly), beside the overlays.
+	cat := overlays.Clone()
+	cat.Replace([]string{render.GeneratedBase(cluster)}, regen)
+	out, err := render.BuildOnly(cat, t.s.Cluster, changed)
 	if err != nil {
 		return nil, model.Input(err)
 	}
@@ -173,7 +164,7 @@ func (t *alauda) RenderArtifacts(view catalog.View, root string, arts []model.Ar
 				now[p] = data
 			}
 		}
-		changes = append(changes, replaceDir(dir, old, now)...)
+		changes = append(changes, now.Changes(old)...)
 	}
 	// What the overlay adds by itself comes out again; it changes only
 	// with the overlay, whose key is unchanged, but is compared anyway.
@@ -205,25 +196,23 @@ func sameFiles(a, b map[string][]byte) bool {
 	return true
 }
 
-// replaceDir returns the changes that turn the files old below a directory
-// into now: removals of the files gone, writes of the files new or
-// changed.
-func replaceDir(dir string, old, now map[string][]byte) []catalog.Change {
-	var out []catalog.Change
-	for p := range old {
-		if _, ok := now[p]; !ok {
-			out = append(out, catalog.Change{Path: p, Delete: true})
-		}
-	}
-	for p, data := range now {
-		if o, ok := old[p]; !ok || !bytes.Equal(o, data) {
-			out = append(out, catalog.Change{Path: p, Data: data})
-		}
-	}
-	return out
-}
-
 func sortChanges(cs []catalog.Change) []catalog.Change {
 	sort.Slice(cs, func(i, j int) bool { return cs[i].Path < cs[j].Path })
 	return cs
+}
+
+// RenderIntoDir is RenderInto on the catalog checkout at root: the catalog
+// read into memory (render.ReadDir), rendered there, and what changed
+// written back (render.SyncDir); nothing is written when the render fails.
+func RenderIntoDir(root, cluster string, cfg render.Config, arts []model.ArtifactRecord, prevKey string) (string, error) {
+	base, err := render.ReadDir(root)
+	if err != nil {
+		return "", err
+	}
+	cat := base.Clone()
+	key, err := RenderInto(cat, cluster, cfg, arts, prevKey)
+	if err != nil {
+		return "", err
+	}
+	return key, render.SyncDir(root, base, cat)
 }

@@ -5,9 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -343,7 +340,7 @@ func (t *olmTarget) catalogRef() (name.Tag, error) {
 // Render builds the catalog image from every present version of arts,
 // pushes it, and points rendered/<cluster>/catalogsource.yaml at it by
 // digest; the key is "olm <image by digest>".
-func (t *olmTarget) Render(ctx context.Context, root string, arts []model.ArtifactRecord, _ string) (string, error) {
+func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.ArtifactRecord, _ string) (string, error) {
 	if t.mc == nil {
 		return "", errors.New("olm target: the bundles were not read")
 	}
@@ -427,7 +424,7 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 		}
 		rules[p.Name] = olm.Merge(rs...)
 	}
-	if err := t.writeObjects(root, digest.String(), arts, rules); err != nil {
+	if err := t.writeObjects(cat, digest.String(), arts, rules); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
@@ -435,33 +432,30 @@ func (t *olmTarget) Render(ctx context.Context, root string, arts []model.Artifa
 
 // Preview renders nothing: the catalog image is built and pushed by run,
 // and the CatalogSource and ClusterCatalog change with its digest only.
-func (t *olmTarget) Preview(string, []model.ArtifactRecord, string) (string, error) {
+func (t *olmTarget) Preview(render.Files, []model.ArtifactRecord, string) (string, error) {
 	return "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold", nil
 }
 
 // RenderFromState renders the CatalogSource from the catalog image
 // recorded in publish/state.yaml (no registry access, so the catalog image
 // is not rebuilt). The installer rules of the ClusterExtensions are the
-// ones the last run rendered into root (installerRulesAt): deriving them
+// ones the last run rendered into cat (installerRulesAt): deriving them
 // needs the bundles.
-func (t *olmTarget) RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error {
+func (t *olmTarget) RenderFromState(cat render.Files, arts []model.ArtifactRecord, state *gitops.State) error {
 	key := state.Rendered[t.s.Cluster]
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeObjects(root, strings.TrimPrefix(key, olmKeyPrefix), arts, nil)
+	return t.writeObjects(cat, strings.TrimPrefix(key, olmKeyPrefix), arts, nil)
 }
 
 // installerRulesAt reads the rules of the ClusterRole and Role
 // <name>-installer from the ClusterExtension file a run rendered into
-// root for e; false when there is none.
-func (t *olmTarget) installerRulesAt(root string, e olm.ExtensionOptions, file string) (olm.InstallerRules, bool, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
-	if errors.Is(err, fs.ErrNotExist) {
+// the catalog cat for e; false when there is none.
+func (t *olmTarget) installerRulesAt(cat render.Files, e olm.ExtensionOptions, file string) (olm.InstallerRules, bool, error) {
+	data, ok := cat[file]
+	if !ok {
 		return olm.InstallerRules{}, false, nil
-	}
-	if err != nil {
-		return olm.InstallerRules{}, false, err
 	}
 	name := e.Name
 	if name == "" {
@@ -501,9 +495,9 @@ func (t *olmTarget) installerRulesAt(root string, e olm.ExtensionOptions, file s
 // images the present versions of arts need.
 //
 // rules are the installer rules of each package whose ClusterExtension
-// derives them; nil takes them from the files already in root
+// derives them; nil takes them from the files already in cat
 // (RenderFromState).
-func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules) error {
+func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules) error {
 	o := t.s.OLM
 	v0, v1, err := o.kinds()
 	if err != nil {
@@ -549,7 +543,7 @@ func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord
 				if rules != nil {
 					e.Rules = rules[e.Package]
 				} else {
-					r, ok, err := t.installerRulesAt(root, e, p)
+					r, ok, err := t.installerRulesAt(cat, e, p)
 					if err != nil {
 						return err
 					}
@@ -573,7 +567,8 @@ func (t *olmTarget) writeObjects(root, image string, arts []model.ArtifactRecord
 	if err := t.redirection(files, dir, node, arts); err != nil {
 		return err
 	}
-	return render.Write(root, []string{dir, node}, files)
+	cat.Replace([]string{dir, node}, files)
+	return nil
 }
 
 // Files of the image redirection.

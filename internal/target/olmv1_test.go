@@ -27,7 +27,7 @@ func renderedFiles(t *testing.T, o OLMOptions) map[string]string {
 	}
 	root := t.TempDir()
 	state := &gitops.State{Rendered: map[string]string{"edge": "olm registry.local/olm/catalog@" + testDigest}}
-	if err := tg.RenderFromState(root, nil, state); err != nil {
+	if err := renderFromStateDir(tg, root, nil, state); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
@@ -113,7 +113,7 @@ func TestOLMInstallerFromState(t *testing.T) {
 	}
 	state := &gitops.State{Rendered: map[string]string{"edge": "olm registry.local/olm/catalog@" + testDigest}}
 	root := t.TempDir()
-	if err := tg.RenderFromState(root, nil, state); err == nil || !strings.Contains(err.Error(), "publish run --target olm") || !strings.Contains(err.Error(), "installerRBAC: cluster-admin") {
+	if err := renderFromStateDir(tg, root, nil, state); err == nil || !strings.Contains(err.Error(), "publish run --target olm") || !strings.Contains(err.Error(), "installerRBAC: cluster-admin") {
 		t.Fatalf("no rules rendered yet: %v", err)
 	}
 	// What a run rendered: the rules come back as they were.
@@ -132,7 +132,7 @@ func TestOLMInstallerFromState(t *testing.T) {
 	if err := os.WriteFile(p, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := tg.RenderFromState(root, nil, state); err != nil {
+	if err := renderFromStateDir(tg, root, nil, state); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(p); string(got) != string(want) {

@@ -40,7 +40,7 @@ func TestOLMImageRedirection(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
-	if err := tg.RenderFromState(root, arts, state); err != nil {
+	if err := renderFromStateDir(tg, root, arts, state); err != nil {
 		t.Fatal(err)
 	}
 	want := "node-config/edge/containerd/certs.d/ghcr.io/hosts.toml,node-config/edge/containerd/certs.d/quay.io/hosts.toml,node-config/edge/crio/registries.conf.d/50-operator-publish.conf," +
@@ -54,7 +54,7 @@ func TestOLMImageRedirection(t *testing.T) {
 	}
 
 	arts[0].Versions[1].Present = false // delist 1.1.0: its tag-named helper goes
-	if err := tg.RenderFromState(root, arts, state); err != nil {
+	if err := renderFromStateDir(tg, root, arts, state); err != nil {
 		t.Fatal(err)
 	}
 	want = "node-config/edge/containerd/certs.d/quay.io/hosts.toml,node-config/edge/crio/registries.conf.d/50-operator-publish.conf," +
@@ -64,7 +64,7 @@ func TestOLMImageRedirection(t *testing.T) {
 	}
 
 	plain, _ := New(OLM, Settings{Cluster: "edge"})
-	if err := plain.RenderFromState(root, arts, state); err != nil {
+	if err := renderFromStateDir(plain, root, arts, state); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(list(), ","); got != "rendered/edge/catalogsource.yaml" {

@@ -152,16 +152,17 @@ type Target interface {
 	// other versions (state is publish/state.yaml before the run).
 	Prepare(ctx context.Context, env Env, vs []*model.Version, state *gitops.State) error
 	// Render writes rendered/<cluster> for arts (the merged artifacts,
-	// tombstones included) into the catalog working tree root, and
-	// returns the render key to record in publish/state.yaml. prevKey is
-	// the key recorded by the last publish.
-	Render(ctx context.Context, root string, arts []model.ArtifactRecord, prevKey string) (key string, err error)
-	// Preview renders into root what `publish plan` can show without any
+	// tombstones included) into the catalog cat, in memory (the branch
+	// tip's files, seeded and upgraded), and returns the render key to
+	// record in publish/state.yaml. prevKey is the key recorded by the
+	// last publish.
+	Render(ctx context.Context, cat render.Files, arts []model.ArtifactRecord, prevKey string) (key string, err error)
+	// Preview renders into cat what `publish plan` can show without any
 	// registry write, and returns the warning the plan adds ("" for none).
-	Preview(root string, arts []model.ArtifactRecord, prevKey string) (warning string, err error)
+	Preview(cat render.Files, arts []model.ArtifactRecord, prevKey string) (warning string, err error)
 	// RenderFromState is `publish render`: rendered/<cluster> from arts and
-	// publish/state.yaml, without registry access.
-	RenderFromState(root string, arts []model.ArtifactRecord, state *gitops.State) error
+	// publish/state.yaml, without registry access, into the catalog cat.
+	RenderFromState(cat render.Files, arts []model.ArtifactRecord, state *gitops.State) error
 }
 
 // Incremental is implemented by a target whose objects of one artifact
@@ -172,16 +173,17 @@ type Target interface {
 // always rendered whole.
 type Incremental interface {
 	Target
-	// Key returns the render key of the overlays in root (a directory that
-	// holds at least the catalog's files outside rendered/ and publish/):
-	// while it equals the key the last publish recorded, only changed
-	// artifacts need rendering.
-	Key(root string) (string, error)
+	// Key returns the render key of the overlays in cat (a catalog that
+	// holds at least its files outside rendered/ and publish/): while it
+	// equals the key the last publish recorded, only changed artifacts
+	// need rendering.
+	Key(cat render.Files) string
 	// RenderArtifacts returns the changes (paths relative to the catalog
 	// root, sorted) that make the catalog of view hold the render of arts,
 	// the merged records of the artifacts a change touches; every other
-	// artifact is left as it is. root is a directory holding the catalog's
-	// overlays, where the target may write what it builds from. Errors
-	// from the overlay and objects the CRDs reject are *model.InputError.
-	RenderArtifacts(view catalog.View, root string, arts []model.ArtifactRecord) ([]catalog.Change, error)
+	// artifact is left as it is. overlays holds the catalog's files
+	// outside rendered/ and publish/, which the render builds through (it
+	// is not changed). Errors from the overlay and objects the CRDs reject
+	// are *model.InputError.
+	RenderArtifacts(view catalog.View, overlays render.Files, arts []model.ArtifactRecord) ([]catalog.Change, error)
 }

@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +28,7 @@ import (
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -152,21 +156,16 @@ clusters:
 		if err := tg.Check(); err != nil {
 			t.Fatal(err)
 		}
-		root := t.TempDir()
-		if err := tg.RenderFromState(root, arts, state); err != nil {
+		cat := render.Files{}
+		if err := tg.RenderFromState(cat, arts, state); err != nil {
 			t.Fatal(err)
 		}
-		dir := filepath.Join(root, "rendered", cluster)
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, u := range objects(t, e.Name(), data) {
+		for _, p := range slices.Sorted(maps.Keys(cat.Under("rendered/" + cluster))) {
+			data := cat[p]
+			for _, u := range objects(t, path.Base(p), data) {
 				kinds[u.GetKind()]++
 				if err := k.apply(ctx, u, true); err != nil {
-					t.Errorf("%s/%s: %s %s refused by the dry run: %v\n%s", cluster, e.Name(), u.GetKind(), u.GetName(), err, data)
+					t.Errorf("%s/%s: %s %s refused by the dry run: %v\n%s", cluster, path.Base(p), u.GetKind(), u.GetName(), err, data)
 				}
 			}
 		}
