@@ -220,8 +220,8 @@ type checker struct {
 	dir  string
 	// cat is the catalog read into memory for the render (catalog), once.
 	cat render.Files
-	log  io.Writer
-	v    *crdcheck.Validator
+	log io.Writer
+	v   *crdcheck.Validator
 	// rendered is the render key the state files record per cluster.
 	rendered map[string]string
 }
