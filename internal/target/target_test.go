@@ -34,7 +34,7 @@ func TestLookup(t *testing.T) {
 // TestOLMCheck: a bad olm setting is an input error naming the cluster's
 // publish.yaml entry; alauda has nothing to check.
 func TestOLMCheck(t *testing.T) {
-	tg, _ := New(OLM, Settings{Cluster: "edge", OLM: OLMOptions{CatalogImage: "registry.local/catalog@sha256:00"}})
+	tg, _ := New(OLM, Settings{Cluster: "edge", Own: OLMOptions{CatalogImage: "registry.local/catalog@sha256:00"}})
 	var ie *model.InputError
 	if err := tg.Check(); !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish.yaml clusters.edge.olm") {
 		t.Errorf("olm check: %v", err)
