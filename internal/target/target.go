@@ -46,9 +46,9 @@ const Default = Alauda
 
 // kinds registers the targets by name.
 var kinds = map[string]Kind{
-	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true}},
+	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true, RenderFromCatalog: true}},
 	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true},
-		Decode: decodeOLM, Schema: reflect.TypeFor[olmBlock]()},
+		Decode: decodeOLM, Schema: reflect.TypeFor[olmBlock](), KeyPrefix: olmKeyPrefix},
 }
 
 // Kind is a registered target: its name, what it can do, how to read its
@@ -73,6 +73,10 @@ type Kind struct {
 	// (yaml struct tags): internal/config takes the field names of an
 	// unknown field's "did you mean" from it.
 	Schema reflect.Type
+	// KeyPrefix starts every render key the target records in
+	// publish/state.yaml ("" when its keys have none): RenderedBy tells by
+	// it which target rendered a cluster.
+	KeyPrefix string
 }
 
 // Block is a target's own block of one cluster in publish.yaml, as
@@ -122,6 +126,18 @@ func (e *BlockError) Error() string {
 // report UsesOLMv1 (internal/config).
 type OLMv1 interface{ UsesOLMv1() bool }
 
+// RenderedBy returns the target that recorded the render key key
+// (publish/state.yaml rendered.<cluster>): the one whose KeyPrefix starts
+// it, else Default (whose keys have no prefix; "" too).
+func RenderedBy(key string) Kind {
+	for _, k := range kinds {
+		if k.KeyPrefix != "" && strings.HasPrefix(key, k.KeyPrefix) {
+			return k
+		}
+	}
+	return kinds[Default]
+}
+
 // Capabilities are what commands other than run and plan ask of a target,
 // instead of comparing its name.
 type Capabilities struct {
@@ -132,6 +148,11 @@ type Capabilities struct {
 	// CatalogImage: the target pushes an image of its own (the olm
 	// catalog image), which --cosign-key signs even without --oci.
 	CatalogImage bool
+	// RenderFromCatalog: rendered/<cluster> can be rendered again from the
+	// catalog alone (its overlays and publish/state), which `publish
+	// check` does to compare it with what is committed. The olm target's
+	// objects name a catalog image by digest that only a run builds.
+	RenderFromCatalog bool
 }
 
 // Lookup returns the target registered as name ("" is Default). An unknown

@@ -47,3 +47,19 @@ func TestOLMCheck(t *testing.T) {
 		t.Errorf("alauda: %v %v %v", err, a.Images(), a.Kustomize())
 	}
 }
+
+// TestRenderedBy: a render key names the target that recorded it by its
+// prefix (the olm target's "olm <catalog image>"), else the default, and
+// only the default renders again from the catalog alone (publish check).
+func TestRenderedBy(t *testing.T) {
+	for key, want := range map[string]string{
+		"olm registry.local/olm/catalog@sha256:" + strings.Repeat("a", 64): OLM,
+		"":       Alauda,
+		"0f3c9a": Alauda,
+	} {
+		k := RenderedBy(key)
+		if k.Name != want || k.Caps.RenderFromCatalog != (want == Alauda) {
+			t.Errorf("RenderedBy(%q): %s %+v, want %s", key, k.Name, k.Caps, want)
+		}
+	}
+}
