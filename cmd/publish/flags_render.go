@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/operator-publish/publish/internal/target"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/spf13/pflag"
 )
 
@@ -44,7 +44,9 @@ type renderSettings struct {
 	// Caps are the target's capabilities (target.Kind).
 	Caps   target.Capabilities
 	Render render.Config
-	OLM    pipeline.OLMOptions
+	// TargetSettings are the target's own settings, from its block of
+	// publish.yaml clusters.<cluster> (config.TargetSettings; nil: none).
+	TargetSettings any
 	// Include, Exclude and DstRegistry are publish.yaml
 	// clusters.<cluster>'s (pipeline.ClusterOptions).
 	Include, Exclude []string
@@ -58,7 +60,7 @@ type renderSettings struct {
 // clusterOptions is the pipeline's view of rs, with its OCI reference.
 func (rs renderSettings) clusterOptions(oci string) pipeline.ClusterOptions {
 	return pipeline.ClusterOptions{
-		Name: rs.Cluster, Target: rs.Target, OLM: rs.OLM, OCI: oci, Render: rs.Render,
+		Name: rs.Cluster, Target: rs.Target, TargetSettings: rs.TargetSettings, OCI: oci, Render: rs.Render,
 		Include: rs.Include, Exclude: rs.Exclude, DstRegistry: rs.DstRegistry,
 		Delivery: rs.Delivery, PullRequest: rs.PullRequest,
 	}
@@ -110,14 +112,14 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 		rc.ImagePullSecrets = cs.ImagePullSecrets
 	}
 	return renderSettings{
-		Cluster:     cluster,
-		Target:      k.Name,
-		Caps:        k.Caps,
-		Render:      rc,
-		OLM:         cfg.ClusterOLM(cluster).TargetOptions(),
-		Include:     cs.Include,
-		Exclude:     cs.Exclude,
-		DstRegistry: cs.DstRegistry,
+		Cluster:        cluster,
+		Target:         k.Name,
+		Caps:           k.Caps,
+		Render:         rc,
+		TargetSettings: cfg.TargetSettings(cluster, k.Name),
+		Include:        cs.Include,
+		Exclude:        cs.Exclude,
+		DstRegistry:    cs.DstRegistry,
 	}, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -301,9 +302,10 @@ lint:
 		t.Fatal(err)
 	}
 	po := p.o.Options
-	if po.Target != "olm" || po.Target != ro.Target || po.Cluster != ro.Cluster || po.OLM.Source.PollInterval != "1h" ||
+	olmOf := func(o *pipeline.Options) target.OLMOptions { s, _ := o.TargetSettings.(target.OLMOptions); return s }
+	if po.Target != "olm" || po.Target != ro.Target || po.Cluster != ro.Cluster || olmOf(&po).Source.PollInterval != "1h" || olmOf(ro).Source.PollInterval != "1h" ||
 		po.Render.Namespace != "from-file" || po.Render.Namespace != ro.Render.Namespace {
-		t.Errorf("push: target %q cluster %q olm %+v render %+v; run: %q %q %+v", po.Target, po.Cluster, po.OLM, po.Render, ro.Target, ro.Cluster, ro.Render)
+		t.Errorf("push: target %q cluster %q olm %+v render %+v; run: %q %q %+v %+v", po.Target, po.Cluster, po.TargetSettings, po.Render, ro.Target, ro.Cluster, ro.TargetSettings, ro.Render)
 	}
 	if po.OCI != "registry.example.com/platform/operator-catalog" || po.OCI != ro.OCI {
 		t.Errorf("push oci %q, run %q", po.OCI, ro.OCI)

@@ -75,7 +75,7 @@ artifactversions (app.alauda.io) in --namespace (docs/after-sync.md).`,
 				}
 			}
 			var o pipeline.Options
-			o.Cluster, o.Target, o.Render = rs.Cluster, rs.Target, rs.Render
+			o.Cluster, o.Target, o.TargetSettings, o.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
 			o.Log = inv.log
 			reg := registryFlags{dst: &dst, tls: &tls, retry: &retry}
 			if err := reg.apply(&o.Mirror); err != nil {

@@ -70,7 +70,7 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 			return err
 		}
 		po := &o.Options
-		po.Cluster, po.Target, po.OLM, po.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
+		po.Cluster, po.Target, po.TargetSettings, po.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
 		po.Lint = inv.lintConfig()
 		if po.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
 			return err

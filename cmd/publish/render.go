@@ -44,7 +44,7 @@ mirrors nothing and commits nothing; use it to preview an overlay change.
 				ch, err := pipeline.Render(cmd.Context(), pipeline.RenderOptions{
 					Source: source.source, PackagesDir: source.packagesDir, CatalogDir: catalogDir, Cluster: rs.Cluster,
 					Render: rs.Render, DstRegistry: reg, PlainHTTP: tls.plainHTTP,
-					Target: rs.Target, OLM: rs.OLM, Include: rs.Include, Exclude: rs.Exclude,
+					Target: rs.Target, TargetSettings: rs.TargetSettings, Include: rs.Include, Exclude: rs.Exclude,
 				})
 				if err != nil {
 					if len(all) > 1 {

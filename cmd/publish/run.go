@@ -84,7 +84,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	}
 	rs := all[0]
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
-	o.Cluster, o.Target, o.OLM, o.Render = rs.Cluster, rs.Target, rs.OLM, rs.Render
+	o.Cluster, o.Target, o.TargetSettings, o.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
 	o.Lint = inv.lintConfig()
 	if p.oci != nil {
 		if o.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/spf13/pflag"
 )
 
@@ -58,8 +59,8 @@ clusters:
 		if c.Target != tc.want {
 			t.Errorf("%v PUBLISH_TARGET=%q: target %q, want %q", tc.args, tc.env, c.Target, tc.want)
 		}
-		if c.Target == "olm" && c.Cluster == "edge" && c.OLM.Source.PollInterval != "1h" {
-			t.Errorf("olm settings of edge not read: %+v", c.OLM)
+		if o, _ := c.TargetSettings.(target.OLMOptions); c.Target == "olm" && c.Cluster == "edge" && o.Source.PollInterval != "1h" {
+			t.Errorf("olm settings of edge not read: %+v", c.TargetSettings)
 		}
 	}
 	t.Setenv("PUBLISH_TARGET", "")

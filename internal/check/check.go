@@ -31,6 +31,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/source/diff"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // Rule IDs of the findings check reports (lint.Finding.Rule).
@@ -358,14 +359,16 @@ func (c *checker) generatedBase(base string) error {
 	return nil
 }
 
-// olmRendered reports whether the cluster's state file records it as
-// rendered by the olm target (its render key starts with "olm ").
-func (c *checker) olmRendered(cluster string) bool {
-	return strings.HasPrefix(c.rendered[cluster], "olm ")
+// renderedOffline reports whether the target that rendered the cluster,
+// as its state file's render key tells (target.RenderedBy), can render it
+// again from the catalog alone (target.Capabilities.RenderFromCatalog).
+func (c *checker) renderedOffline(cluster string) bool {
+	return target.RenderedBy(c.rendered[cluster]).Caps.RenderFromCatalog
 }
 
-// notOLM is why a cluster of the olm target is not re-rendered.
-const notOLM = "rendered by the olm target (publish/state/): its CatalogSource names the catalog image by digest, which only a run that builds and pushes the image can render; not checked"
+// notOffline is why a cluster that only a run can render (the olm
+// target's, the one target that cannot) is not re-rendered.
+const notOffline = "rendered by the olm target (publish/state/): its CatalogSource names the catalog image by digest, which only a run that builds and pushes the image can render; not checked"
 
 func subdirs(dir string) (map[string]bool, error) {
 	out := map[string]bool{}
@@ -418,8 +421,8 @@ func (c *checker) clusters() ([]Cluster, error) {
 	for n := range names {
 		cl := Cluster{Name: n}
 		switch {
-		case c.olmRendered(n):
-			cl.Skipped = notOLM
+		case !c.renderedOffline(n):
+			cl.Skipped = notOffline
 		case !overlays[n]:
 			cl.Skipped = fmt.Sprintf("no overlay %s/%s: not checked", render.ClustersDir, n)
 			c.add(lint.Finding{Rule: RuleNoOverlay, Severity: lint.Warning, Path: render.RenderedDir + "/" + n,

@@ -6,7 +6,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/operator-publish/publish/internal/target"
 )
+
+// olmSettings returns the settings the olm target decoded from
+// clusters.<cluster>.olm of c.
+func olmSettings(t *testing.T, c *Config, cluster string) target.OLMOptions {
+	t.Helper()
+	o, ok := c.TargetSettings(cluster, target.OLM).(target.OLMOptions)
+	if !ok {
+		t.Fatalf("clusters.%s.olm: settings %T, want target.OLMOptions", cluster, c.TargetSettings(cluster, target.OLM))
+	}
+	return o
+}
 
 func TestClustersTarget(t *testing.T) {
 	p := filepath.Join(t.TempDir(), FileName)
@@ -30,15 +43,26 @@ clusters:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Target("edge") != TargetOLM || c.Target("global") != TargetAlauda || c.Target("other") != "" {
+	if c.Target("edge") != target.OLM || c.Target("global") != target.Alauda || c.Target("other") != "" {
 		t.Errorf("targets: edge %q, global %q, other %q", c.Target("edge"), c.Target("global"), c.Target("other"))
 	}
-	o := c.ClusterOLM("edge")
-	if o.CatalogImage != "registry.local/olm/catalog" || o.CatalogSource.PollInterval != "30m" || len(o.Images) != 1 {
+	o := olmSettings(t, c, "edge")
+	if o.CatalogImage != "registry.local/olm/catalog" || o.Source.PollInterval != "30m" || len(o.Images) != 1 {
 		t.Errorf("olm settings: %+v", o)
 	}
 	if (*Config)(nil).Target("edge") != "" {
 		t.Error("nil config has a target")
+	}
+	if c.TargetSettings("global", target.OLM) != nil || (*Config)(nil).TargetSettings("edge", target.OLM) != nil {
+		t.Error("settings of a cluster without an olm block")
+	}
+	// An empty block is the defaults.
+	c, err = Parse(p, []byte("apiVersion: "+APIVersion+"\nkind: "+Kind+"\nclusters:\n  edge:\n    target: olm\n    olm:\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := olmSettings(t, c, "edge"); o.CatalogImage != "" || o.UsesOLMv1() {
+		t.Errorf("empty olm block: %+v", o)
 	}
 
 	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
@@ -71,7 +95,7 @@ clusters:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.ClusterOLM("edge").TargetOptions().BundleFormat; got != "olm.bundle.object" {
+	if got := olmSettings(t, c, "edge").BundleFormat; got != "olm.bundle.object" {
 		t.Errorf("bundle format %q", got)
 	}
 	os.WriteFile(p, []byte(`apiVersion: publish.operator-publish.io/v1alpha1
@@ -120,7 +144,7 @@ clusters:
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := c.ClusterOLM("edge").TargetOptions()
+	o := olmSettings(t, c, "edge")
 	if !o.UsesOLMv1() || o.ClusterCatalog.PollIntervalMinutes != 30 || len(o.Extensions) != 1 || o.Extensions[0].ServiceAccount != "etcd-installer" || o.Extensions[0].Version != ">=0.9.0 <1" {
 		t.Errorf("olm v1 settings: %+v", o)
 	}

@@ -70,22 +70,18 @@ type Config struct {
 	Path string `yaml:"-"`
 }
 
-// Targets: what a cluster runs.
-const (
-	// TargetAlauda publishes Artifact and ArtifactVersion objects (the
-	// default).
-	TargetAlauda = target.Alauda
-	// TargetOLM publishes to upstream OLM: a file-based catalog image and a
-	// CatalogSource (internal/olm).
-	TargetOLM = target.OLM
-)
-
 // Cluster is the publish.yaml entry of one cluster.
 type Cluster struct {
-	// Target is TargetAlauda (default) or TargetOLM; --target wins.
+	// Target is what the cluster runs: the name of a registered target
+	// (internal/target: alauda, the default, or olm); --target wins.
 	Target string `yaml:"target,omitempty"`
-	// OLM configures the olm target.
-	OLM OLM `yaml:"olm,omitempty"`
+	// Blocks are the cluster's keys that are not the fields below, as
+	// written: each must name a target that reads a block of its own
+	// (target.Kind.Decode; the olm target's catalog image, CatalogSource,
+	// ClusterCatalog…). Parse has the target decode and check it, whatever
+	// the cluster's target (--target may choose another), and keeps what
+	// it returns (TargetSettings).
+	Blocks map[string]yaml.Node `yaml:",inline"`
 	// OCI, when set, makes `publish run` (and `publish push --catalog`)
 	// push rendered/<cluster> as the OCI catalog (internal/ocicatalog) to
 	// this reference, REGISTRY/REPOSITORY[:TAG] (default tag: the cluster
@@ -117,6 +113,10 @@ type Cluster struct {
 	// PullRequest configures the pull request of a cluster whose delivery
 	// is pull-request.
 	PullRequest PullRequest `yaml:"pullRequest,omitempty"`
+
+	// own holds the settings each target's Decode returned for its block
+	// of Blocks, by target name (set by Parse).
+	own map[string]any
 }
 
 // PullRequest is the publish.yaml clusters.<name>.pullRequest entry.
@@ -186,95 +186,6 @@ func (c *Config) DefaultClusters() []string {
 	return out
 }
 
-// OLM configures the upstream OLM target of a cluster. Every field is
-// optional.
-type OLM struct {
-	// CatalogImage is the repository, with an optional tag (default: the
-	// cluster name), the catalog image is pushed to, e.g.
-	// registry.local/olm/catalog. Default: olm/publish-catalog below
-	// --dst-registry.
-	CatalogImage string `yaml:"catalogImage,omitempty"`
-	// BaseImage is the opm image the catalog is built on, as published
-	// upstream (default quay.io/operator-framework/opm:v1.60.0); it is
-	// mirrored to the destination like a related image and read from there.
-	BaseImage string `yaml:"baseImage,omitempty"`
-	// Images are OLM's own images (olm, opm, configmap-operator-registry…)
-	// to mirror along, so that OLM itself can be installed from the
-	// destination registry.
-	Images []string `yaml:"images,omitempty"`
-	// CatalogSource sets the rendered CatalogSource.
-	CatalogSource CatalogSource `yaml:"catalogSource,omitempty"`
-	// BundleFormat is how the catalog's olm.bundle entries carry the
-	// bundles' manifests: olm.csv.metadata (the default; what `opm render
-	// --migrate-level bundle-object-to-csv-metadata` writes, required by
-	// OpenShift 4.17 and later) or olm.bundle.object (one property per
-	// manifest, for older OLM releases).
-	BundleFormat string `yaml:"bundleFormat,omitempty"`
-	// CatalogKinds are the objects that point the cluster at the catalog
-	// image: CatalogSource (OLM v0, the default), ClusterCatalog (OLM v1)
-	// or both.
-	CatalogKinds []string `yaml:"catalogKinds,omitempty"`
-	// ClusterCatalog sets the rendered ClusterCatalog.
-	ClusterCatalog ClusterCatalog `yaml:"clusterCatalog,omitempty"`
-	// ClusterExtensions are rendered beside the ClusterCatalog, one per
-	// package to install.
-	ClusterExtensions []ClusterExtension `yaml:"clusterExtensions,omitempty"`
-	// ImageRedirection are the files rendered to make the nodes pull the
-	// mirrored images from the destination registry: ImageDigestMirrorSet,
-	// ImageTagMirrorSet (OpenShift; in rendered/<cluster>/), containerd,
-	// CRI-O (node files, in node-config/<cluster>/). None by default.
-	ImageRedirection []string `yaml:"imageRedirection,omitempty"`
-}
-
-// ClusterCatalog configures the rendered ClusterCatalog
-// (olm.operatorframework.io/v1).
-type ClusterCatalog struct {
-	Name string `yaml:"name,omitempty"` // default operator-publish
-	// PollIntervalMinutes, when set, names the catalog image by its tag
-	// and has catalogd poll it every so many minutes; default: by digest,
-	// no polling (the CRD forbids polling a digest).
-	PollIntervalMinutes int   `yaml:"pollIntervalMinutes,omitempty"`
-	Priority            int32 `yaml:"priority,omitempty"` // spec.priority
-}
-
-// ClusterExtension configures one rendered ClusterExtension
-// (olm.operatorframework.io/v1), installing a package of the catalog.
-type ClusterExtension struct {
-	Package   string   `yaml:"package"`            // the artifact name
-	Name      string   `yaml:"name,omitempty"`     // default the package
-	Namespace string   `yaml:"namespace"`          // where it is installed; must exist
-	Channels  []string `yaml:"channels,omitempty"` // default any
-	Version   string   `yaml:"version,omitempty"`  // a version or range, e.g. ">=1.2.0 <2.0.0"
-	// ServiceAccount, for operator-controller before v1.11, which installs
-	// with it: a ServiceAccount of that name is rendered too, with the RBAC
-	// InstallerRBAC says. v1.11 and later ignore it.
-	ServiceAccount string `yaml:"serviceAccount,omitempty"`
-	// InstallerRBAC is what the service account is granted: "bundle" (the
-	// default) the rules derived from the package's bundles,
-	// "cluster-admin" cluster-admin (docs/olm.md).
-	InstallerRBAC string `yaml:"installerRBAC,omitempty"`
-	// WatchNamespace is spec.config.inline.watchNamespace, for a bundle
-	// without the AllNamespaces install mode: the install namespace
-	// (OwnNamespace) or another one (SingleNamespace).
-	WatchNamespace string `yaml:"watchNamespace,omitempty"`
-
-	// where is the entry's file:line in publish.yaml (set by Parse).
-	where string
-}
-
-// CatalogSource configures the rendered CatalogSource
-// (operators.coreos.com/v1alpha1).
-type CatalogSource struct {
-	Name        string `yaml:"name,omitempty"`        // default operator-publish
-	Namespace   string `yaml:"namespace,omitempty"`   // default olm
-	DisplayName string `yaml:"displayName,omitempty"` // spec.displayName
-	Publisher   string `yaml:"publisher,omitempty"`   // spec.publisher
-	// PollInterval is spec.updateStrategy.registryPoll.interval (a
-	// duration such as 10m); none by default ("off" too), as the image is
-	// named by digest, which a poll never finds changed.
-	PollInterval string `yaml:"pollInterval,omitempty"`
-}
-
 // Target returns the target publish.yaml sets for cluster ("" when none).
 func (c *Config) Target(cluster string) string {
 	if c == nil {
@@ -283,12 +194,15 @@ func (c *Config) Target(cluster string) string {
 	return c.Clusters[cluster].Target
 }
 
-// ClusterOLM returns the OLM settings of cluster (zero when none).
-func (c *Config) ClusterOLM(cluster string) OLM {
+// TargetSettings returns the settings of the target named name for
+// cluster, as the target's Kind.Decode read them from
+// clusters.<cluster>.<name> (of a type the target's file knows); nil when
+// the cluster has no such block (the target's defaults) or c is nil.
+func (c *Config) TargetSettings(cluster, name string) any {
 	if c == nil {
-		return OLM{}
+		return nil
 	}
-	return c.Clusters[cluster].OLM
+	return c.Clusters[cluster].own[name]
 }
 
 // ClusterOCI returns the OCI catalog reference publish.yaml sets for
@@ -369,16 +283,15 @@ func Parse(path string, data []byte) (*Config, error) {
 	if c.APIVersion != APIVersion || c.Kind != Kind {
 		return nil, &Error{Path: path, Line: 1, Msg: fmt.Sprintf("apiVersion/kind is %q/%q, want %s/%s", c.APIVersion, c.Kind, APIVersion, Kind)}
 	}
-	for name, cl := range c.Clusters {
+	for _, name := range c.ClusterNames() {
+		cl := c.Clusters[name]
 		if _, err := target.Lookup(cl.Target); err != nil {
 			return nil, &Error{Path: path, Line: clusterLine(data, name), Msg: fmt.Sprintf("clusters.%s.%v", name, err)}
 		}
-		if err := checkOLM(path, data, name, cl.OLM); err != nil {
+		if err := decodeBlocks(path, data, name, &cl); err != nil {
 			return nil, err
 		}
-		for i := range cl.OLM.ClusterExtensions { // the slice is the map entry's
-			cl.OLM.ClusterExtensions[i].where = fmt.Sprintf("%s:%d", path, line(data, "clusters", name, "olm", "clusterExtensions", fmt.Sprint(i)))
-		}
+		c.Clusters[name] = cl
 		for field, ps := range map[string][]string{"include": cl.Include, "exclude": cl.Exclude} {
 			for _, p := range ps {
 				if _, err := pathpkg.Match(p, ""); err != nil || p == "" {

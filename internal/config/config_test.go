@@ -81,6 +81,8 @@ func TestUnknownFieldPathAndSuggestion(t *testing.T) {
 		{"clusters:\n  edge:\n    namspace: x\n", `publish.yaml:5: unknown field clusters.edge.namspace: did you mean namespace?`},
 		{"dstPassword: secret\n", `publish.yaml:3: unknown field dstPassword: credentials are not read from publish.yaml: set PUBLISH_DST_PASSWORD`},
 		{"zzz: 1\n", `publish.yaml:3: unknown field zzz is not a publish.yaml field`},
+		{"clusters:\n  edge:\n    olmm:\n      bundleFormat: x\n", `publish.yaml:5: unknown field clusters.edge.olmm: did you mean olm?`},
+		{"clusters:\n  edge:\n    zzz: 1\n", `publish.yaml:5: unknown field clusters.edge.zzz is not a publish.yaml field`},
 	} {
 		p := filepath.Join(t.TempDir(), "publish.yaml")
 		if err := os.WriteFile(p, []byte(head+tc.body), 0o644); err != nil {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/target"
 	yaml "go.yaml.in/yaml/v4"
 )
 
@@ -88,7 +89,8 @@ func keyPath(data []byte, name string, line int) []string {
 
 // fieldsAt returns the YAML field names of the struct that path (keys
 // from the root of t; map keys and [i] step into the element) leads to,
-// nil when it leads to no struct.
+// nil when it leads to no struct. A cluster's fields include the blocks
+// of the targets (blockNames), whose fields are their Kind.Schema's.
 func fieldsAt(t reflect.Type, path []string) []string {
 	for _, seg := range path {
 		for t.Kind() == reflect.Pointer {
@@ -99,6 +101,12 @@ func fieldsAt(t reflect.Type, path []string) []string {
 			t = t.Elem()
 		case reflect.Struct:
 			f, ok := structField(t, seg)
+			if !ok && t == reflect.TypeFor[Cluster]() {
+				// A target's own block (Cluster.Blocks): its Schema.
+				if k, err := target.Lookup(seg); err == nil && k.Schema != nil {
+					f, ok = k.Schema, true
+				}
+			}
 			if !ok {
 				return nil
 			}
@@ -115,6 +123,9 @@ func fieldsAt(t reflect.Type, path []string) []string {
 	}
 	var out []string
 	eachField(t, func(name string, _ reflect.Type) { out = append(out, name) })
+	if t == reflect.TypeFor[Cluster]() {
+		out = append(out, blockNames()...)
+	}
 	return out
 }
 

@@ -28,12 +28,12 @@ type ClusterOptions struct {
 	// rendered/<name>, its generated base publish/generated/<name> and
 	// its state file publish/state/<name>.yaml.
 	Name string
-	// Target, OLM, OCI and Render are as Options' fields of the same
-	// names, for this cluster.
-	Target string
-	OLM    OLMOptions
-	OCI    string
-	Render render.Config
+	// Target, TargetSettings, OCI and Render are as Options' fields of
+	// the same names, for this cluster.
+	Target         string
+	TargetSettings any
+	OCI            string
+	Render         render.Config
 	// DstRegistry, when set, is the cluster's destination registry
 	// (HOST[:PORT][/PREFIX]) instead of Options.Mirror.DstRegistry. Images
 	// are mirrored once per distinct destination in a run.
@@ -88,17 +88,18 @@ func (c ClusterOptions) checkPatterns() error {
 }
 
 // clusterList returns the clusters of the run: Options.Clusters, or the
-// one cluster that Cluster, Target, OLM, OCI and Render describe.
+// one cluster that Cluster, Target, TargetSettings, OCI and Render
+// describe.
 func (o *Options) clusterList() []ClusterOptions {
 	if len(o.Clusters) > 0 {
 		return o.Clusters
 	}
-	return []ClusterOptions{{Name: o.Cluster, Target: o.Target, OLM: o.OLM, OCI: o.OCI, Render: o.Render}}
+	return []ClusterOptions{{Name: o.Cluster, Target: o.Target, TargetSettings: o.TargetSettings, OCI: o.OCI, Render: o.Render}}
 }
 
 // forCluster returns the options of one cluster of the run.
 func (o Options) forCluster(c ClusterOptions) Options {
-	o.Cluster, o.Target, o.OLM, o.OCI, o.Render = c.Name, c.Target, c.OLM, c.OCI, c.Render
+	o.Cluster, o.Target, o.TargetSettings, o.OCI, o.Render = c.Name, c.Target, c.TargetSettings, c.OCI, c.Render
 	if c.DstRegistry != "" {
 		// The flags' credentials belong to --dst-registry's host: a
 		// cluster's own destination host takes the docker config's only

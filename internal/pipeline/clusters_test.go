@@ -20,6 +20,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -276,7 +277,7 @@ func TestRunClustersTargets(t *testing.T) {
 		Clusters: []ClusterOptions{
 			{Name: "a"},
 			{Name: "c", Exclude: []string{"tiny"}, DstRegistry: dst2 + "/m2"},
-			{Name: "edge", Target: TargetOLM, Include: []string{"tiny"}, OLM: OLMOptions{
+			{Name: "edge", Target: target.OLM, Include: []string{"tiny"}, TargetSettings: target.OLMOptions{
 				BaseImage: f.src + "/operator-framework/opm:v1.60.0",
 				Images:    []string{f.src + "/operator-framework/olm:v0.38.0"},
 				Source:    olm.SourceOptions{PollInterval: "30m"},
@@ -298,13 +299,13 @@ func TestRunClustersTargets(t *testing.T) {
 		return err == nil
 	}
 	for p, want := range map[string]bool{
-		"rendered/a/tiny/artifact_tiny.yaml":    true,
-		"rendered/a/other/artifact_other.yaml":  true,
-		"rendered/c/tiny/artifact_tiny.yaml":    false,
-		"rendered/c/other/artifact_other.yaml":  true,
-		"rendered/edge/" + CatalogSourceFile:    true,
-		"rendered/edge/tiny/artifact_tiny.yaml": false,
-		"publish/state/edge.yaml":               true,
+		"rendered/a/tiny/artifact_tiny.yaml":        true,
+		"rendered/a/other/artifact_other.yaml":      true,
+		"rendered/c/tiny/artifact_tiny.yaml":        false,
+		"rendered/c/other/artifact_other.yaml":      true,
+		"rendered/edge/" + target.CatalogSourceFile: true,
+		"rendered/edge/tiny/artifact_tiny.yaml":     false,
+		"publish/state/edge.yaml":                   true,
 	} {
 		if has(p) != want {
 			t.Errorf("%s: exists %v, want %v", p, !want, want)

@@ -129,7 +129,7 @@ func TestRunOLMCorpus(t *testing.T) {
 	opts := Options{
 		Source:  source,
 		Cluster: "edge",
-		Target:  TargetOLM,
+		Target:  target.OLM,
 		Lint:    cfg.Lint,
 		Mirror: mirror.Options{
 			DstRegistry: dst.Host + "/mirror", CAFile: ca, Concurrency: 4,
@@ -137,7 +137,7 @@ func TestRunOLMCorpus(t *testing.T) {
 			Dst: mirror.Credentials{Username: dst.Username, Password: dst.Password},
 		},
 		Catalog: gitops.Options{URL: catalogURL, Branch: "main", Username: gs.Username, Password: gs.Password},
-		OLM: OLMOptions{
+		TargetSettings: target.OLMOptions{
 			BaseImage:    src.Host + "/operator-framework/opm:v1.60.0",
 			Images:       []string{src.Host + "/operator-framework/olm:v0.38.0"},
 			CatalogKinds: []string{target.KindCatalogSource, target.KindClusterCatalog},
@@ -155,7 +155,7 @@ func TestRunOLMCorpus(t *testing.T) {
 
 	// The CatalogSource in the catalog repo.
 	clone := cloneCatalog(t, catalogURL, gs)
-	data, err := os.ReadFile(filepath.Join(clone, "rendered", "edge", CatalogSourceFile))
+	data, err := os.ReadFile(filepath.Join(clone, "rendered", "edge", target.CatalogSourceFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestRunOLMCorpus(t *testing.T) {
 		t.Fatalf("delist run: commit %q, changes %+v", res.Commit, res.Changes)
 	}
 	clone = cloneCatalog(t, catalogURL, gs)
-	data, err = os.ReadFile(filepath.Join(clone, "rendered", "edge", CatalogSourceFile))
+	data, err = os.ReadFile(filepath.Join(clone, "rendered", "edge", target.CatalogSourceFile))
 	if err != nil {
 		t.Fatal(err)
 	}

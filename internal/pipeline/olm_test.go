@@ -18,6 +18,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/target"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,11 +37,11 @@ func (f *fixture) runOLMLog(t *testing.T) (*Result, string) {
 		Log:        slog.New(slog.NewTextHandler(&log, nil)),
 		Source:     f.source,
 		Cluster:    "edge",
-		Target:     TargetOLM,
+		Target:     target.OLM,
 		Mirror:     mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 		Catalog:    catalogOpts(f.catalog),
 		AllowEmpty: true,
-		OLM: OLMOptions{
+		TargetSettings: target.OLMOptions{
 			BaseImage: f.src + "/operator-framework/opm:v1.60.0",
 			Images:    []string{f.src + "/operator-framework/olm:v0.38.0"},
 			Source:    olm.SourceOptions{PollInterval: "30m"},
@@ -56,7 +57,7 @@ func (f *fixture) runOLMLog(t *testing.T) (*Result, string) {
 // returns its olm.package names and olm.bundle images.
 func (f *fixture) catalogBundles(t *testing.T) (pkgs, images []string) {
 	t.Helper()
-	cs := f.catalogFile(t, "rendered/edge/"+CatalogSourceFile)
+	cs := f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile)
 	if err := olm.ValidateCatalogSource([]byte(cs)); err != nil {
 		t.Fatalf("CatalogSource against the OLM CRD: %v\n%s", err, cs)
 	}
@@ -130,7 +131,7 @@ func TestRunOLMTarget(t *testing.T) {
 		t.Fatalf("first run: commit %q changes %+v", res.Commit, res.Changes)
 	}
 	for _, p := range res.Files {
-		if strings.HasPrefix(p, "rendered/") && p != "rendered/edge/"+CatalogSourceFile {
+		if strings.HasPrefix(p, "rendered/") && p != "rendered/edge/"+target.CatalogSourceFile {
 			t.Errorf("an olm cluster gets only its CatalogSource in rendered/, not %s", p)
 		}
 	}
@@ -180,20 +181,20 @@ func TestRenderOLMTarget(t *testing.T) {
 	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	f.runOLM(t)
-	before := f.catalogFile(t, "rendered/edge/"+CatalogSourceFile)
+	before := f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile)
 
 	clone := t.TempDir()
 	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: f.catalog, ReferenceName: "refs/heads/main"}); err != nil {
 		t.Fatal(err)
 	}
 	opts := RenderOptions{
-		Source: f.source, CatalogDir: clone, Cluster: "edge", Target: TargetOLM,
-		OLM: OLMOptions{Source: olm.SourceOptions{PollInterval: "5m"}},
+		Source: f.source, CatalogDir: clone, Cluster: "edge", Target: target.OLM,
+		TargetSettings: target.OLMOptions{Source: olm.SourceOptions{PollInterval: "5m"}},
 	}
 	if _, err := Render(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := os.ReadFile(filepath.Join(clone, "rendered", "edge", CatalogSourceFile))
+	after, _ := os.ReadFile(filepath.Join(clone, "rendered", "edge", target.CatalogSourceFile))
 	if want := strings.Replace(before, "interval: 30m", "interval: 5m", 1); string(after) != want {
 		t.Errorf("rendered CatalogSource:\n%s\nwant:\n%s", after, want)
 	}
@@ -218,10 +219,10 @@ func TestRenderOLMTarget(t *testing.T) {
 func TestRunOLMBadSettings(t *testing.T) {
 	f := newFixture(t)
 	_, err := Run(context.Background(), Options{
-		Source: f.source, Cluster: "edge", Target: TargetOLM,
-		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-		Catalog: catalogOpts(f.catalog),
-		OLM:     OLMOptions{Source: olm.SourceOptions{PollInterval: "soon"}, CatalogImage: "registry.local/catalog@sha256:00"},
+		Source: f.source, Cluster: "edge", Target: target.OLM,
+		Mirror:         mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+		Catalog:        catalogOpts(f.catalog),
+		TargetSettings: target.OLMOptions{Source: olm.SourceOptions{PollInterval: "soon"}, CatalogImage: "registry.local/catalog@sha256:00"},
 	})
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "clusters.edge.olm") || !strings.Contains(err.Error(), "poll interval") || !strings.Contains(err.Error(), "catalogImage") {

@@ -11,6 +11,7 @@ import (
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // pushOwnNamespaceOnly replaces tiny v's bundle at the source by one whose
@@ -45,10 +46,10 @@ func TestOLMv1InstallMode(t *testing.T) {
 	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
 	opts := func(watch string) Options {
 		return Options{
-			Source: f.source, Cluster: "edge", Target: TargetOLM,
+			Source: f.source, Cluster: "edge", Target: target.OLM,
 			Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 			Catalog: catalogOpts(f.catalog),
-			OLM: OLMOptions{
+			TargetSettings: target.OLMOptions{
 				BaseImage:    f.src + "/operator-framework/opm:v1.60.0",
 				CatalogKinds: []string{"ClusterCatalog"},
 				Extensions:   []olm.ExtensionOptions{{Package: "tiny", Namespace: "tiny", WatchNamespace: watch, Where: "publish.yaml:12"}},

@@ -87,9 +87,12 @@ type Options struct {
 	// warnings at level Warn; nil discards them.
 	Log *slog.Logger
 	// Target names what the cluster runs (internal/target: "alauda", the
-	// default, or "olm"); OLM configures the olm target.
-	Target string
-	OLM    OLMOptions
+	// default, or "olm"); TargetSettings are the target's own settings
+	// (target.Settings.Own: config.TargetSettings of the cluster's block
+	// of publish.yaml, or a value of the target's type; nil: its
+	// defaults).
+	Target         string
+	TargetSettings any
 	// OCI, when set, is the OCI catalog reference of the cluster
 	// (REGISTRY/REPOSITORY[:TAG], default tag the cluster; --oci, or
 	// publish.yaml clusters.<cluster>.oci): rendered/<cluster> of the new
@@ -107,9 +110,9 @@ type Options struct {
 	SourceCommitOverride, SourceRepoOverride string
 	// Clusters, when set, are the clusters the run serves, each with its
 	// settings (publish run with no --cluster: every cluster of
-	// publish.yaml); Cluster, Target, OLM, OCI and Render are then not
-	// used. Empty: the one cluster those fields describe. `publish run`
-	// makes one commit for all of them.
+	// publish.yaml); Cluster, Target, TargetSettings, OCI and Render are
+	// then not used. Empty: the one cluster those fields describe.
+	// `publish run` makes one commit for all of them.
 	Clusters []ClusterOptions
 	// Declared are the clusters publish.yaml declares (nil: none, or no
 	// publish.yaml): a rendered/<cluster> of another cluster is kept as it

@@ -26,10 +26,10 @@ type RenderOptions struct {
 	// publish/state.yaml; known artifacts keep their recorded registry.
 	DstRegistry string
 	PlainHTTP   bool
-	// Target and OLM as in Options: the olm target renders the
+	// Target and TargetSettings as in Options: the olm target renders the
 	// CatalogSource from the catalog image recorded in publish/state.yaml.
-	Target string
-	OLM    OLMOptions
+	Target         string
+	TargetSettings any
 	// Include and Exclude select the cluster's artifacts
 	// (ClusterOptions).
 	Include, Exclude []string
@@ -42,7 +42,7 @@ type RenderOptions struct {
 func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	ro := Options{Source: o.Source, PackagesDir: o.PackagesDir, Cluster: o.Cluster}
 	ro.defaults()
-	ro.Target, ro.OLM, ro.Render = o.Target, o.OLM, o.Render
+	ro.Target, ro.TargetSettings, ro.Render = o.Target, o.TargetSettings, o.Render
 	tgt, err := ro.newTarget()
 	if err != nil {
 		return render.Changes{}, err

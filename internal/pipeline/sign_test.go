@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/sign"
+	"github.com/operator-publish/publish/internal/target"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"sigs.k8s.io/yaml"
 )
@@ -32,17 +33,17 @@ func TestRunOLMTargetSigned(t *testing.T) {
 	}
 	var log bytes.Buffer
 	if _, err := Run(context.Background(), Options{
-		Log: slog.New(slog.NewTextHandler(&log, nil)), Source: f.source, Cluster: "edge", Target: TargetOLM,
+		Log: slog.New(slog.NewTextHandler(&log, nil)), Source: f.source, Cluster: "edge", Target: target.OLM,
 		Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog),
-		OLM:  OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.60.0", Images: []string{f.src + "/operator-framework/olm:v0.38.0"}},
-		Sign: sign.ImageSigner{Key: key},
+		TargetSettings: target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.60.0", Images: []string{f.src + "/operator-framework/olm:v0.38.0"}},
+		Sign:           sign.ImageSigner{Key: key},
 	}); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
 	var cs struct {
 		Spec struct{ Image string } `json:"spec"`
 	}
-	if err := yaml.Unmarshal([]byte(f.catalogFile(t, "rendered/edge/"+CatalogSourceFile)), &cs); err != nil {
+	if err := yaml.Unmarshal([]byte(f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile)), &cs); err != nil {
 		t.Fatal(err)
 	}
 	d, ok := mustRef(t, cs.Spec.Image).(name.Digest)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -55,8 +54,8 @@ const (
 // publish/state.yaml: "olm <catalog image>@sha256:...".
 const olmKeyPrefix = "olm "
 
-// OLMOptions configures the olm target (publish.yaml
-// clusters.<cluster>.olm).
+// OLMOptions configures the olm target: its Settings.Own, decoded from
+// publish.yaml clusters.<cluster>.olm (decodeOLM) or built in code.
 type OLMOptions struct {
 	// CatalogImage is the repository[:tag] the catalog image is pushed to;
 	// default olm/publish-catalog below the destination registry, tag the
@@ -114,11 +113,18 @@ func (o OLMOptions) UsesOLMv1() bool {
 	return v1
 }
 
+// olmSettings are the settings of an olm target: the generic ones and its
+// own (Settings.Own).
+type olmSettings struct {
+	Settings
+	OLM OLMOptions
+}
+
 // olmTarget publishes to upstream OLM: a file-based catalog image holding
 // every present version, pushed to the destination registry, and
 // rendered/<cluster>/catalogsource.yaml pointing at it by digest.
 type olmTarget struct {
-	s  Settings
+	s  olmSettings
 	mc *mirror.Client // set by Prepare
 	// bundles holds the bundle of every present version read in this run.
 	bundles map[model.Key]*bundle.Bundle
@@ -129,72 +135,35 @@ type olmTarget struct {
 	where map[model.Key]string
 }
 
-func newOLM(s Settings) Target { return &olmTarget{s: s} }
+// newOLM makes the olm target of s: s.Own is nil (the defaults) or an
+// OLMOptions (decodeOLM's value, or one built in code); any other type is
+// a caller's bug, and panics.
+func newOLM(s Settings) Target {
+	t := &olmTarget{s: olmSettings{Settings: s}}
+	switch o := s.Own.(type) {
+	case nil:
+	case OLMOptions:
+		t.s.OLM = o
+	default:
+		panic(fmt.Sprintf("olm target: settings of type %T, want target.OLMOptions", s.Own))
+	}
+	return t
+}
 
 func (*olmTarget) Kustomize() bool { return false }
 
-func (t *olmTarget) base() string {
-	if t.s.OLM.BaseImage != "" {
-		return t.s.OLM.BaseImage
-	}
-	return DefaultOPMImage
-}
+func (t *olmTarget) base() string { return t.s.OLM.base() }
 
-// Check checks the settings before any side effect: a wrong poll interval
-// or image reference in publish.yaml stops the run before anything is
-// mirrored.
+// Check checks the settings before any side effect, all of them with
+// problems (the rules publish.yaml was held to, for settings built in
+// code) and referenceProblems: a wrong poll interval or image reference
+// stops the run before anything is mirrored. The error is an input error
+// naming publish.yaml clusters.<cluster>.olm, each problem on a line.
 func (t *olmTarget) Check() error {
-	var errs []error
 	o := t.s.OLM
-	so := o.Source
-	so.Image = "example.invalid/catalog@sha256:" + strings.Repeat("0", 64)
-	v0, v1, err := o.kinds()
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if v0 {
-		if _, err := olm.CatalogSource(so); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if v1 {
-		co := o.ClusterCatalog
-		co.Image = so.Image
-		if co.PollIntervalMinutes > 0 {
-			co.Image = "example.invalid/catalog:" + t.s.Cluster
-		}
-		if _, err := olm.ClusterCatalog(co); err != nil {
-			errs = append(errs, fmt.Errorf("clusterCatalog: %w", err))
-		}
-	}
-	if len(o.Extensions) > 0 && !v1 {
-		errs = append(errs, fmt.Errorf("clusterExtensions need catalogKinds to include %s", KindClusterCatalog))
-	}
-	for i, e := range o.Extensions {
-		if _, err := olm.ClusterExtension(e); err != nil {
-			errs = append(errs, fmt.Errorf("clusterExtensions[%d]: %w", i, err))
-		}
-	}
-	for _, k := range o.Redirect {
-		if !slices.Contains(olm.RedirectKinds, k) {
-			errs = append(errs, fmt.Errorf("imageRedirection: %q: want some of %s", k, strings.Join(olm.RedirectKinds, ", ")))
-		}
-	}
-	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
-		errs = append(errs, fmt.Errorf("bundleFormat: %w", err))
-	}
-	if _, err := name.ParseReference(t.base()); err != nil {
-		errs = append(errs, fmt.Errorf("baseImage %q: %w", t.base(), err))
-	}
-	if o.CatalogImage != "" {
-		if _, err := name.ParseReference(o.CatalogImage); err != nil || strings.Contains(o.CatalogImage, "@") {
-			errs = append(errs, fmt.Errorf("catalogImage %q: want a repository with an optional tag, such as registry.local/olm/catalog", o.CatalogImage))
-		}
-	}
-	for _, img := range o.Images {
-		if _, err := name.ParseReference(img); err != nil {
-			errs = append(errs, fmt.Errorf("images: %q: %w", img, err))
-		}
+	var errs []error
+	for _, p := range append(o.problems(t.s.Cluster), o.referenceProblems()...) {
+		errs = append(errs, errors.New(p.msg))
 	}
 	if len(errs) > 0 {
 		return model.Input(fmt.Errorf("publish.yaml clusters.%s.olm: %w", t.s.Cluster, errors.Join(errs...)))

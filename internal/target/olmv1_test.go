@@ -18,7 +18,7 @@ const testDigest = "sha256:11111111111111111111111111111111111111111111111111111
 // image recorded in the state, and returns rendered/edge's files.
 func renderedFiles(t *testing.T, o OLMOptions) map[string]string {
 	t.Helper()
-	tg, err := New(OLM, Settings{Cluster: "edge", OLM: o})
+	tg, err := New(OLM, Settings{Cluster: "edge", Own: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestOLMv1Check(t *testing.T) {
 		"bad range":            {OLMOptions{CatalogKinds: []string{KindClusterCatalog}, Extensions: []olm.ExtensionOptions{{Package: "etcd", Namespace: "etcd", Version: ">=> 1"}}}, "version"},
 		"negative poll":        {OLMOptions{CatalogKinds: []string{KindClusterCatalog}, ClusterCatalog: olm.CatalogOptions{PollIntervalMinutes: -1}}, "pollIntervalMinutes"},
 	} {
-		tg, _ := New(OLM, Settings{Cluster: "edge", OLM: tc.o})
+		tg, _ := New(OLM, Settings{Cluster: "edge", Own: tc.o})
 		if err := tg.Check(); err == nil || !strings.Contains(err.Error(), "publish.yaml clusters.edge.olm") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", name, err, tc.want)
 		}
@@ -107,7 +107,7 @@ func TestOLMv1Check(t *testing.T) {
 // or choose cluster-admin.
 func TestOLMInstallerFromState(t *testing.T) {
 	o := OLMOptions{CatalogKinds: []string{KindClusterCatalog}, Extensions: []olm.ExtensionOptions{{Package: "etcd", Namespace: "etcd", ServiceAccount: "etcd-installer"}}}
-	tg, err := New(OLM, Settings{Cluster: "edge", OLM: o})
+	tg, err := New(OLM, Settings{Cluster: "edge", Own: o})
 	if err != nil {
 		t.Fatal(err)
 	}

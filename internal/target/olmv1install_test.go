@@ -32,7 +32,7 @@ func TestOLMCheckBundles(t *testing.T) {
 	vs := []*model.Version{ownNamespaceVersion("etcd", "0.9.4", "alpha")}
 	check := func(o OLMOptions) error {
 		t.Helper()
-		tg, err := New(OLM, Settings{Cluster: "edge", OLM: o})
+		tg, err := New(OLM, Settings{Cluster: "edge", Own: o})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func TestOLMImageRedirection(t *testing.T) {
 		{Version: "1.0.0", Present: true, Images: []model.Image{{Source: "quay.io/coreos/etcd" + d, Destination: "dst.local/mirror/coreos/etcd" + d}}},
 		{Version: "1.1.0", Present: true, Images: []model.Image{{Source: "ghcr.io/acme/helper:v1", Destination: "dst.local/mirror/acme/helper:v1"}}},
 	}}}
-	tg, _ := New(OLM, Settings{Cluster: "edge", OLM: OLMOptions{Redirect: olm.RedirectKinds}})
+	tg, _ := New(OLM, Settings{Cluster: "edge", Own: OLMOptions{Redirect: olm.RedirectKinds}})
 	if err := tg.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestOLMImageRedirection(t *testing.T) {
 		t.Errorf("without imageRedirection: %s", got)
 	}
 
-	bad, _ := New(OLM, Settings{Cluster: "edge", OLM: OLMOptions{Redirect: []string{"docker"}}})
+	bad, _ := New(OLM, Settings{Cluster: "edge", Own: OLMOptions{Redirect: []string{"docker"}}})
 	if err := bad.Check(); err == nil || !strings.Contains(err.Error(), "imageRedirection") {
 		t.Errorf("bad kind: %v", err)
 	}

@@ -5,14 +5,21 @@
 // Each target is one file implementing Target: alauda.go (Artifact and
 // ArtifactVersion objects through the cluster's kustomize overlay, the
 // default) and olm.go (upstream OLM: a file-based catalog image and its
-// CatalogSource). A new target is one new file with its Target and one
-// entry in kinds below; nothing else compares target names: the name is
-// looked up once, where the flags and publish.yaml are read (Lookup).
+// CatalogSource). A target with settings of its own reads them from its
+// block of a cluster in publish.yaml (clusters.<cluster>.<target name>):
+// its Kind.Decode decodes and checks the block, internal/config calls it
+// when it reads the file and keeps what it returns, and the value reaches
+// the target unopened (Settings.Own), which only the target's own file
+// type-asserts. A new target is one new file with its Target (and its
+// Decode) and one entry in kinds below; nothing else compares target
+// names: the name is looked up once, where the flags and publish.yaml are
+// read (Lookup), and other commands ask a Kind's Capabilities.
 package target
 
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -24,6 +31,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	yaml "go.yaml.in/yaml/v4"
 )
 
 // Names of the built-in targets (publish.yaml clusters.<cluster>.target,
@@ -38,16 +46,96 @@ const Default = Alauda
 
 // kinds registers the targets by name.
 var kinds = map[string]Kind{
-	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true}},
-	OLM:    {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true}},
+	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true, RenderFromCatalog: true}},
+	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true},
+		Decode: decodeOLM, Schema: reflect.TypeFor[olmBlock](), KeyPrefix: olmKeyPrefix},
 }
 
-// Kind is a registered target: its name, what it can do and how to make
-// one for a cluster.
+// Kind is a registered target: its name, what it can do, how to read its
+// own settings from publish.yaml and how to make one for a cluster.
 type Kind struct {
 	Name string
 	Caps Capabilities
-	New  func(Settings) Target
+	// New makes the target of one cluster. s.Own is what Decode returned
+	// for the cluster's block, nil when the cluster has none (or the
+	// target no Decode): the target's defaults.
+	New func(s Settings) Target
+	// Decode, when set, decodes and checks the target's own block of a
+	// cluster in publish.yaml (clusters.<cluster>.<Name>): b.Node is the
+	// block's value, nil when the cluster has none. It returns the
+	// settings for Settings.Own, of a type only the target's file knows.
+	// Errors: a value of the wrong type or a field the block does not
+	// have is the *yaml.LoadErrors of go.yaml.in/yaml/v4 (internal/config
+	// names the field by its path and suggests the nearest one); a value
+	// the target refuses is a *BlockError at its line.
+	Decode func(b Block) (any, error)
+	// Schema, with Decode, is the Go type Decode reads the block into
+	// (yaml struct tags): internal/config takes the field names of an
+	// unknown field's "did you mean" from it.
+	Schema reflect.Type
+	// KeyPrefix starts every render key the target records in
+	// publish/state.yaml ("" when its keys have none): RenderedBy tells by
+	// it which target rendered a cluster.
+	KeyPrefix string
+}
+
+// Block is a target's own block of one cluster in publish.yaml, as
+// Kind.Decode reads it.
+type Block struct {
+	// File is the publish.yaml it was read from, as errors and the
+	// settings name it (file:line).
+	File string
+	// Cluster is the cluster's name (clusters.<Cluster>).
+	Cluster string
+	// Node is the block's value (yaml node of the whole file, so its
+	// lines are the file's); nil when the cluster has no block.
+	Node *yaml.Node
+	// Line returns the file's line of the key at keys below the block (a
+	// path of mapping keys and, for sequence items, decimal indexes), or
+	// of the deepest part of it that exists; nil or 0: unknown.
+	Line func(keys ...string) int
+}
+
+// line returns b.Line(keys...), 0 when b has no Line.
+func (b Block) line(keys ...string) int {
+	if b.Line == nil {
+		return 0
+	}
+	return b.Line(keys...)
+}
+
+// BlockError is a value of a target's block of publish.yaml that the
+// target refuses: Line is its line in Block.File (0: unknown) and Msg
+// names the field by its path (clusters.edge.olm.catalogKinds) and says
+// what to write instead. internal/config reports it as file:line: Msg.
+type BlockError struct {
+	Line int
+	Msg  string
+}
+
+func (e *BlockError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return e.Msg
+}
+
+// OLMv1 is implemented by the own settings (Settings.Own) of a target
+// whose cluster may install operators with OLM v1 (operator-controller):
+// lint's olmv1/ rules check the bundles for the clusters whose settings
+// report UsesOLMv1 (internal/config).
+type OLMv1 interface{ UsesOLMv1() bool }
+
+// RenderedBy returns the target that recorded the render key key
+// (publish/state.yaml rendered.<cluster>): the one whose KeyPrefix starts
+// it, else Default (whose keys have no prefix; "" too).
+func RenderedBy(key string) Kind {
+	for _, k := range kinds {
+		if k.KeyPrefix != "" && strings.HasPrefix(key, k.KeyPrefix) {
+			return k
+		}
+	}
+	return kinds[Default]
 }
 
 // Capabilities are what commands other than run and plan ask of a target,
@@ -60,6 +148,11 @@ type Capabilities struct {
 	// CatalogImage: the target pushes an image of its own (the olm
 	// catalog image), which --cosign-key signs even without --oci.
 	CatalogImage bool
+	// RenderFromCatalog: rendered/<cluster> can be rendered again from the
+	// catalog alone (its overlays and publish/state), which `publish
+	// check` does to compare it with what is committed. The olm target's
+	// objects name a catalog image by digest that only a run builds.
+	RenderFromCatalog bool
 }
 
 // Lookup returns the target registered as name ("" is Default). An unknown
@@ -99,7 +192,11 @@ func Names() []string {
 type Settings struct {
 	Cluster string        // overlay name: rendered/<cluster>
 	Render  render.Config // namespace, library, image pull secrets
-	OLM     OLMOptions    // the olm target (publish.yaml clusters.<cluster>.olm)
+	// Own are the target's own settings: what its Kind.Decode returned for
+	// the cluster's block of publish.yaml, or a value of the same type
+	// built in code (OLMOptions for the olm target); nil: the defaults.
+	// Only the target's file looks inside.
+	Own any
 	// PlainHTTP is --plain-http: references the target makes (the olm
 	// catalog image) use plain HTTP.
 	PlainHTTP bool

@@ -34,7 +34,7 @@ func TestLookup(t *testing.T) {
 // TestOLMCheck: a bad olm setting is an input error naming the cluster's
 // publish.yaml entry; alauda has nothing to check.
 func TestOLMCheck(t *testing.T) {
-	tg, _ := New(OLM, Settings{Cluster: "edge", OLM: OLMOptions{CatalogImage: "registry.local/catalog@sha256:00"}})
+	tg, _ := New(OLM, Settings{Cluster: "edge", Own: OLMOptions{CatalogImage: "registry.local/catalog@sha256:00"}})
 	var ie *model.InputError
 	if err := tg.Check(); !errors.As(err, &ie) || !strings.Contains(err.Error(), "publish.yaml clusters.edge.olm") {
 		t.Errorf("olm check: %v", err)
@@ -45,5 +45,21 @@ func TestOLMCheck(t *testing.T) {
 	a, _ := New(Alauda, Settings{Cluster: "global"})
 	if err := a.Check(); err != nil || len(a.Images()) != 0 || !a.Kustomize() {
 		t.Errorf("alauda: %v %v %v", err, a.Images(), a.Kustomize())
+	}
+}
+
+// TestRenderedBy: a render key names the target that recorded it by its
+// prefix (the olm target's "olm <catalog image>"), else the default, and
+// only the default renders again from the catalog alone (publish check).
+func TestRenderedBy(t *testing.T) {
+	for key, want := range map[string]string{
+		"olm registry.local/olm/catalog@sha256:" + strings.Repeat("a", 64): OLM,
+		"":       Alauda,
+		"0f3c9a": Alauda,
+	} {
+		k := RenderedBy(key)
+		if k.Name != want || k.Caps.RenderFromCatalog != (want == Alauda) {
+			t.Errorf("RenderedBy(%q): %s %+v, want %s", key, k.Name, k.Caps, want)
+		}
 	}
 }

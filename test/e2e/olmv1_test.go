@@ -149,7 +149,7 @@ clusters:
 	kinds := map[string]int{}
 	for _, cluster := range []string{"edge", "polled"} {
 		state.Rendered[cluster] = "olm " + digest
-		tg, err := target.New(target.OLM, target.Settings{Cluster: cluster, OLM: cfg.ClusterOLM(cluster).TargetOptions()})
+		tg, err := target.New(target.OLM, target.Settings{Cluster: cluster, Own: cfg.TargetSettings(cluster, target.OLM)})
 		if err != nil {
 			t.Fatal(err)
 		}
