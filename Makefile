@@ -27,7 +27,7 @@ demo-airgap: build
 MODULE := github.com/operator-publish/publish
 RACE_PKGS := internal/pipeline internal/archive internal/lint internal/mirror \
 	internal/testenv internal/verify internal/status internal/registry \
-	internal/catalog internal/manifest internal/logging internal/forge \
+	internal/catalog internal/manifest internal/kind internal/logging internal/forge \
 	internal/forge/forgetest internal/olm/olmtest bench/mirror hack/demo \
 	cmd/publish
 # The slowest of the other packages, started first.

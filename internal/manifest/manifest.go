@@ -37,6 +37,14 @@ const (
 	Kind       = "PackageManifest"
 )
 
+// The values of spec.type, the kind of package a manifest publishes (the
+// names violet writes): TypeBundle, an OLM bundle image, is the one
+// published; TypeChart, a Helm chart, is refused as not supported yet.
+const (
+	TypeBundle = "bundle"
+	TypeChart  = "chart"
+)
+
 // PackageManifest is one version of one operator, as written in a package
 // repo. Field names follow violet's PackageManifest.
 type PackageManifest struct {
@@ -194,8 +202,8 @@ func Parse(path string, data []byte) (*PackageManifest, error) {
 		}
 	}
 	switch m.Spec.Type {
-	case "bundle":
-	case "chart":
+	case TypeBundle:
+	case TypeChart:
 		return nil, fail("spec.type", "spec.type chart is not supported yet: only bundle (an OLM bundle image) can be published")
 	default:
 		return nil, fail("spec.type", "spec.type %q is not valid: use bundle", m.Spec.Type)

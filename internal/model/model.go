@@ -2,8 +2,9 @@
 // other (docs/design.md, "The objects"):
 //
 //   - Version: one version of the package repo being published (its
-//     PackageManifest, its bundle or the error reading it, whether it
-//     changed, its images), and Artifact, the versions of one artifact;
+//     PackageManifest, the Content its kind of package read from its
+//     artifact or the error reading it, whether it changed, its images),
+//     and Artifact, the versions of one artifact;
 //   - ArtifactRecord, VersionRecord and Image: what publish/state.yaml
 //     records of what was published (the catalog state is made of them);
 //   - Change: one change a publish makes to the rendered catalog (listed,
@@ -12,39 +13,62 @@
 //   - InputError: a failure the user fixes in the package repo, the
 //     catalog's overlays or the flags (exit code 1).
 //
-// It imports the format packages (internal/manifest, internal/bundle) and no
-// stage, so every stage can import it.
+// It imports the manifest format (internal/manifest) and no stage, so every
+// stage can import it. What a kind of package reads (a bundle's CSV) lives
+// with the kind (internal/kind), behind Content.
 package model
 
 import (
 	"fmt"
-	"github.com/operator-publish/publish/internal/errclass"
 
-	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/errclass"
 	"github.com/operator-publish/publish/internal/manifest"
 )
 
 // Version is one version being published: a PackageManifest of the package
 // repo and what the stages learn about it. Stages fill the fields they own
-// (the bundle stage Bundle, BundleErr and Images) and leave the others.
+// (the read stage, through the version's kind of package, Content, ReadErr
+// and Images) and leave the others.
 type Version struct {
 	// Manifest is the parsed PackageManifest file (never nil).
 	Manifest *manifest.PackageManifest
-	// Changed marks a version whose bundle is read, linted and mirrored in
-	// this run: changed since the last publish, unknown to
+	// Changed marks a version whose artifact is read, linted and mirrored
+	// in this run: changed since the last publish, unknown to
 	// publish/state.yaml, or edited on disk. The other versions keep what
 	// the state recorded.
 	Changed bool
-	// Bundle is the bundle image's content, nil when it was not read.
-	Bundle *bundle.Bundle
-	// BundleErr is why the bundle could not be used: *bundle.NotFoundError
-	// or *bundle.InvalidError (a lint finding, exit code 1). Registry
-	// failures are not recorded here: they stop the stage.
-	BundleErr error
+	// Content is what the version's kind of package read from its artifact
+	// (spec.artifact; a bundle image's metadata, CSV and CRDs for a
+	// bundle), nil when it was not read (SetContent).
+	Content Content
+	// ReadErr is why the artifact could not be used, for a bundle
+	// *bundle.NotFoundError or *bundle.InvalidError (a lint finding, exit
+	// code 1). Registry failures are not recorded here: they stop the
+	// stage.
+	ReadErr error
 	// Images are the related images of the version, each once, in order:
-	// spec.relatedImages, then the images the bundle's CSV deploys (once
-	// the bundle is read, SetBundle). The bundle itself is not among them.
+	// spec.relatedImages, then the images the artifact deploys
+	// (Content.Images, once read). The artifact itself is not among them.
 	Images []string
+}
+
+// Content is what a kind of package read from the artifact of a version:
+// the bundle image for spec.type bundle (internal/kind). Generic stages
+// (the mirror list, the records, the signature check) use these methods
+// only; a stage that needs one kind's content (the olm target's
+// file-based catalog, the bundle lint rules) asks that kind for it.
+type Content interface {
+	// Images returns the images the artifact deploys besides
+	// spec.relatedImages (a bundle: those its CSV deploys), in order;
+	// the artifact itself is not among them.
+	Images() []string
+	// ImagesFrom names what deploys Images, for messages ("the bundle's
+	// CSV").
+	ImagesFrom() string
+	// Info returns the display name and description the artifact gives
+	// itself (a bundle: its CSV's), for when the manifest's spec.info has
+	// none; "" when it gives none.
+	Info() (displayName, description string)
 }
 
 // Key identifies a version: artifact name and version (semver without "v").
@@ -65,25 +89,48 @@ func (v *Version) Key() Key {
 	return Key{Artifact: v.Manifest.Artifact, Version: v.Manifest.Version.String()}
 }
 
-// Ref is the bundle image reference (spec.artifact).
+// Kind is the version's kind of package: the manifest's spec.type
+// ("bundle"), bundle for a manifest made in code without one (a parsed
+// manifest always has one).
+func (v *Version) Kind() string {
+	if v.Manifest.Spec.Type == "" {
+		return manifest.TypeBundle
+	}
+	return v.Manifest.Spec.Type
+}
+
+// Ref is the artifact's reference (spec.artifact): the bundle image of a
+// bundle.
 func (v *Version) Ref() string { return v.Manifest.Spec.Artifact }
 
 // Where names the manifest line of spec.artifact, "path:line", for
-// messages about the bundle.
+// messages about the artifact.
 func (v *Version) Where() string {
 	return fmt.Sprintf("%s:%d", v.Manifest.Path, v.Manifest.Lines["spec.artifact"])
 }
 
-// SetBundle records the bundle read for the version and recomputes Images:
-// spec.relatedImages, then the images the bundle's CSV deploys.
-func (v *Version) SetBundle(b *bundle.Bundle) {
-	v.Bundle, v.BundleErr = b, nil
+// SetContent records the content read for the version, clears ReadErr and
+// recomputes Images: spec.relatedImages, then c.Images (c may be nil: not
+// read).
+func (v *Version) SetContent(c Content) {
+	v.Content, v.ReadErr = c, nil
 	imgs := append([]string(nil), v.Manifest.Spec.RelatedImages...)
-	if b != nil {
-		imgs = append(imgs, b.Images...)
+	if c != nil {
+		imgs = append(imgs, c.Images()...)
 	}
 	v.Images = uniqueInOrder(imgs)
 }
+
+// SetReadErr records why the version's artifact could not be used (see
+// ReadErr): Content is cleared and Images are spec.relatedImages again.
+func (v *Version) SetReadErr(err error) {
+	v.SetContent(nil)
+	v.ReadErr = err
+}
+
+// Read reports whether the version's artifact was read: its Content or its
+// ReadErr is set.
+func (v *Version) Read() bool { return v.Content != nil || v.ReadErr != nil }
 
 func uniqueInOrder(in []string) []string {
 	seen := make(map[string]bool, len(in))

@@ -6,9 +6,16 @@ import (
 	"testing"
 
 	"github.com/blang/semver/v4"
-	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/manifest"
 )
+
+// images is a Content that deploys its images (internal/kind holds the
+// real kinds; model cannot import it).
+type images []string
+
+func (c images) Images() []string               { return c }
+func (images) ImagesFrom() string               { return "the test" }
+func (images) Info() (displayName, desc string) { return "", "" }
 
 func pm(t *testing.T, artifact, version string, related ...string) *manifest.PackageManifest {
 	t.Helper()
@@ -20,8 +27,8 @@ func pm(t *testing.T, artifact, version string, related ...string) *manifest.Pac
 }
 
 // TestVersion: the images of a version are its relatedImages, then the
-// images its bundle's CSV deploys, each once; versions group by artifact
-// in order.
+// images its content deploys, each once; a read error clears the content;
+// versions group by artifact in order.
 func TestVersion(t *testing.T) {
 	vs := NewVersions([]*manifest.PackageManifest{
 		pm(t, "a", "1.0.0", "r/one:1", "r/one:1"),
@@ -31,10 +38,17 @@ func TestVersion(t *testing.T) {
 	if !reflect.DeepEqual(vs[0].Images, []string{"r/one:1"}) {
 		t.Errorf("images before the bundle: %v", vs[0].Images)
 	}
-	vs[0].BundleErr = errors.New("stale")
-	vs[0].SetBundle(&bundle.Bundle{Images: []string{"r/op:1", "r/one:1"}})
-	if !reflect.DeepEqual(vs[0].Images, []string{"r/one:1", "r/op:1"}) || vs[0].BundleErr != nil {
-		t.Errorf("images after the bundle: %v (err %v)", vs[0].Images, vs[0].BundleErr)
+	if vs[0].Read() || vs[0].Kind() != manifest.TypeBundle {
+		t.Errorf("a new version: read %v, kind %q", vs[0].Read(), vs[0].Kind())
+	}
+	vs[0].ReadErr = errors.New("stale")
+	vs[0].SetContent(images{"r/op:1", "r/one:1"})
+	if !reflect.DeepEqual(vs[0].Images, []string{"r/one:1", "r/op:1"}) || vs[0].ReadErr != nil || !vs[0].Read() {
+		t.Errorf("images after the content: %v (err %v)", vs[0].Images, vs[0].ReadErr)
+	}
+	vs[0].SetReadErr(errors.New("gone"))
+	if !reflect.DeepEqual(vs[0].Images, []string{"r/one:1"}) || vs[0].Content != nil || !vs[0].Read() {
+		t.Errorf("images after a read error: %v (content %v)", vs[0].Images, vs[0].Content)
 	}
 	if k := vs[2].Key(); k != (Key{"a", "1.1.0"}) {
 		t.Errorf("key %v", k)

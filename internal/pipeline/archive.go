@@ -23,6 +23,7 @@ import (
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -163,10 +164,10 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := readBundles(ctx, mc, selected); err != nil {
+	if err := readVersions(ctx, mc, selected); err != nil {
 		return nil, err
 	}
-	if byPath := bundleErrors(selected); len(byPath) > 0 {
+	if byPath := kind.ReadErrors(selected); len(byPath) > 0 {
 		var errs []error
 		for _, p := range sortedPaths(byPath) {
 			errs = append(errs, fmt.Errorf("%s: %w", p, byPath[p]))
@@ -509,7 +510,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		if err != nil {
 			return res, fmt.Errorf("reading the pushed bundle %s: %w", dst, err)
 		}
-		v.SetBundle(b)
+		v.SetContent(kind.BundleContent(b))
 		res.BundlesRead++
 	}
 	if len(left) > 0 {

@@ -1,11 +1,14 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/kind"
+	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -44,7 +47,7 @@ func TestArtifactsMapper(t *testing.T) {
 		parseManifest(t, "packages/a/1.1.0/manifest.yaml", "a", "1.1.0", "src.example.com/team/op:2"),
 		parseManifest(t, "packages/b/1.0.0/manifest.yaml", "b", "1.0.0"),
 	})
-	vs[1].SetBundle(&bundle.Bundle{Images: []string{"src.example.com/team/op:2", "src.example.com/team/extra:2"}, DisplayName: "A from the CSV"})
+	vs[1].SetContent(kind.BundleContent(&bundle.Bundle{Images: []string{"src.example.com/team/op:2", "src.example.com/team/extra:2"}, DisplayName: "A from the CSV"}))
 	rep := &mirror.Report{Images: []mirror.Result{
 		{Source: "src.example.com/team/op:2", Destination: "dst/op:2", Digest: "sha256:1"},
 		{Source: "src.example.com/team/extra:2", Destination: "dst/extra:2", Digest: "sha256:2"},
@@ -78,5 +81,56 @@ func TestArtifactsMapper(t *testing.T) {
 	arts, err = Artifacts(DestinationOf(nil), vs, nil)
 	if err != nil || arts[1].Registry != UnmappedRegistry || arts[1].Repository != "team/b-bundle" {
 		t.Errorf("unmapped: %+v %v", arts, err)
+	}
+}
+
+// chartKind is a kind of package made for TestArtifactsOfAnotherKind: every
+// artifact deploys the image nginx:1 of its registry.
+type chartKind struct{}
+
+func (chartKind) Name() string                     { return "fakechart" }
+func (chartKind) Key(v *model.Version) string      { return v.Ref() }
+func (chartKind) Lint(*lint.Input, *model.Version) {}
+func (chartKind) Read(_ context.Context, _ kind.Env, vs []*model.Version) error {
+	for _, v := range vs {
+		v.SetContent(chartContent{})
+	}
+	return nil
+}
+
+type chartContent struct{}
+
+func (chartContent) Images() []string       { return []string{"src.example.com/nginx:1"} }
+func (chartContent) ImagesFrom() string     { return "the chart's templates" }
+func (chartContent) Info() (string, string) { return "Web", "A web server" }
+
+// TestArtifactsOfAnotherKind: a kind of package registered beside the
+// bundles is read (readVersions), mirrored (mirrorTargets, namedBy),
+// recorded (Artifacts) and verified (verifyTargets) by the stages as they
+// are: they ask the version's content, never for a bundle.
+func TestArtifactsOfAnotherKind(t *testing.T) {
+	defer kind.Register(chartKind{})()
+	m := parseManifest(t, "packages/web/2.0.0/manifest.yaml", "web", "2.0.0", "src.example.com/sidecar:1")
+	m.Spec.Type = "fakechart"
+	vs := model.NewVersions([]*manifest.PackageManifest{m})
+	vs[0].Changed = true
+	if err := readVersions(context.Background(), nil, vs); err != nil {
+		t.Fatal(err)
+	}
+	related, artifacts := mirrorTargets(vs, nil)
+	if len(related) != 2 || related[1].Ref != "src.example.com/nginx:1" || len(artifacts) != 1 || artifacts[0].Ref != m.Spec.Artifact {
+		t.Errorf("mirror targets %v, %v", related, artifacts)
+	}
+	if w := namedBy(vs)["src.example.com/nginx:1"]; len(w) != 1 || !strings.HasSuffix(w[0], "(deployed by the chart's templates)") {
+		t.Errorf("named by %v", w)
+	}
+	rep := &mirror.Report{Images: []mirror.Result{{Source: "src.example.com/nginx:1", Destination: "dst/nginx:1", Digest: "sha256:1"}}}
+	arts, err := Artifacts(DestinationOf(nil), vs, rep)
+	if err != nil || len(arts) != 1 || arts[0].DisplayName != "Web" || arts[0].Description != "A web server" || len(arts[0].Versions[0].Images) != 1 {
+		t.Errorf("records %+v, %v", arts, err)
+	}
+	vt := verifyTargets(vs)
+	if len(vt) != 3 || vt[0].what != "fakechart" || vt[2].what != "image the chart's templates deploys" {
+		t.Errorf("verify targets %+v", vt)
 	}
 }

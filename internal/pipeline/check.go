@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
-	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/source/diff"
-	"golang.org/x/sync/errgroup"
 )
 
 // LintError is an *InputError carrying lint findings: the run stopped
@@ -35,71 +33,26 @@ func (e *LintError) Error() string {
 	return b.String()
 }
 
-// readBundles reads the bundles of vs, at most 8 at once, and records each
-// in its version (Version.SetBundle). A missing or invalid bundle is
-// recorded as the version's BundleErr (a lint finding later, exit code 1);
-// registry failures are returned, joined and sorted, each naming the
-// manifest (exit code 2).
-func readBundles(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
-	var mu sync.Mutex
-	var failed []error
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	for _, v := range vs {
-		g.Go(func() error {
-			b, err := bundle.Fetch(gctx, v.Ref(), mc.SrcOptions()...)
-			if err == nil {
-				v.SetBundle(b)
-				return nil
-			}
-			var nf *bundle.NotFoundError
-			var inv *bundle.InvalidError
-			if errors.As(err, &nf) || errors.As(err, &inv) {
-				v.Bundle, v.BundleErr = nil, err
-				return nil
-			}
-			host := strings.SplitN(v.Ref(), "/", 2)[0]
-			mu.Lock()
-			defer mu.Unlock()
-			failed = append(failed, &bundleReadError{v: v, err: mc.Describe("reading bundle "+v.Ref(), host, errors.Unwrap(err))})
-			return nil
-		})
-	}
-	_ = g.Wait()
-	sortErrs(failed)
-	return errors.Join(failed...)
-}
-
-// bundleReadError is a registry failure reading the bundle of a version:
-// "<manifest>:<line>: <what to do>".
-type bundleReadError struct {
-	v   *model.Version
-	err error
-}
-
-func (e *bundleReadError) Error() string { return e.v.Where() + ": " + e.err.Error() }
-func (e *bundleReadError) Unwrap() error { return e.err }
-
-// bundleErrors returns the bundle errors of vs, by manifest path.
-func bundleErrors(vs []*model.Version) map[string]error {
-	out := map[string]error{}
-	for _, v := range vs {
-		if v.BundleErr != nil {
-			out[v.Manifest.Path] = v.BundleErr
-		}
-	}
-	return out
+// readVersions reads the artifacts of vs through their kinds of package
+// (kind.Read: the bundle images today), with mc's source side. A missing
+// or invalid artifact is recorded as the version's ReadErr (a lint finding
+// later, exit code 1); registry failures are returned, joined and sorted,
+// each naming the manifest (exit code 2).
+func readVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
+	return kind.Read(ctx, kind.Env{Client: mc}, vs)
 }
 
 // lintStage runs the lint engine on the package repo: the manifest rules
-// on every manifest file, the repo-wide rules on all versions, the bundle,
-// platform and image rules on the bundles read (the changed versions). It
+// on every manifest file, the repo-wide rules on all versions, and what
+// each version's kind lints of the artifacts read (the changed versions;
+// kind.Lint: the bundle, platform and image rules of a bundle). It
 // keeps the findings about changed versions, repo-wide rules and files that
 // do not parse: unchanged versions were checked when they changed. The
 // error is the context's cause when ctx was cancelled (the findings would
 // be incomplete).
 func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
-	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: bundleErrors(vs), Annotations: map[string]map[string]string{}}
+	in := lint.Input{Files: files}
+	kind.Lint(&in, vs)
 	changed := map[string]bool{}
 	parsed := map[string]bool{}
 	for _, v := range vs {
@@ -107,10 +60,6 @@ func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs [
 		parsed[p] = true
 		if v.Changed {
 			changed[p] = true
-		}
-		if v.Bundle != nil {
-			in.Bundles[p] = v.Bundle
-			in.Annotations[p] = v.Bundle.Annotations
 		}
 	}
 	all := lint.Run(ctx, cfg, in)

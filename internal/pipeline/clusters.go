@@ -13,6 +13,7 @@ import (
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/ocicatalog"
@@ -153,42 +154,25 @@ type ClusterResult struct {
 	PullRequest *PullRequestResult
 }
 
-// shared is what the clusters of one run share: the bundles read (by
-// reference) and the images mirrored (by destination registry and
-// target), so that a bundle is read once and an image mirrored once per
-// distinct destination.
+// shared is what the clusters of one run share: the artifacts read (by
+// kind and key: a bundle by reference) and the images mirrored (by
+// destination registry and target), so that a bundle is read once and an
+// image mirrored once per distinct destination.
 type shared struct {
 	mu       sync.Mutex
-	bundles  map[string]*model.Version
+	read     *kind.Cache
 	mirrored map[string]map[mirror.Target]mirror.Result
 }
 
 func newShared() *shared {
-	return &shared{bundles: map[string]*model.Version{}, mirrored: map[string]map[mirror.Target]mirror.Result{}}
+	return &shared{read: kind.NewCache(), mirrored: map[string]map[mirror.Target]mirror.Result{}}
 }
 
-// readBundles reads the bundles of vs that no other cluster of the run
-// read already (readBundles); the others get what was read.
-func (sh *shared) readBundles(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
-	var todo []*model.Version
-	for _, v := range vs {
-		if got := sh.bundles[v.Ref()]; got != nil {
-			if got.Bundle != nil {
-				v.SetBundle(got.Bundle)
-			} else {
-				v.Bundle, v.BundleErr = nil, got.BundleErr
-			}
-			continue
-		}
-		todo = append(todo, v)
-	}
-	err := readBundles(ctx, mc, todo)
-	for _, v := range todo {
-		if v.Bundle != nil || v.BundleErr != nil {
-			sh.bundles[v.Ref()] = v
-		}
-	}
-	return err
+// readVersions reads the artifacts of vs that no other cluster of the run
+// read already (readVersions, through the run's kind.Cache); the others
+// get what was read.
+func (sh *shared) readVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
+	return sh.read.Read(ctx, kind.Env{Client: mc}, vs)
 }
 
 // mirror mirrors what mirrorVersions would, leaving out the targets

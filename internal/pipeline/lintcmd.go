@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -57,7 +57,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 	if paths != nil {
 		o.Paths = paths
 	}
-	in := lint.Input{Files: files, Bundles: map[string]*bundle.Bundle{}, BundleErrors: map[string]error{}}
+	in := lint.Input{Files: files}
 	var regErrs []error
 	var verifyFindings []lint.Finding
 	var images *describedImages
@@ -72,13 +72,8 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 				selected = append(selected, v)
 			}
 		}
-		failed := readBundles(ctx, mc, selected)
-		for _, v := range selected {
-			if v.Bundle != nil {
-				in.Bundles[v.Manifest.Path] = v.Bundle
-			}
-		}
-		in.BundleErrors = bundleErrors(selected)
+		failed := readVersions(ctx, mc, selected)
+		kind.Lint(&in, selected)
 		// A bundle the registry did not give (TLS, credentials, network) is
 		// no finding of its manifest: lint reports the rest, then fails
 		// with the registry's error (exit 2).

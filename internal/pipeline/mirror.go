@@ -111,13 +111,13 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 	if err != nil {
 		return nil, &FlagError{Err: err}
 	}
-	if err := readBundles(ctx, mc, selected); err != nil {
+	if err := readVersions(ctx, mc, selected); err != nil {
 		return nil, fmt.Errorf("nothing mirrored:\n%w", err)
 	}
 	var bad []error
 	for _, v := range selected {
-		if v.BundleErr != nil {
-			bad = append(bad, fmt.Errorf("%s: bundle %s: %w", v.Where(), v.Ref(), v.BundleErr))
+		if v.ReadErr != nil {
+			bad = append(bad, fmt.Errorf("%s: %s %s: %w", v.Where(), v.Kind(), v.Ref(), v.ReadErr))
 		}
 	}
 	if len(bad) > 0 {

@@ -54,8 +54,8 @@ func mirrorTargets(vs []*model.Version, extra []mirror.Target) (related, bundles
 }
 
 // namedBy maps each image reference to the manifest lines that make the run
-// mirror it: a spec.relatedImages entry, or the spec.artifact line of a
-// bundle whose CSV deploys it.
+// mirror it: a spec.relatedImages entry, or the spec.artifact line of an
+// artifact that deploys it (a bundle's CSV: model.Content.Images).
 func namedBy(vs []*model.Version) map[string][]string {
 	out := map[string][]string{}
 	add := func(ref, where string) {
@@ -71,9 +71,9 @@ func namedBy(vs []*model.Version) map[string][]string {
 		for j, r := range m.Spec.RelatedImages {
 			add(r, fmt.Sprintf("%s:%d (spec.relatedImages)", m.Path, m.Lines[fmt.Sprintf("spec.relatedImages.%d", j)]))
 		}
-		if v.Bundle != nil {
-			for _, r := range v.Bundle.Images {
-				add(r, v.Where()+" (deployed by the bundle's CSV)")
+		if c := v.Content; c != nil {
+			for _, r := range c.Images() {
+				add(r, v.Where()+" (deployed by "+c.ImagesFrom()+")")
 			}
 		}
 		add(m.Spec.Artifact, v.Where()+" (spec.artifact)")

@@ -288,7 +288,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 			return cr, inputErr(fmt.Errorf("no PackageManifest found under %s, but the catalog lists %d artifacts: publishing would delist all of them. Check --source and --packages-dir; if delisting everything is what you want, pass --allow-empty", filepath.Join(o.Source, o.PackagesDir), n))
 		}
 	}
-	pr, err := s.prepare(ctx, r, prepareMode{read: sh.readBundles})
+	pr, err := s.prepare(ctx, r, prepareMode{read: sh.readVersions})
 	if err != nil {
 		return cr, err
 	}
@@ -340,7 +340,7 @@ func ociRecorded(o Options, state *gitops.State) string {
 func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	r, s, res, vs := cr.r, cr.s, cr.res, cr.vs
 	o, tgt, state := r.Options, r.target, s.state
-	env := target.Env{Client: r.mc, ReadBundles: func(ctx context.Context, vs []*model.Version) error { return sh.readBundles(ctx, r.mc, vs) }}
+	env := target.Env{Client: r.mc, Read: func(ctx context.Context, vs []*model.Version) error { return sh.readVersions(ctx, r.mc, vs) }}
 	if err := tgt.Prepare(ctx, env, vs, s.targetState()); err != nil {
 		return err
 	}

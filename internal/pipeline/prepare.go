@@ -26,8 +26,8 @@ type prepareMode struct {
 	// plan: a dirty package repo is a warning (run refuses it), and the
 	// manifests that did not parse are findings.
 	plan bool
-	// read reads the bundles of the versions given (the run's shared
-	// cache, which the clusters of one run share); nil: readBundles.
+	// read reads the artifacts of the versions given (the run's shared
+	// cache, which the clusters of one run share); nil: readVersions.
 	read func(ctx context.Context, mc *mirror.Client, vs []*model.Version) error
 }
 
@@ -35,10 +35,10 @@ type prepareMode struct {
 // on the scope read (incremental or full) and the run r built on it:
 // change detection's answer into r, the cluster's selection, the versions
 // to read (changed since the base, unknown to the state, dirty, or taken
-// from a dirty tree by the last publish), their bundles, lint, the
+// from a dirty tree by the last publish), their artifacts (bundles), lint, the
 // versions edited in place, and signature verification. Errors: a dirty
 // package repo in run mode (*DirtyError, an input error), and the
-// registry's while reading bundles; findings are returned, not errors.
+// registry's while reading artifacts; findings are returned, not errors.
 func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, error) {
 	o := r.Options
 	switch {
@@ -63,7 +63,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	p := &prepared{vs: vs, changed: model.ChangedVersions(vs)}
 	read := m.read
 	if read == nil {
-		read = readBundles
+		read = readVersions
 	}
 	if err := read(ctx, r.mc, p.changed); err != nil {
 		return nil, err

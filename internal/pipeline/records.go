@@ -97,10 +97,6 @@ func carryOver(current, previous []model.ArtifactRecord, mapping bool) {
 	}
 }
 
-func sortErrs(errs []error) {
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
-}
-
 // Mapper maps the source reference of a bundle image (spec.artifact) to the
 // registry (host[:port]) and repository it is mirrored to: an Artifact's
 // spec.registry and spec.repository. An error names what is wrong with the
@@ -171,12 +167,13 @@ func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.Artif
 			// Versions are sorted by semver: the last one wins.
 			a.DisplayName = pm.Spec.Info.DisplayName
 			a.Description = pm.Spec.Info.Description
-			if b := v.Bundle; b != nil {
+			if c := v.Content; c != nil {
+				name, desc := c.Info()
 				if a.DisplayName == "" {
-					a.DisplayName = b.DisplayName
+					a.DisplayName = name
 				}
 				if a.Description == "" {
-					a.Description = b.Description
+					a.Description = desc
 				}
 			}
 			rv := model.VersionRecord{Version: pm.Version.String(), Tag: pm.Tag(), Present: true, Path: pm.Path}

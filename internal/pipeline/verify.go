@@ -53,17 +53,18 @@ type verifyTarget struct {
 	v    *model.Version
 	ref  string
 	line int
-	what string // "bundle" or "related image"
+	what string // the kind ("bundle"), "related image" or "image the bundle's CSV deploys"
 }
 
-// verifyTargets lists the bundle and related images of vs, each with the
-// manifest line naming it: spec.artifact for the bundle and for the images
-// the bundle's CSV deploys, the spec.relatedImages entry for the others.
+// verifyTargets lists the artifact (a bundle) and related images of vs,
+// each with the manifest line naming it: spec.artifact for the artifact
+// and for the images it deploys (model.Content.Images: the bundle's CSV),
+// the spec.relatedImages entry for the others.
 func verifyTargets(vs []*model.Version) []verifyTarget {
 	var out []verifyTarget
 	for _, v := range vs {
 		m := v.Manifest
-		out = append(out, verifyTarget{v: v, ref: v.Ref(), line: m.Lines["spec.artifact"], what: "bundle"})
+		out = append(out, verifyTarget{v: v, ref: v.Ref(), line: m.Lines["spec.artifact"], what: v.Kind()})
 		related := map[string]int{}
 		for j, r := range m.Spec.RelatedImages {
 			if _, ok := related[r]; !ok {
@@ -74,7 +75,10 @@ func verifyTargets(vs []*model.Version) []verifyTarget {
 			line, ok := related[img]
 			what := "related image"
 			if !ok {
-				line, what = m.Lines["spec.artifact"], "image the bundle's CSV deploys"
+				line, what = m.Lines["spec.artifact"], "image the "+v.Kind()+" deploys"
+				if v.Content != nil {
+					what = "image " + v.Content.ImagesFrom() + " deploys"
+				}
 			}
 			out = append(out, verifyTarget{v: v, ref: img, line: line, what: what})
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
@@ -200,7 +201,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	}
 	var unread []*model.Version
 	for _, v := range vs {
-		if v.Changed && v.Bundle != nil {
+		if v.Changed && kind.BundleOf(v) != nil {
 			continue
 		}
 		m := v.Manifest
@@ -214,17 +215,17 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		}
 		unread = append(unread, v)
 	}
-	if err := env.ReadBundles(ctx, unread); err != nil {
+	if err := env.Read(ctx, unread); err != nil {
 		return err
 	}
 	var errs []error
 	for _, v := range vs {
-		if v.BundleErr != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", v.Where(), v.BundleErr))
+		if v.ReadErr != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.Where(), v.ReadErr))
 			continue
 		}
-		if v.Bundle != nil {
-			t.bundles[v.Key()] = v.Bundle
+		if b := kind.BundleOf(v); b != nil {
+			t.bundles[v.Key()] = b
 		}
 	}
 	if len(errs) > 0 {

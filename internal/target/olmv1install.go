@@ -8,6 +8,7 @@ import (
 
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
 )
@@ -26,8 +27,8 @@ type BundleChecker interface {
 func (t *olmTarget) CheckBundles(vs []*model.Version) error {
 	var bs []installable
 	for _, v := range vs {
-		if v.Bundle != nil {
-			bs = append(bs, installableOf(v.Key(), v.Where(), v.Bundle))
+		if b := kind.BundleOf(v); b != nil {
+			bs = append(bs, installableOf(v.Key(), v.Where(), b))
 		}
 	}
 	return t.checkInstallModes(bs)

@@ -8,6 +8,7 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
@@ -20,7 +21,7 @@ func ownNamespaceVersion(art, v string, channels ...string) *model.Version {
 		{Type: v1alpha1.InstallModeTypeAllNamespaces, Supported: false},
 	}
 	m := &manifest.PackageManifest{Path: "packages/" + art + "/" + v + "/manifest.yaml", Artifact: art, Version: semver.MustParse(v), Lines: map[string]int{"spec.artifact": 7}}
-	return &model.Version{Manifest: m, Bundle: &bundle.Bundle{CSV: csv, CSVName: art + ".v" + v, Channels: channels}}
+	return &model.Version{Manifest: m, Content: kind.BundleContent(&bundle.Bundle{CSV: csv, CSVName: art + ".v" + v, Channels: channels})}
 }
 
 // TestOLMCheckBundles: a ClusterExtension that may pick a bundle without

@@ -222,12 +222,13 @@ func (s Settings) warnf(format string, args ...any) {
 }
 
 // Env is what Prepare may use of the run: the registry client and the
-// bundle stage.
+// read stage.
 type Env struct {
 	Client *mirror.Client
-	// ReadBundles reads the bundles of vs (Version.SetBundle, or BundleErr
-	// for a missing or invalid one) and returns registry failures.
-	ReadBundles func(ctx context.Context, vs []*model.Version) error
+	// Read reads the artifacts of vs through their kinds of package
+	// (kind.Read: Version.SetContent, or ReadErr for a missing or invalid
+	// one) and returns registry failures.
+	Read func(ctx context.Context, vs []*model.Version) error
 }
 
 // Target is what one cluster runs. A value is made per run (Kind.New) and

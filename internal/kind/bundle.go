@@ -1,0 +1,126 @@
+package kind
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/model"
+	"golang.org/x/sync/errgroup"
+)
+
+// bundleKind is spec.type bundle: an OLM bundle image (registry+v1), read
+// with bundle.Fetch.
+type bundleKind struct{}
+
+// Name is manifest.TypeBundle.
+func (bundleKind) Name() string { return manifest.TypeBundle }
+
+// Key is the bundle image reference (spec.artifact): a bundle reads the
+// same for every cluster.
+func (bundleKind) Key(v *model.Version) string { return v.Ref() }
+
+// Read reads the bundles of vs, at most 8 at once, and records each in its
+// version (BundleContent). A missing or invalid bundle
+// (*bundle.NotFoundError, *bundle.InvalidError) is recorded as the
+// version's ReadErr; registry failures are returned, joined and sorted,
+// each "<manifest>:<line>: <what to do>" (env.Client.Describe).
+func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error {
+	mc := env.Client
+	var mu sync.Mutex
+	var failed []error
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, v := range vs {
+		g.Go(func() error {
+			b, err := bundle.Fetch(gctx, v.Ref(), mc.SrcOptions()...)
+			if err == nil {
+				v.SetContent(BundleContent(b))
+				return nil
+			}
+			var nf *bundle.NotFoundError
+			var inv *bundle.InvalidError
+			if errors.As(err, &nf) || errors.As(err, &inv) {
+				v.SetReadErr(err)
+				return nil
+			}
+			host := strings.SplitN(v.Ref(), "/", 2)[0]
+			mu.Lock()
+			defer mu.Unlock()
+			failed = append(failed, &readError{v: v, err: mc.Describe("reading bundle "+v.Ref(), host, errors.Unwrap(err))})
+			return nil
+		})
+	}
+	_ = g.Wait()
+	sort.Slice(failed, func(i, j int) bool { return failed[i].Error() < failed[j].Error() })
+	return errors.Join(failed...)
+}
+
+// Lint gives the lint engine the bundle of v, with its
+// metadata/annotations.yaml (lint.Input.Bundles, Annotations), or the
+// error reading it (lint.Input.BundleErrors: bundle/not-found,
+// bundle/one-csv, bundle/invalid).
+func (bundleKind) Lint(in *lint.Input, v *model.Version) {
+	p := v.Manifest.Path
+	if v.ReadErr != nil {
+		if in.BundleErrors == nil {
+			in.BundleErrors = map[string]error{}
+		}
+		in.BundleErrors[p] = v.ReadErr
+	}
+	if b := BundleOf(v); b != nil {
+		if in.Bundles == nil {
+			in.Bundles = map[string]*bundle.Bundle{}
+		}
+		if in.Annotations == nil {
+			in.Annotations = map[string]map[string]string{}
+		}
+		in.Bundles[p], in.Annotations[p] = b, b.Annotations
+	}
+}
+
+// readError is a registry failure reading the artifact of a version:
+// "<manifest>:<line>: <what to do>".
+type readError struct {
+	v   *model.Version
+	err error
+}
+
+func (e *readError) Error() string { return e.v.Where() + ": " + e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// bundleContent is the model.Content of a version of kind bundle.
+type bundleContent struct{ b *bundle.Bundle }
+
+// BundleContent returns b as the content of a version of kind bundle
+// (model.Version.SetContent); nil for a nil b.
+func BundleContent(b *bundle.Bundle) model.Content {
+	if b == nil {
+		return nil
+	}
+	return bundleContent{b}
+}
+
+// BundleOf returns the bundle read for v, nil when v was not read or is of
+// another kind: for the stages that are about bundles only (the olm
+// target's file-based catalog, the bundle lint rules).
+func BundleOf(v *model.Version) *bundle.Bundle {
+	if c, ok := v.Content.(bundleContent); ok {
+		return c.b
+	}
+	return nil
+}
+
+// Images are the images the bundle's CSV deploys (bundle.Bundle.Images).
+func (c bundleContent) Images() []string { return c.b.Images }
+
+// ImagesFrom is "the bundle's CSV".
+func (bundleContent) ImagesFrom() string { return "the bundle's CSV" }
+
+// Info is the CSV's display name and description.
+func (c bundleContent) Info() (string, string) { return c.b.DisplayName, c.b.Description }

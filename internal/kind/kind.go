@@ -1,0 +1,210 @@
+// Package kind holds the kinds of package publish knows, keyed by the
+// PackageManifest's spec.type (docs/design.md, "Inside a run: Version and
+// Artifact"): what reading a version's artifact means, what it gives the
+// version (model.Content: the images it deploys, the display facts) and
+// what the lint engine checks of it. Bundles (spec.type bundle, bundle.go)
+// are the one kind today. The stages dispatch through Read and Lint and a
+// version's Content, so that a new kind is one new file and its
+// registration, not a branch in every stage.
+package kind
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
+)
+
+// Kind is one kind of package: the versions whose manifest's spec.type is
+// Name. Implementations hold no state of a run.
+type Kind interface {
+	// Name is the spec.type of the manifests of this kind ("bundle").
+	Name() string
+	// Key identifies what Read reads for v: versions with the same key
+	// (within one kind) get the same content, so a Cache reads it once
+	// for every cluster of a run (a bundle: its spec.artifact). A kind
+	// whose content depends on the cluster puts what it depends on in the
+	// key.
+	Key(v *model.Version) string
+	// Read reads the artifact of each of vs (all of this kind) and records
+	// in each version its content (model.Version.SetContent) or why the
+	// artifact cannot be used (SetReadErr: a finding of the manifest, exit
+	// code 1). The error is the registry failures (exit code 2), each
+	// naming the manifest; the versions it names are left unread.
+	Read(ctx context.Context, env Env, vs []*model.Version) error
+	// Lint adds to in what the lint engine checks of v: its content or
+	// the error reading it (v may be unread: nothing to add).
+	Lint(in *lint.Input, v *model.Version)
+}
+
+// Env is what a kind may use to read artifacts: the registry client of
+// the command (its source side: credentials, CA, plain-HTTP hosts).
+type Env struct {
+	Client *mirror.Client
+}
+
+var (
+	mu    sync.RWMutex
+	kinds = map[string]Kind{bundleKind{}.Name(): bundleKind{}}
+)
+
+// Register makes k the kind of the manifests whose spec.type is k.Name(),
+// replacing the kind of that name if any; restore puts the registry back
+// as it was (tests register a kind of their own this way).
+func Register(k Kind) (restore func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	name := k.Name()
+	prev, had := kinds[name]
+	kinds[name] = k
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if had {
+			kinds[name] = prev
+		} else {
+			delete(kinds, name)
+		}
+	}
+}
+
+// Lookup returns the kind registered under name (a spec.type), false when
+// there is none.
+func Lookup(name string) (Kind, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Of returns the kind of v (model.Version.Kind). The error, when no kind
+// is registered under its spec.type, is an input error naming the manifest.
+func Of(v *model.Version) (Kind, error) {
+	if k, ok := Lookup(v.Kind()); ok {
+		return k, nil
+	}
+	return nil, model.Input(fmt.Errorf("%s:%d: spec.type %q: no such kind of package", v.Manifest.Path, v.Manifest.Lines["spec.type"], v.Kind()))
+}
+
+// group is the versions of one kind, in their order.
+type group struct {
+	kind Kind
+	vs   []*model.Version
+}
+
+// byKind splits vs by kind, kinds in the order of their first version.
+// Versions of no registered kind are left out, each with its error (Of).
+func byKind(vs []*model.Version) ([]group, []error) {
+	var out []group
+	at := map[string]int{}
+	var errs []error
+	for _, v := range vs {
+		k, err := Of(v)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		i, ok := at[k.Name()]
+		if !ok {
+			i = len(out)
+			at[k.Name()] = i
+			out = append(out, group{kind: k})
+		}
+		out[i].vs = append(out[i].vs, v)
+	}
+	return out, errs
+}
+
+// Read reads the artifacts of vs, each through its kind (Kind.Read), the
+// versions of one kind together. The error joins the registry failures of
+// every kind and, for a version of no registered kind, an input error
+// naming its manifest (that version is left unread).
+func Read(ctx context.Context, env Env, vs []*model.Version) error {
+	groups, errs := byKind(vs)
+	for _, g := range groups {
+		err := g.kind.Read(ctx, env, g.vs)
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...) // one list, not nested
+		} else if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Lint adds to in what the lint engine checks of each of vs, through its
+// kind (Kind.Lint); a version of no registered kind adds nothing (the
+// manifest rules report its spec.type).
+func Lint(in *lint.Input, vs []*model.Version) {
+	for _, v := range vs {
+		if k, err := Of(v); err == nil {
+			k.Lint(in, v)
+		}
+	}
+}
+
+// ReadErrors returns the ReadErr of every version of vs that has one, by
+// manifest path.
+func ReadErrors(vs []*model.Version) map[string]error {
+	out := map[string]error{}
+	for _, v := range vs {
+		if v.ReadErr != nil {
+			out[v.Manifest.Path] = v.ReadErr
+		}
+	}
+	return out
+}
+
+// Cache is what the clusters of one run share of the artifacts read: a
+// version whose kind and key (Kind.Key) were read for another cluster gets
+// that content (or read error) without reading it again. Safe for
+// concurrent use; Read calls of different clusters for the same key may
+// both read it.
+type Cache struct {
+	mu   sync.Mutex
+	read map[string]*model.Version
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{read: map[string]*model.Version{}} }
+
+// Read reads the artifacts of vs that no earlier Read of c read (the
+// package-level Read) and gives the others what was read. The error is
+// Read's; what a failing registry did not give is not remembered.
+func (c *Cache) Read(ctx context.Context, env Env, vs []*model.Version) error {
+	var todo []*model.Version
+	keys := map[*model.Version]string{}
+	c.mu.Lock()
+	for _, v := range vs {
+		k, err := Of(v)
+		if err != nil {
+			todo = append(todo, v) // Read says why
+			continue
+		}
+		key := k.Name() + "\x00" + k.Key(v)
+		got := c.read[key]
+		switch {
+		case got == nil:
+			keys[v] = key
+			todo = append(todo, v)
+		case got.ReadErr != nil:
+			v.SetReadErr(got.ReadErr)
+		default:
+			v.SetContent(got.Content)
+		}
+	}
+	c.mu.Unlock()
+	err := Read(ctx, env, todo)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range todo {
+		if key, ok := keys[v]; ok && v.Read() {
+			c.read[key] = v
+		}
+	}
+	return err
+}
