@@ -147,18 +147,6 @@ func Lint(in *lint.Input, vs []*model.Version) {
 	}
 }
 
-// ReadErrors returns the ReadErr of every version of vs that has one, by
-// manifest path.
-func ReadErrors(vs []*model.Version) map[string]error {
-	out := map[string]error{}
-	for _, v := range vs {
-		if v.ReadErr != nil {
-			out[v.Manifest.Path] = v.ReadErr
-		}
-	}
-	return out
-}
-
 // Cache is what the clusters of one run share of the artifacts read: a
 // version whose kind and key (Kind.Key) were read for another cluster gets
 // that content (or read error) without reading it again. Safe for

@@ -152,9 +152,14 @@ func TestKindsThroughTheStages(t *testing.T) {
 		if db.Read() || odd.Read() {
 			t.Error("a version the registry or the registry of kinds failed is read")
 		}
-		errs := kind.ReadErrors(vs)
-		if len(errs) != 1 || errs["packages/web/2.1.0/manifest.yaml"] == nil {
-			t.Errorf("read errors %v", errs)
+		var failed []string
+		for _, v := range vs {
+			if v.ReadErr != nil {
+				failed = append(failed, v.Manifest.Path)
+			}
+		}
+		if want := []string{"packages/web/2.1.0/manifest.yaml"}; !reflect.DeepEqual(failed, want) {
+			t.Errorf("read errors of %v, want %v", failed, want)
 		}
 	}
 

@@ -101,11 +101,6 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
-	for _, p := range o.Paths {
-		if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
-			return nil, &PathError{Path: p}
-		}
-	}
 	// The cache first: a wrong --cache is told before any registry is read.
 	var cache *archive.Cache
 	if o.Cache != "" {
@@ -116,10 +111,11 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		c.Verify = o.VerifyCache
 		cache = c
 	}
-	ms, err := Scan(o.Source, o.PackagesDir)
+	pk, err := pickVersions(ctx, pickOptions{Source: o.Source, PackagesDir: o.PackagesDir, Paths: o.Paths, Changed: o.Changed, Base: o.Base, NoFetch: o.NoFetch, Flag: "--changed"})
 	if err != nil {
 		return nil, err
 	}
+	ms := pk.ms
 	if len(ms) == 0 {
 		return nil, inputErr(fmt.Errorf("no PackageManifest found under %s", filepath.Join(o.Source, o.PackagesDir)))
 	}
@@ -143,20 +139,10 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		catalogs = append(catalogs, archive.Catalog{Cluster: o.Cluster, Image: img, Locations: locs})
 		o.Log("catalog: the OCI catalog of cluster %s, %s", o.Cluster, catalogDigest)
 	}
-	changed := func(string, string) bool { return true }
-	if o.Changed {
-		dr, err := diff.Compute(ctx, diff.Options{Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base, Fetch: !o.NoFetch})
-		if err != nil {
-			return nil, fmt.Errorf("--changed: %w", err)
-		}
-		changed = dr.Changed
+	if dr := pk.diff; dr != nil {
 		o.Log("changes: %d added, %d modified since %s", dr.Count(diff.Added), dr.Count(diff.Modified), shortOr(dr.Base, "the beginning"))
 	}
-	vs := model.NewVersions(ms)
-	for _, v := range vs {
-		v.Changed = Selected(v.Manifest.Path, o.Paths) && changed(v.Key().Artifact, v.Key().Version)
-	}
-	selected := model.ChangedVersions(vs)
+	selected := pk.selected
 	if len(selected) == 0 {
 		return nil, inputErr(errors.New("no version selected: nothing to package (check the paths and --changed/--base)"))
 	}
@@ -164,15 +150,8 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := readVersions(ctx, mc, selected); err != nil {
+	if err := readPicked(ctx, mc, selected); err != nil {
 		return nil, err
-	}
-	if byPath := kind.ReadErrors(selected); len(byPath) > 0 {
-		var errs []error
-		for _, p := range sortedPaths(byPath) {
-			errs = append(errs, fmt.Errorf("%s: %w", p, byPath[p]))
-		}
-		return nil, inputErr(errors.Join(errs...))
 	}
 	o.Log("bundles: %d read", len(selected))
 	// Signatures before anything is written (publish.yaml verify).
@@ -186,7 +165,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		return nil, err
 	}
 	ann := map[string]string{}
-	if commit, origin := SourceCommit(o.Source); commit != "" {
+	if commit, origin := pk.repo.Head(), pk.repo.Origin(); commit != "" {
 		ann[archive.AnnotationSourceCommit] = commit
 		if origin != "" {
 			ann[archive.AnnotationSourceRepo] = origin
@@ -257,15 +236,6 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, []string, 
 func hasTag(ref string) bool {
 	ref, _, _ = strings.Cut(ref, "@")
 	return strings.LastIndex(ref, ":") > strings.LastIndex(ref, "/")
-}
-
-func sortedPaths(m map[string]error) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // PushOptions configures `publish push`.

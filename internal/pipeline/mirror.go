@@ -2,17 +2,13 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/registry"
-	"github.com/operator-publish/publish/internal/source/diff"
 )
 
 // MirrorOptions configures Mirror (`publish mirror`).
@@ -66,30 +62,12 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 	opts := o.Mirror
 	var selected []*model.Version
 	if len(o.Paths) > 0 || o.Base != "" || len(o.Images) == 0 {
-		ms, err := Scan(o.Source, o.PackagesDir)
+		pk, err := pickVersions(ctx, pickOptions{Source: o.Source, PackagesDir: o.PackagesDir, Paths: o.Paths, Changed: o.Base != "", Base: o.Base, NoFetch: o.NoFetch, Flag: "--base " + o.Base, Log: log.logWriter()})
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range o.Paths {
-			if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
-				return nil, &PathError{Path: p}
-			}
-		}
-		var changed func(a, v string) bool
-		if o.Base != "" {
-			dr, err := diff.Compute(ctx, diff.Options{Repo: o.Source, PackagesDir: o.PackagesDir, Base: o.Base, Fetch: !o.NoFetch, Log: log.logWriter()})
-			if err != nil {
-				return nil, fmt.Errorf("--base %s: %w", o.Base, err)
-			}
-			changed = dr.Changed
-		}
-		for _, v := range model.NewVersions(ms) {
-			k := v.Key()
-			if Selected(v.Manifest.Path, o.Paths) && (changed == nil || changed(k.Artifact, k.Version)) {
-				v.Changed = true
-				selected = append(selected, v)
-			}
-		}
+		ms := pk.ms
+		selected = pk.selected
 		if opts.SrcHosts == nil {
 			opts.SrcHosts = sourceHosts(ms)
 		}
@@ -111,17 +89,8 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 	if err != nil {
 		return nil, &FlagError{Err: err}
 	}
-	if err := readVersions(ctx, mc, selected); err != nil {
+	if err := readPicked(ctx, mc, selected); err != nil {
 		return nil, fmt.Errorf("nothing mirrored:\n%w", err)
-	}
-	var bad []error
-	for _, v := range selected {
-		if v.ReadErr != nil {
-			bad = append(bad, fmt.Errorf("%s: %s %s: %w", v.Where(), v.Kind(), v.Ref(), v.ReadErr))
-		}
-	}
-	if len(bad) > 0 {
-		return nil, inputErr(fmt.Errorf("nothing mirrored:\n%w", errors.Join(bad...)))
 	}
 	var extra []mirror.Target
 	for _, ref := range o.Images {
