@@ -263,7 +263,8 @@ func appendAttr(b *bytes.Buffer, prefix string, a slog.Attr) {
 // record: for code that still takes an io.Writer for its progress lines.
 // A line that starts "warning: " is logged at slog.LevelWarn and one that
 // starts "error: " at slog.LevelError, without that prefix (the text
-// handler puts it back); any other line at its Level. A last line without
+// handler puts it back), also after a stage ("diff: warning: x" is the
+// warning "diff: x"); any other line at its Level. A last line without
 // a newline waits for the next Write or Flush. Safe for concurrent use.
 type LineWriter struct {
 	Logger *slog.Logger
@@ -311,10 +312,14 @@ func (w *LineWriter) emit(line string) {
 		return
 	}
 	level := w.Level
-	if rest, ok := strings.CutPrefix(line, "warning: "); ok {
-		level, line = slog.LevelWarn, rest
-	} else if rest, ok := strings.CutPrefix(line, "error: "); ok {
-		level, line = slog.LevelError, rest
+	stage, rest := "", line
+	if s, r, ok := strings.Cut(line, ": "); ok && s != "" && !strings.Contains(s, " ") && (strings.HasPrefix(r, "warning: ") || strings.HasPrefix(r, "error: ")) {
+		stage, rest = s+": ", r
+	}
+	if r, ok := strings.CutPrefix(rest, "warning: "); ok {
+		level, line = slog.LevelWarn, stage+r
+	} else if r, ok := strings.CutPrefix(rest, "error: "); ok {
+		level, line = slog.LevelError, stage+r
 	}
 	w.Logger.Log(context.Background(), level, line)
 }

@@ -1,12 +1,11 @@
 package pipeline
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
-	"sync"
+
+	"github.com/operator-publish/publish/internal/logging"
 )
 
 // discard is the logger of a run without one.
@@ -31,34 +30,10 @@ func (o *Options) logger() *slog.Logger {
 }
 
 // logWriter is the run's logger as a writer, for the stages that take one
-// (internal/diff): each line is one record, Warn for a "warning: " line
-// (the prefix, also after "<stage>: ", is dropped), else Info.
-func (o *Options) logWriter() io.Writer { return &lineLogger{log: o.logger()} }
-
-type lineLogger struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (l *lineLogger) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(l.buf[:i])
-		l.buf = l.buf[i+1:]
-		if stage, rest, ok := strings.Cut(line, "warning: "); ok && (stage == "" || strings.HasSuffix(stage, ": ") && !strings.Contains(strings.TrimSuffix(stage, ": "), " ")) {
-			l.log.Warn(stage + rest)
-			continue
-		}
-		l.log.Info(line)
-	}
-}
+// (internal/source/diff): each line is one record, Warn for a "warning: "
+// line (the prefix, also after "<stage>: ", is dropped), else Info
+// (logging.LineWriter).
+func (o *Options) logWriter() io.Writer { return logging.Writer(o.logger()) }
 
 // withCluster is l with the attribute cluster=name on every record, for
 // the lines of one cluster of a run of several (nil stays nil).

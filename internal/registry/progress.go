@@ -2,7 +2,6 @@ package registry
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -265,20 +264,4 @@ func describeRequest(r *http.Request) string {
 		}
 	}
 	return r.Method + " " + p
-}
-
-// LineLogger returns a logger writing one human line per record to w
-// (slog's text format without the time, e.g. `level=INFO msg="waiting for
-// registry" host=r.example.com …`), or nil for a nil w or io.Discard: a
-// stand-in until the commands share one logger.
-func LineLogger(w io.Writer) *slog.Logger {
-	if w == nil || w == io.Discard {
-		return nil
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-		if len(groups) == 0 && a.Key == slog.TimeKey {
-			return slog.Attr{}
-		}
-		return a
-	}}))
 }
