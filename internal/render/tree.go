@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"path"
 	"sort"
 	"strings"
 
@@ -52,11 +53,15 @@ func (f Files) HasDir(dir string) bool {
 }
 
 // Replace replaces the files of f below each of dirs by those of files
-// below it, and sets every other file of files: what Write does to a
-// checkout, in memory.
+// below it, and sets every other file of files, in memory: what syncing a
+// checkout's directories does to it. A file where one of dirs, or a
+// directory on the way to a file set, must be goes (as a checkout would
+// replace it), so that f stays a tree Git can hold.
 func (f Files) Replace(dirs []string, files Files) {
 	for _, d := range dirs {
-		prefix := strings.TrimSuffix(d, "/") + "/"
+		d = strings.TrimSuffix(d, "/")
+		delete(f, d)
+		prefix := d + "/"
 		for p := range f {
 			if strings.HasPrefix(p, prefix) {
 				if _, keep := files[p]; !keep {
@@ -66,6 +71,9 @@ func (f Files) Replace(dirs []string, files Files) {
 		}
 	}
 	for p, data := range files {
+		for dir := path.Dir(p); dir != "." && dir != "/"; dir = path.Dir(dir) {
+			delete(f, dir)
+		}
 		f[p] = data
 	}
 }

@@ -132,3 +132,14 @@ func TestSyncDir(t *testing.T) {
 		t.Errorf("keep.txt was written before the link was refused: %q", data)
 	}
 }
+
+// TestReplaceKeepsATree: a file where a replaced directory, or a directory
+// on the way to a new file, must be goes, as a checkout would replace it.
+func TestReplaceKeepsATree(t *testing.T) {
+	cat := Files{"rendered/c": []byte("a file"), "publish/generated": []byte("a file too"), "keep": []byte("k"), "rendered/d/x": []byte("x")}
+	cat.Replace([]string{"rendered/c"}, Files{"rendered/c/a/o.yaml": []byte("o"), "publish/generated/c/k.yaml": []byte("k")})
+	want := Files{"rendered/c/a/o.yaml": []byte("o"), "publish/generated/c/k.yaml": []byte("k"), "keep": []byte("k"), "rendered/d/x": []byte("x")}
+	if ch := cat.Changes(want); len(ch) != 0 {
+		t.Errorf("after Replace: %v differ", ch)
+	}
+}
