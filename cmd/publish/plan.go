@@ -11,6 +11,7 @@ import (
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/spf13/cobra"
 )
 
@@ -73,7 +74,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 			md := plan.Markdown()
 			if len(plans) > 1 {
 				doc, md = plans, ""
-				plan = &pipeline.Plan{Findings: []lint.Finding{}}
+				plan = &report.Plan{Findings: []lint.Finding{}}
 				for _, pl := range plans {
 					md += pl.Markdown() + "\n"
 					plan.Artifacts = append(plan.Artifacts, pl.Artifacts...)

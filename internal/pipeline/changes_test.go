@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/render"
 )
 
@@ -32,7 +33,7 @@ func TestOneRendererOfChanges(t *testing.T) {
 	if want := subject + "\n\nListed:\n- tiny 1.0.0, 1.1.0\n\nUpgraded:\n- etcd 0.9.5\n\nRelisted:\n- etcd 0.9.3\n\nDelisted:\n- old (artifact)\n\nUpdated in place:\n- cert-utils-operator\n\nSource-Commit: abc\n"; msg != want {
 		t.Errorf("commit message:\n%s", msg)
 	}
-	if got := prTitle(ch, "a"); got != subject+" on cluster a" {
+	if got := delivery.Title(ChangeSubject(cs), "a"); got != subject+" on cluster a" {
 		t.Errorf("pull-request title %q", got)
 	}
 	if got := ChangeSubject(nil); got != "publish: update catalog (no listing changes)" {

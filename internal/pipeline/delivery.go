@@ -2,20 +2,18 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/report"
 )
 
 // Deliveries: how a cluster's catalog change reaches the catalog branch
@@ -195,10 +193,10 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 		}
 		return nil
 	}
-	mark := marker{Cluster: c.Name, Base: tip.Head(), Tree: w.Tree.String(), Source: commit}
-	var prev marker
+	mark := delivery.Marker{Cluster: c.Name, Base: tip.Head(), Tree: w.Tree.String(), Source: commit}
+	var prev delivery.Marker
 	if pr != nil {
-		prev = parseMarker(pr.Body)
+		prev = delivery.ParseMarker(pr.Body)
 		// The Git server says where the branch is; the forge's head may
 		// lag behind a push (Gitea updates it from a queue).
 		head, err := tip.BranchHead(ctx, branch)
@@ -230,12 +228,12 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 
 	plan := clusterPlan(cr, changes, commit)
 	if o.PlanDir != "" {
-		if res.PlanFile, err = writePlanFiles(o.PlanDir, c.Name, plan); err != nil {
+		if res.PlanFile, err = delivery.WritePlanFiles(o.PlanDir, c.Name, plan); err != nil {
 			cr.r.warnf("pull request: could not write the full plan: %v", err)
 		}
 	}
-	title := prTitle(cr.res.Changes, c.Name)
-	body := prBody(plan, f.MaxBody(), o.JobURL, res.PlanFile, mark)
+	title := delivery.Title(ChangeSubject(cr.res.Changes.List()), c.Name)
+	body := delivery.Body(plan, f.MaxBody(), o.JobURL, res.PlanFile, mark)
 	ch := forge.Change{Title: title, Body: body, Labels: c.PullRequest.Labels}
 	if pr == nil {
 		if pr, err = f.Create(ctx, branch, base, ch); err != nil {
@@ -268,75 +266,19 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 	return nil
 }
 
-// marker is what publish writes, hidden, at the end of the body of a pull
-// request it opened: the rolling branch's commit, its tree, the catalog
-// commit it was written on, and the source commit. A later run compares
-// them with the forge's head commit to tell an unchanged proposal (nothing
-// to do) from a branch someone else pushed to.
-type marker struct {
-	Cluster, Head, Tree, Base, Source string
-}
-
-var markerRE = regexp.MustCompile(`<!-- publish:pull-request ([^>]*) -->`)
-
-func (m marker) String() string {
-	return fmt.Sprintf("<!-- publish:pull-request cluster=%s head=%s tree=%s base=%s source=%s -->", m.Cluster, m.Head, m.Tree, orDash(m.Base), orDash(m.Source))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// parseMarker reads the marker of a body (zero when there is none: a body
-// someone rewrote).
-func parseMarker(body string) marker {
-	var m marker
-	sub := markerRE.FindStringSubmatch(body)
-	if sub == nil {
-		return m
-	}
-	for _, kv := range strings.Fields(sub[1]) {
-		k, v, _ := strings.Cut(kv, "=")
-		if v == "-" {
-			v = ""
-		}
-		switch k {
-		case "cluster":
-			m.Cluster = v
-		case "head":
-			m.Head = v
-		case "tree":
-			m.Tree = v
-		case "base":
-			m.Base = v
-		case "source":
-			m.Source = v
-		}
-	}
-	return m
-}
-
-// prTitle is the title of a cluster's pull request: the commit subject
-// of its changes, naming the cluster.
-func prTitle(ch render.Changes, cluster string) string {
-	return ChangeSubject(ch.List()) + " on cluster " + cluster
-}
-
 // clusterPlan is the plan of what the run proposes for the cluster: the
 // listing changes, the images it mirrored for them, the lint findings and
-// the rendered files with their diff (the same Plan `publish plan` makes).
-func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *Plan {
-	p := &Plan{SchemaVersion: PlanSchemaVersion, Cluster: cr.r.Cluster, Artifacts: []PlanArtifact{}, Findings: []lint.Finding{}, Files: nil}
+// the rendered files with their diff (the same report.Plan `publish plan`
+// makes).
+func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *report.Plan {
+	p := &report.Plan{SchemaVersion: report.PlanSchemaVersion, Cluster: cr.r.Cluster, Artifacts: []report.PlanArtifact{}, Findings: []lint.Finding{}, Files: nil}
 	p.Source.Head = commit
 	if d := cr.res.Diff; d != nil {
-		p.Source = PlanSource{Head: d.Head, Base: d.Base, BaseFrom: d.BaseFrom, All: d.All, Warnings: d.Warnings}
+		p.Source = report.PlanSource{Head: d.Head, Base: d.Base, BaseFrom: d.BaseFrom, All: d.All, Warnings: d.Warnings}
 	}
 	next := render.Merge(cr.s.state.Artifacts, cr.current)
 	p.Artifacts = planArtifacts(cr.s.state.Artifacts, next, cr.vs)
-	p.changes = append([]model.Change{}, render.Diff(cr.s.state.Artifacts, next).List()...)
+	listing := append([]model.Change{}, render.Diff(cr.s.state.Artifacts, next).List()...)
 	dst := map[string]string{}
 	if cr.res.Mirror != nil {
 		for _, r := range cr.res.Mirror.Images {
@@ -352,87 +294,16 @@ func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *Plan 
 	} else {
 		p.Source.Warnings = append(p.Source.Warnings, "the rendered diff could not be made: "+err.Error())
 	}
-	p.summarise()
+	p.Summarise(listing)
 	return p
-}
-
-// maxBodyMargin is kept free below the forge's limit on a body: the
-// marker and the link to the full plan.
-const maxBodyMargin = 2000
-
-// prBody is the body of a cluster's pull request: the plan in Markdown
-// (Plan.Markdown: the listing changes, the images, the lint findings and
-// the rendered diff, collapsed), kept under limit bytes (the forge's MaxBody;
-// bytes are never fewer than characters): the diff is left out first, then the plan is cut at a line,
-// each time saying where the full plan is (the CI job's files, jobURL);
-// then the marker.
-func prBody(p *Plan, limit int, jobURL, planFile string, m marker) string {
-	where := "the full plan is in the files of the CI job that opened it"
-	if planFile != "" {
-		where = "the full plan is `" + filepath.Base(planFile) + "` (and its `.json`) in the files of the CI job that opened it"
-	}
-	if jobURL != "" {
-		where += ": " + jobURL
-	}
-	head := fmt.Sprintf("This pull request was opened by `publish run` for cluster `%s`. Merging it publishes the change below to the cluster; publish re-renders this branch on every run (commits pushed to it are replaced), and closes the pull request when the package repo no longer changes the cluster.\n\n", p.Cluster)
-	tail := "\n---\n" + upper(where) + ".\n\n" + m.String() + "\n"
-	body := head + p.Markdown() + tail
-	if limit <= 0 || len(body) <= limit {
-		return body
-	}
-	short := *p
-	short.Diff = ""
-	note := fmt.Sprintf("> The rendered diff (%d lines) is too long for the pull request: see the *Files changed* tab; %s.\n\n", strings.Count(p.Diff, "\n"), where)
-	body = head + note + short.Markdown() + tail
-	if len(body) <= limit {
-		return body
-	}
-	budget := limit - len(head+note+tail) - maxBodyMargin
-	md := short.Markdown()
-	cut := 0
-	for i := 0; i < len(md) && i < budget; i++ {
-		if md[i] == '\n' {
-			cut = i + 1
-		}
-	}
-	return head + note + md[:cut] + "\n… the plan is cut here: " + where + ".\n" + tail
-}
-
-func upper(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// writePlanFiles writes the full plan of a cluster into dir as
-// <cluster>.md (Plan.Markdown with the whole diff) and <cluster>.json
-// (docs/plan-json.md), for the CI job to keep as its files (an artifact);
-// it returns the Markdown file's path.
-func writePlanFiles(dir, cluster string, p *Plan) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	md := filepath.Join(dir, cluster+".md")
-	full := p.Markdown()
-	if strings.Count(p.Diff, "\n") > maxDiffLines {
-		full += "\n### Full diff\n\n```diff\n" + p.Diff + "\n```\n"
-	}
-	if err := os.WriteFile(md, []byte(full), 0o644); err != nil {
-		return "", err
-	}
-	data, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return "", err
-	}
-	return md, os.WriteFile(filepath.Join(dir, cluster+".json"), append(data, '\n'), 0o644)
 }
 
 // planImagesMirrored fills the images of each added, modified or relisted
 // version of arts as the run mirrored them: dst maps a source reference
 // to its destination (the mirror report). An image the report lacks is
-// "unknown" at the destination, with the UnknownReason reasonNotMirrored.
-func planImagesMirrored(arts []PlanArtifact, vs []*model.Version, dst map[string]string, verified map[string]model.Verification) {
+// "unknown" at the destination, with the UnknownReason
+// report.ReasonNotMirrored.
+func planImagesMirrored(arts []report.PlanArtifact, vs []*model.Version, dst map[string]string, verified map[string]model.Verification) {
 	byKey := map[model.Key]*model.Version{}
 	for _, v := range vs {
 		byKey[v.Key()] = v
@@ -444,9 +315,9 @@ func planImagesMirrored(arts []PlanArtifact, vs []*model.Version, dst map[string
 				continue
 			}
 			for _, r := range append(unique(mv.Images), mv.Ref()) {
-				pi := PlanImage{Source: r, Destination: dst[r], AtDestination: "yes"}
+				pi := report.PlanImage{Source: r, Destination: dst[r], AtDestination: "yes"}
 				if pi.Destination == "" {
-					pi.AtDestination, pi.UnknownReason = "unknown", reasonNotMirrored
+					pi.AtDestination, pi.UnknownReason = "unknown", report.ReasonNotMirrored
 				}
 				if res, ok := verified[r]; ok {
 					pi.Verification = &res

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/report"
 )
 
 // syncBuffer is a log sink safe for the goroutines of a run.
@@ -44,7 +45,7 @@ func tookFullRead(log string) string {
 
 // planIncremental is PlanRun that must go the incremental way: the full
 // read is returned as *catalog.FullReadRequiredError.
-func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
+func planIncremental(ctx context.Context, o PlanOptions) (*report.Plan, error) {
 	var buf syncBuffer
 	o.Log = slog.New(slog.NewTextHandler(&buf, nil))
 	p, err := PlanRun(ctx, o)
@@ -55,7 +56,7 @@ func planIncremental(ctx context.Context, o PlanOptions) (*Plan, error) {
 }
 
 // planFull is PlanRun forced the full way.
-func planFull(ctx context.Context, o PlanOptions) (*Plan, error) {
+func planFull(ctx context.Context, o PlanOptions) (*report.Plan, error) {
 	o.fullRead = true
 	return PlanRun(ctx, o)
 }

@@ -1,7 +1,13 @@
-// Package report is the one machine-readable account of what a command
-// did to images: copied, already present, verified, missing or failed,
-// and why. `publish mirror --report FILE` writes it; its format is
-// documented in docs/report.md.
+// Package report holds the machine-readable reports and their text.
+//
+// Report is the one account of what a command did to images: copied,
+// already present, verified, missing or failed, and why. `publish mirror
+// --report FILE` writes it; its format is documented in docs/report.md.
+//
+// Plan is what `publish plan` (and the pull request of a run) reports
+// before anything is written: the listing changes, the images to mirror,
+// the lint findings and the rendered files (plan.go; its JSON format is
+// documented in docs/plan-json.md), and its Markdown (planmarkdown.go).
 package report
 
 import (
