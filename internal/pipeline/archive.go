@@ -31,6 +31,7 @@ import (
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/seed"
 	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -202,7 +203,7 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, []string, 
 		return nil, nil, err
 	}
 	cat := render.Files(files)
-	if _, err := migrateCatalog(cat); err != nil {
+	if _, err := seed.Migrate(cat); err != nil {
 		return nil, nil, err
 	}
 	state, err := gitops.ReadState(cat, o.Cluster)

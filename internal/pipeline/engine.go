@@ -14,6 +14,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/seed"
 	"github.com/operator-publish/publish/internal/source"
 	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
@@ -53,7 +54,7 @@ type scope struct {
 	// oldState is the tip's state file of the cluster
 	// (gitops.StatePath), nil when it has none; legacy says the tip has
 	// the older single state file of every cluster, which the full read
-	// upgrades (migrateCatalog).
+	// upgrades (seed.Migrate).
 	oldState []byte
 	legacy   bool
 
@@ -484,8 +485,8 @@ func (s *scope) readFull(ctx context.Context, so scopeOptions) error {
 
 // readCatalog reads the whole tip into memory (s.cat), keeping it as r's
 // base, and reads its state; a catalog of the older layout is upgraded
-// (migrateCatalog, its changes go into the commit) and a first publish is
-// seeded from the template (prepareCatalog).
+// (seed.Migrate, its changes go into the commit) and a first publish is
+// seeded from the template (seed.Prepare).
 func (s *scope) readCatalog(r *fullRead) error {
 	s.way = r
 	base, err := s.tip.Files("", nil)
@@ -494,10 +495,13 @@ func (s *scope) readCatalog(r *fullRead) error {
 	}
 	r.base = base
 	s.cat = r.base.Clone()
-	if _, err = migrateCatalog(s.cat); err != nil {
+	if _, err = seed.Migrate(s.cat); err != nil {
 		return err
 	}
-	s.state, err = prepareCatalog(s.cat, s.tip.Head() == "", s.o, s.tgt)
+	s.state, err = seed.Prepare(s.cat, seed.Options{
+		Cluster: s.o.Cluster, RunClusters: s.o.runClusters, Empty: s.tip.Head() == "",
+		Overlays: s.tgt.Kustomize(), Catalog: s.o.Catalog,
+	})
 	return err
 }
 

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -367,73 +366,6 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 // registry was given (`publish plan` without --dst-registry): a name that
 // cannot resolve (RFC 6761). Known artifacts keep their recorded registry.
 const UnmappedRegistry = "unmapped.invalid"
-
-// seedOverlay adds, in a catalog cat seeded by its first publish, the
-// overlay of cluster when the template has none: the template's global
-// overlay, for cluster (its generated base, its name).
-func seedOverlay(cat render.Files, cluster string) error {
-	if cat.HasDir(render.ClustersDir + "/" + cluster) {
-		return nil
-	}
-	data, err := publish.CatalogTemplate.ReadFile("catalog-repo-template/" + render.ClustersDir + "/global/kustomization.yaml")
-	if err != nil {
-		return err
-	}
-	cat[render.ClustersDir+"/"+cluster+"/kustomization.yaml"] = []byte(strings.ReplaceAll(string(data), "global", cluster))
-	return nil
-}
-
-// otherStates reports whether the catalog cat holds the state file of a
-// cluster other than cluster.
-func otherStates(cat render.Files, cluster string) bool {
-	for p := range cat {
-		if c, ok := gitops.StateCluster(p); ok && c != cluster {
-			return true
-		}
-	}
-	return false
-}
-
-// prepareCatalog reads the state of the catalog cat (in memory: the files
-// of the branch tip, or of a checkout), seeds a first publish from the
-// template (empty: the branch has no commit yet) and checks the cluster
-// overlay when the target renders through it.
-func prepareCatalog(cat render.Files, empty bool, o Options, t target.Target) (*gitops.State, error) {
-	state, err := gitops.ReadState(cat, o.Cluster)
-	if err == nil {
-		// A repo with files but no state is someone else's project (or the
-		// package repo itself): refused before anything is mirrored, unless
-		// the user said so (--init-catalog, or an absent or empty
-		// --catalog-path).
-		if cerr := gitops.CheckCatalog(gitops.HasState(cat), gitops.Entries(cat), o.Catalog); cerr != nil {
-			return nil, inputErr(cerr)
-		}
-	}
-	// A cluster new to a catalog that others were published to seeds
-	// nothing: the template's files were added by the first publish.
-	if err == nil && (empty || len(state.Artifacts) == 0 && !otherStates(cat, o.Cluster)) {
-		// First publish: add the template's files that the repo lacks.
-		err = gitops.Seed(cat, publish.CatalogTemplate, "catalog-repo-template")
-		// Every cluster of the run gets its overlay, in every cluster's
-		// scope: the render key covers every overlay.
-		for _, c := range append([]string{o.Cluster}, o.runClusters...) {
-			if err == nil && empty && t.Kustomize() {
-				err = seedOverlay(cat, c)
-			}
-		}
-	} else if err != nil {
-		err = inputErr(err)
-	}
-	if err == nil && t.Kustomize() {
-		if oerr := render.CheckOverlay(cat, o.Cluster); oerr != nil {
-			err = inputErr(oerr)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return state, nil
-}
 
 // pushAttempts bounds how often a rejected push is tried in all.
 const pushAttempts = 6

@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/operator-publish/publish"
 	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/seed"
 )
 
 // RenderOptions configures `publish render`: the render stage alone, into a
@@ -71,7 +71,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	cat := base.Clone()
 	// A catalog of the layout before state per cluster is upgraded in
 	// place, as the first run would (commit it with the render).
-	if _, err := migrateCatalog(cat); err != nil {
+	if _, err := seed.Migrate(cat); err != nil {
 		return render.Changes{}, err
 	}
 	state, err := gitops.ReadState(cat, ro.Cluster)
@@ -111,7 +111,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	}
 	next := render.Merge(state.Artifacts, current)
 	if len(state.Artifacts) == 0 {
-		if err := gitops.Seed(cat, publish.CatalogTemplate, "catalog-repo-template"); err != nil {
+		if err := seed.Template(cat); err != nil {
 			return render.Changes{}, err
 		}
 	}
