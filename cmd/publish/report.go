@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/operator-publish/publish/internal/report"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,7 +50,7 @@ func runSummary(ch render.Changes, commit string) string {
 		b.WriteString("Nothing changed: no catalog commit.\n")
 		return b.String()
 	}
-	for _, l := range pipeline.SummaryLines(ch.List()) {
+	for _, l := range report.SummaryLines(ch.List()) {
 		b.WriteString(l + "\n")
 	}
 	if commit != "" {

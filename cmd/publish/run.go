@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/operator-publish/publish/internal/report"
 	"io"
 
 	"github.com/operator-publish/publish/internal/mirror"
@@ -195,7 +196,7 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 		printClusters(cmd, res)
 		return
 	}
-	for _, l := range pipeline.ResultLines(res.Changes.List(), "") {
+	for _, l := range report.ResultLines(res.Changes.List(), "") {
 		fmt.Fprintln(w, l)
 	}
 	if o := res.OCI; o != nil {
@@ -223,7 +224,7 @@ func printResult(cmd *cobra.Command, res *pipeline.Result) {
 func printClusters(cmd *cobra.Command, res *pipeline.Result) {
 	w := cmd.OutOrStdout()
 	for _, c := range res.Clusters {
-		for _, l := range pipeline.ResultLines(c.Changes.List(), " (cluster "+c.Name+")") {
+		for _, l := range report.ResultLines(c.Changes.List(), " (cluster "+c.Name+")") {
 			fmt.Fprintln(w, l)
 		}
 		if o := c.OCI; o != nil {

@@ -72,7 +72,7 @@ func ParseMarker(body string) Marker {
 }
 
 // Title is the title of a cluster's pull request: subject, the commit
-// subject of its changes (pipeline.ChangeSubject), naming the cluster.
+// subject of its changes (report.ChangeSubject), naming the cluster.
 func Title(subject, cluster string) string {
 	return subject + " on cluster " + cluster
 }

@@ -232,7 +232,7 @@ func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clust
 			cr.r.warnf("pull request: could not write the full plan: %v", err)
 		}
 	}
-	title := delivery.Title(ChangeSubject(cr.res.Changes.List()), c.Name)
+	title := delivery.Title(report.ChangeSubject(cr.res.Changes.List()), c.Name)
 	body := delivery.Body(plan, f.MaxBody(), o.JobURL, res.PlanFile, mark)
 	ch := forge.Change{Title: title, Body: body, Labels: c.PullRequest.Labels}
 	if pr == nil {

@@ -32,6 +32,7 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -403,13 +404,13 @@ func short(h string) string {
 }
 
 // CommitMessage is the catalog commit message: a subject counting the
-// changes (ChangeSubject), one section per kind of change (ChangeSections),
+// changes (report.ChangeSubject), one section per kind of change (report.ChangeSections),
 // and Source-Commit / Source-Repo trailers.
 func CommitMessage(ch render.Changes, sourceCommit, sourceRepo string) string {
 	cs := ch.List()
 	var b strings.Builder
-	b.WriteString(ChangeSubject(cs) + "\n")
-	b.WriteString(ChangeSections(cs))
+	b.WriteString(report.ChangeSubject(cs) + "\n")
+	b.WriteString(report.ChangeSections(cs))
 	if sourceCommit != "" || sourceRepo != "" {
 		b.WriteString("\n")
 		if sourceCommit != "" {

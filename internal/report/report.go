@@ -8,6 +8,10 @@
 // before anything is written: the listing changes, the images to mirror,
 // the lint findings and the rendered files (plan.go; its JSON format is
 // documented in docs/plan-json.md), and its Markdown (planmarkdown.go).
+//
+// The listing changes of a publish (model.Change) are worded once
+// (changes.go): the commit subject and sections, the run's result lines
+// and the job summary's lines.
 package report
 
 import (
