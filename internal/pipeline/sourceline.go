@@ -28,17 +28,6 @@ func (o *Options) sourceRepo() (*source.Repo, error) {
 	return o.src.repo, o.src.err
 }
 
-// SourceCommit returns the HEAD commit of the Git repo containing dir and its
-// origin URL without user information ("" for both when dir is not in a Git
-// repo).
-func SourceCommit(dir string) (commit, origin string) {
-	r, err := source.Open(dir)
-	if err != nil {
-		return "", ""
-	}
-	return r.Head(), r.Origin()
-}
-
 // supersededBy reports whether the catalog, published from source commit
 // theirs, is ahead of our source commit ours (source.Relate): ours is a
 // proper ancestor of theirs, and a newer run published already. A commit

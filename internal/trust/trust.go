@@ -16,12 +16,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/source"
 )
 
 // maxFile caps what is read of one file at the base, as the scan of the
@@ -54,7 +54,7 @@ type Base struct {
 // tree, a publish.yaml at the base that does not load (config.Parse). A
 // configFile outside the work tree is not read (Base.ConfigOutside).
 func Read(dir, commit, configFile, packagesDir string) (*Base, error) {
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := source.PlainOpen(dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading the base revision: %s: %w", dir, err)
 	}
