@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // treeOf is the root tree hash of the main branch's tip of the bare repo at
@@ -40,8 +42,9 @@ func treeOf(t *testing.T, dir string) plumbing.Hash {
 // TestRunIncrementalEqualsFull: for each change the plan equivalence test
 // covers (nothing, a file that is not a manifest, added / edited / removed
 // version, a version directory moved (git mv), added / renamed / removed
-// artifact, an uncommitted edit, a staged one) and
-// with --catalog-path, the incremental `run` (only the touched artifacts
+// artifact, an uncommitted edit, a staged one, a change made in a linked
+// worktree of the package repo, whose .git is a file) and with
+// --catalog-path, the incremental `run` (only the touched artifacts
 // read and rendered, from Git objects of the branch tip) leaves the same
 // catalog tree, by tree hash, and commits the same files as the full run
 // (every manifest read, the whole tip rendered), each on its own catalog
@@ -65,13 +68,16 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			edgeOverlay(t, f.catalog, path)
 			edgeOverlay(t, old, path)
 			oci := f.dst + "/platform/operator-catalog"
+			// src is the package repo's checkout the runs read: f.source,
+			// then a linked worktree of it.
+			src := f.source
 			runOn := func(name, dir string, full bool) (*Result, string) {
 				t.Helper()
 				cat := catalogOpts(dir)
 				cat.Path, cat.InitCatalog = path, true
 				var log syncBuffer
 				res, err := Run(context.Background(), Options{
-					Source: f.source, Catalog: cat, AllowEmpty: true, AllowDirty: true,
+					Source: src, Catalog: cat, AllowEmpty: true, AllowDirty: true,
 					// Artifacts other and tiny2 reuse tiny's bundles.
 					Lint:   lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
 					Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
@@ -183,8 +189,43 @@ func TestRunIncrementalEqualsFull(t *testing.T) {
 			os.RemoveAll(filepath.Join(f.source, "packages/tiny2"))
 			f.commit(t, "remove tiny2")
 			check("remove artifact", yes)
+
+			// A linked worktree (git worktree add): its index is read
+			// through the common Git directory, so the run from it goes
+			// the incremental way too, and sees its edits and commits.
+			src = gitWorktree(t, f.source)
+			check("a linked worktree", nil)
+			p = filepath.Join(src, "packages/other/1.2.0/manifest.yaml")
+			data, _ = os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(data), "displayName: Tiny", "displayName: Other (linked)", 1)), 0o644)
+			check("an uncommitted edit in a linked worktree", yes)
+			gitIn(t, src, "commit", "-q", "-a", "-m", "edit other in the linked worktree")
+			check("a commit in a linked worktree", nil)
 		})
 	}
+}
+
+// gitIn runs the git command in dir (skipped, through testenv.Skip, when
+// git is not installed).
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		testenv.Skip(t, "git is not installed")
+	}
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// gitWorktree adds a linked worktree of the repo at dir (git worktree
+// add, on a new branch at HEAD) and returns its path.
+func gitWorktree(t *testing.T, dir string) string {
+	t.Helper()
+	linked := filepath.Join(t.TempDir(), "linked")
+	gitIn(t, dir, "worktree", "add", "-q", linked)
+	return linked
 }
 
 // edgeOverlay gives the empty bare catalog repo at dir a first commit on
