@@ -113,7 +113,7 @@ func (o Options) forCluster(c ClusterOptions) Options {
 	}
 	o.runClusters = nil
 	for _, rc := range o.Clusters {
-		if t, err := target.New(rc.Target, target.Settings{Cluster: rc.Name}); err == nil && t.Kustomize() {
+		if k, err := target.Lookup(rc.Target); err == nil && k.Caps.Overlay {
 			o.runClusters = append(o.runClusters, rc.Name)
 		}
 	}

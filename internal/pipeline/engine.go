@@ -500,9 +500,16 @@ func (s *scope) readCatalog(r *fullRead) error {
 	}
 	s.state, err = seed.Prepare(s.cat, seed.Options{
 		Cluster: s.o.Cluster, RunClusters: s.o.runClusters, Empty: s.tip.Head() == "",
-		Overlays: s.tgt.Kustomize(), Catalog: s.o.Catalog,
+		Overlays: overlays(s.o.Target), Catalog: s.o.Catalog,
 	})
 	return err
+}
+
+// overlays reports whether the target named renders through the cluster's
+// kustomize overlay (target.Capabilities.Overlay).
+func overlays(name string) bool {
+	k, err := target.Lookup(name)
+	return err == nil && k.Caps.Overlay
 }
 
 // reopen reads the branch's new tip (s.tip, which the caller replaced)

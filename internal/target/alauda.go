@@ -21,7 +21,6 @@ func newAlauda(s Settings) Target { return &alauda{s: s} }
 
 func (*alauda) Check() error     { return nil }
 func (*alauda) Images() []string { return nil }
-func (*alauda) Kustomize() bool  { return true }
 
 func (*alauda) Prepare(context.Context, Env, []*model.Version, *gitops.State) error { return nil }
 

@@ -151,8 +151,6 @@ func newOLM(s Settings) Target {
 	return t
 }
 
-func (*olmTarget) Kustomize() bool { return false }
-
 func (t *olmTarget) base() string { return t.s.OLM.base() }
 
 // Check checks the settings before any side effect, all of them with

@@ -47,7 +47,6 @@ type demoTarget struct{ s target.Settings }
 
 func (*demoTarget) Check() error     { return nil }
 func (*demoTarget) Images() []string { return nil }
-func (*demoTarget) Kustomize() bool  { return false }
 func (*demoTarget) Prepare(context.Context, target.Env, []*model.Version, *gitops.State) error {
 	return nil
 }

@@ -46,7 +46,7 @@ const Default = Alauda
 
 // kinds registers the targets by name.
 var kinds = map[string]Kind{
-	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true, RenderFromCatalog: true}},
+	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true, RenderFromCatalog: true, Overlay: true}},
 	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true},
 		Decode: decodeOLM, Schema: reflect.TypeFor[olmBlock](), KeyPrefix: olmKeyPrefix},
 }
@@ -153,6 +153,10 @@ type Capabilities struct {
 	// check` does to compare it with what is committed. The olm target's
 	// objects name a catalog image by digest that only a run builds.
 	RenderFromCatalog bool
+	// Overlay: rendered/<cluster> is built through the cluster's kustomize
+	// overlay (kustomize/clusters/<cluster>), which must exist before a
+	// run and which a first publish seeds.
+	Overlay bool
 }
 
 // Lookup returns the target registered as name ("" is Default). An unknown
@@ -240,11 +244,6 @@ type Target interface {
 	// Images returns the images (source references) the target needs
 	// mirrored besides the bundles and their related images.
 	Images() []string
-	// Kustomize reports whether rendered/<cluster> is built through the
-	// cluster's kustomize overlay (kustomize/clusters/<cluster>): the
-	// overlay must exist before a run, and `publish plan` may render only
-	// the changed artifacts from Git objects.
-	Kustomize() bool
 	// Prepare runs after the changed versions of vs were read and linted
 	// and before anything is mirrored: it gathers what Render needs of the
 	// other versions (state is publish/state.yaml before the run).
