@@ -296,10 +296,11 @@ type artifactFiles struct {
 
 // loadCatalog puts the catalog cat into kustomize's in-memory file system,
 // except rendered/ and the generated bases of other clusters, and refuses
-// any kustomization in it that names a remote resource (CheckNoRemote):
-// kustomize would fetch it, even from memory; the files of cluster's
-// generated base are returned grouped by artifact directory (and also
-// put there).
+// any kustomization in it that names a remote resource (CheckNoRemote),
+// and any builtin plugin configuration that names a file by URL
+// (CheckNoRemotePlugin): kustomize would fetch them, even from memory;
+// the files of cluster's generated base are returned grouped by artifact
+// directory (and also put there).
 func loadCatalog(cat Files, cluster string, only map[string]bool) (filesys.FileSystem, []artifactFiles, error) {
 	mem := filesys.MakeFsInMemory()
 	byArtifact := map[string]*artifactFiles{}
@@ -319,6 +320,8 @@ func loadCatalog(cat Files, cluster string, only map[string]bool) (filesys.FileS
 			if err := CheckNoRemote(rel, data); err != nil {
 				return nil, nil, err
 			}
+		} else if err := CheckNoRemotePlugin(rel, data); err != nil {
+			return nil, nil, err
 		}
 		if g, ok := strings.CutPrefix(rel, genPrefix); ok {
 			dir, _, nested := strings.Cut(g, "/")
