@@ -164,6 +164,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := c.generatedBases(); err != nil {
 		return nil, err
 	}
+	if err := c.oddRendered(); err != nil {
+		return nil, err
+	}
 	clusters, err := c.clusters()
 	if err != nil {
 		return nil, err

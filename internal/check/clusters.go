@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -190,4 +191,39 @@ func overlayFile(root, cluster string) string {
 		}
 	}
 	return render.ClustersDir + "/" + cluster
+}
+
+// oddRendered reports every entry of rendered/ that is neither a
+// directory nor a regular file: a symbolic link (rendered/<cluster> one,
+// or a file below it) or anything else Git cannot hold as a file. The
+// catalog is read without them (catalog.Dir), so no comparison sees
+// them, yet Argo CD or Flux would apply what a link points to.
+func (c *checker) oddRendered() error {
+	root := filepath.Join(c.dir, render.RenderedDir)
+	err := filepath.WalkDir(root, func(full string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if full == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if e.IsDir() || e.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(c.dir, full)
+		if err != nil {
+			return err
+		}
+		p := filepath.ToSlash(rel)
+		what := "not a regular file (" + e.Type().String() + ")"
+		if e.Type()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(full)
+			what = fmt.Sprintf("a symbolic link (to %q)", target)
+		}
+		c.add(lint.Finding{Rule: RuleDrift, Path: p,
+			Message: fmt.Sprintf("extra: %s; publish renders only regular files into %s, and Argo CD or Flux would apply what a link points to", what, render.RenderedDir),
+			Hint:    "remove it (git rm " + p + ") and render again"})
+		return nil
+	})
+	return err
 }
