@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // LinkError says that a path below the checkout is a symbolic link, which
@@ -76,8 +77,8 @@ func (d *Dir) NoLinks(p string) error {
 		}
 		cur = path.Join(cur, c)
 		fi, err := d.root.Lstat(filepath.FromSlash(cur))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil // nothing below: a file on the way is no link
 		}
 		if err != nil {
 			return err
@@ -88,6 +89,89 @@ func (d *Dir) NoLinks(p string) error {
 		}
 	}
 	return nil
+}
+
+// KindError says that what is at a path below the checkout is not what
+// publish can write over: a directory, a named pipe (a write would wait
+// for a reader for ever), a socket or a device where it writes a file, or
+// anything but a directory where it writes a directory.
+type KindError struct {
+	Root, Path string // the checkout; the slash-separated path
+	Is, Want   string // what is there; what publish writes there
+}
+
+func (e *KindError) Error() string {
+	return fmt.Sprintf("%s is a %s in %s where publish writes a %s: remove it (publish writes only regular files and directories) and run again",
+		e.Path, e.Is, e.Root, e.Want)
+}
+
+// kindOf names the kind of file of mode m.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "regular file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file (" + m.Type().String() + ")"
+}
+
+// writable returns a *KindError unless the file p can be written once the
+// regular files removed are gone (and the directories they leave empty):
+// every directory on the way is one, absent, or a regular file removed;
+// p is absent, a regular file, or a directory that holds only files
+// removed.
+func (d *Dir) writable(p string, removed map[string]bool) error {
+	parts := strings.Split(path.Clean(p), "/")
+	cur := ""
+	for i, c := range parts {
+		cur = path.Join(cur, c)
+		fi, err := d.root.Lstat(filepath.FromSlash(cur))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		last := i == len(parts)-1
+		switch m := fi.Mode(); {
+		case m.IsRegular() && (last || removed[cur]):
+			return nil
+		case m.IsDir() && !last:
+			continue
+		case m.IsDir() && d.emptiedBy(cur, removed):
+			return nil
+		default:
+			want := "directory"
+			if last {
+				want = "file"
+			}
+			return &KindError{Root: d.path, Path: cur, Is: kindOf(m), Want: want}
+		}
+	}
+	return nil
+}
+
+// emptiedBy reports whether the directory dir holds nothing but
+// directories and regular files of removed.
+func (d *Dir) emptiedBy(dir string, removed map[string]bool) bool {
+	ok := true
+	fs.WalkDir(d.root.FS(), dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() && !(e.Type().IsRegular() && removed[p]) {
+			ok = false
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return ok
 }
 
 // WriteFile writes data to p (mode 0644), making its directories (0755).
@@ -267,11 +351,16 @@ func NoLinks(root string, paths ...string) error {
 	return nil
 }
 
-// Apply opens root, checks that no path of writes or removes is or goes
-// through a symbolic link (*LinkError, before anything is changed), removes
-// each of removes (a file already gone is fine) with the directories it
-// leaves empty, up to root, and writes every file of writes.
-func Apply(root string, writes map[string][]byte, removes []string) error {
+// Apply opens root and checks, before anything is changed, that no path
+// of writes, removes or clean is or goes through a symbolic link
+// (*LinkError) and that every file of writes can be written once removes
+// are gone (*KindError: a named pipe or a directory where a file is
+// written, a file that stays where a directory is). It then removes each
+// of removes (a file already gone is fine), removes below each directory
+// of clean every entry that is neither a directory nor a regular file (a
+// symbolic link, never followed; a named pipe), each with the directories
+// it leaves empty, up to root, and writes every file of writes.
+func Apply(root string, writes map[string][]byte, removes, clean []string) error {
 	d, err := Open(root)
 	if err != nil {
 		return err
@@ -282,8 +371,17 @@ func Apply(root string, writes map[string][]byte, removes []string) error {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	for _, p := range append(append([]string(nil), removes...), paths...) {
+	for _, p := range append(append(append([]string(nil), removes...), clean...), paths...) {
 		if err := d.NoLinks(p); err != nil {
+			return err
+		}
+	}
+	removed := make(map[string]bool, len(removes))
+	for _, p := range removes {
+		removed[path.Clean(p)] = true
+	}
+	for _, p := range paths {
+		if err := d.writable(p, removed); err != nil {
 			return err
 		}
 	}
@@ -291,19 +389,65 @@ func Apply(root string, writes map[string][]byte, removes []string) error {
 		if err := d.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		for dir := path.Dir(path.Clean(p)); dir != "." && dir != "/"; dir = path.Dir(dir) {
-			if entries, err := fs.ReadDir(d.root.FS(), dir); err != nil || len(entries) > 0 {
-				break
-			}
-			if err := d.root.Remove(filepath.FromSlash(dir)); err != nil {
-				break
-			}
+		d.removeEmptyParents(p)
+	}
+	for _, dir := range clean {
+		if err := d.removeOdd(dir); err != nil {
+			return err
 		}
 	}
 	for _, p := range paths {
+		// A directory left where a file goes holds no file (writable).
+		if fi, err := d.root.Lstat(filepath.FromSlash(path.Clean(p))); err == nil && fi.IsDir() {
+			if err := d.RemoveAll(p); err != nil {
+				return err
+			}
+		}
 		if err := d.WriteFile(p, writes[p]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// removeEmptyParents removes the directories of p that are empty, from
+// the nearest up to root.
+func (d *Dir) removeEmptyParents(p string) {
+	for dir := path.Dir(path.Clean(p)); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if entries, err := fs.ReadDir(d.root.FS(), dir); err != nil || len(entries) > 0 {
+			return
+		}
+		if err := d.root.Remove(filepath.FromSlash(dir)); err != nil {
+			return
+		}
+	}
+}
+
+// removeOdd removes below dir (nothing when it is absent or no directory)
+// every entry that is neither a directory nor a regular file, never
+// following a link, with the directories that leaves empty.
+func (d *Dir) removeOdd(dir string) error {
+	var odd []string
+	err := fs.WalkDir(d.root.FS(), path.Clean(dir), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if p == path.Clean(dir) && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if !e.IsDir() && !e.Type().IsRegular() {
+			odd = append(odd, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range odd {
+		if err := d.root.Remove(filepath.FromSlash(p)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		d.removeEmptyParents(p)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	if err := tgt.RenderFromState(cat, next, &ts); err != nil {
 		return render.Diff(state.Artifacts, next), err
 	}
-	return render.Diff(state.Artifacts, next), render.SyncDir(o.CatalogDir, base, cat)
+	return render.Diff(state.Artifacts, next), render.SyncDir(o.CatalogDir, base, cat, render.RenderedDir+"/"+ro.Cluster, render.GeneratedBase(ro.Cluster))
 }
 
 // isBareRepo reports whether dir looks like a bare Git repository (HEAD,

@@ -106,12 +106,12 @@ func TestRenderCheckoutOddEntries(t *testing.T) {
 		kind     string // pipe, file or dir
 		renders  bool   // the odd entry is replaced, as a commit replaces it
 	}{
-		{"pipe at a rendered file", "rendered/global/tiny/artifact_tiny.yaml", "pipe"},
-		{"pipe where a directory is written", "rendered/global/tiny", "pipe"},
-		{"pipe where a generated directory is written", "publish/generated/global/tiny", "pipe"},
-		{"file at kustomize/clusters", "kustomize/clusters", "file"},
+		{"pipe at a rendered file", "rendered/global/tiny/artifact_tiny.yaml", "pipe", false},
+		{"pipe where a directory is written", "rendered/global/tiny", "pipe", false},
+		{"pipe where a generated directory is written", "publish/generated/global/tiny", "pipe", false},
+		{"file at kustomize/clusters", "kustomize/clusters", "file", false},
 		{"file where a directory is written", "rendered/global/tiny", "file", true},
-		{"empty directory at a rendered file", "rendered/global/tiny/artifact_tiny.yaml", "dir"},
+		{"empty directory at a rendered file", "rendered/global/tiny/artifact_tiny.yaml", "dir", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -125,9 +125,15 @@ func ReadDir(root string) (Files, error) {
 
 // SyncDir makes the checkout at root, read earlier as base (ReadDir), hold
 // now: the files gone are removed (and the directories they leave empty),
-// the files new or changed are written. Every change stays inside root and
-// none goes through a symbolic link (*checkout.LinkError).
-func SyncDir(root string, base, now Files) error {
+// the files new or changed are written. Below each of clean, the
+// directories the render replaced whole (rendered/<cluster>,
+// publish/generated/<cluster>), what base could not hold (a symbolic
+// link, a named pipe) goes too, as a stale file goes. Every change stays
+// inside root and none goes through a symbolic link
+// (*checkout.LinkError); what cannot be written over (a named pipe or a
+// directory where a file is written: *checkout.KindError) is refused
+// before anything changes.
+func SyncDir(root string, base, now Files, clean ...string) error {
 	writes := map[string][]byte{}
 	var removes []string
 	for _, c := range now.Changes(base) {
@@ -137,5 +143,5 @@ func SyncDir(root string, base, now Files) error {
 			writes[c.Path] = c.Data
 		}
 	}
-	return checkout.Apply(root, writes, removes)
+	return checkout.Apply(root, writes, removes, clean)
 }

@@ -213,5 +213,5 @@ func RenderIntoDir(root, cluster string, cfg render.Config, arts []model.Artifac
 	if err != nil {
 		return "", err
 	}
-	return key, render.SyncDir(root, base, cat)
+	return key, render.SyncDir(root, base, cat, render.RenderedDir+"/"+cluster, render.GeneratedBase(cluster))
 }
