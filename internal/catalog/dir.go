@@ -6,6 +6,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5"
 )
@@ -48,13 +50,23 @@ func (d *Dir) ReadFile(p string) ([]byte, bool, error) {
 	if err := checkPath(p); err != nil {
 		return nil, false, err
 	}
-	full := filepath.Join(d.root, filepath.FromSlash(p))
-	st, err := os.Stat(full)
-	if errors.Is(err, fs.ErrNotExist) || err == nil && !st.Mode().IsRegular() {
-		return nil, false, nil
+	// As Files, no link is followed: a link at p or on the way leaves p
+	// absent.
+	full := d.root
+	var st fs.FileInfo
+	for _, c := range strings.Split(p, "/") {
+		full = filepath.Join(full, c)
+		var err error
+		st, err = os.Lstat(full)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
 	}
-	if err != nil {
-		return nil, false, err
+	if !st.Mode().IsRegular() {
+		return nil, false, nil
 	}
 	data, err := os.ReadFile(full)
 	return data, err == nil, err

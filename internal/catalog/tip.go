@@ -228,8 +228,8 @@ func (t *Tip) ReadFile(p string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	f, err := t.tree.File(p)
-	if isNotFound(err) {
-		return nil, false, nil
+	if isNotFound(err) || err == nil && (!f.Mode.IsFile() || f.Mode == filemode.Symlink) {
+		return nil, false, nil // as Files: a link is no file
 	}
 	if err != nil {
 		return nil, false, err

@@ -25,7 +25,8 @@ type View interface {
 	// yet (an empty repo, a new branch, or a directory outside Git).
 	Head() string
 	// ReadFile returns the content of the file at p and whether it exists
-	// (a directory does not).
+	// (a directory does not, nor does a symbolic link: as Files, no link
+	// is read or followed).
 	ReadFile(p string) ([]byte, bool, error)
 	// Files returns every regular file below dir ("" for the whole
 	// catalog) that skip does not reject, keyed by catalog-relative path.
