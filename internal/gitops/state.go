@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -254,7 +256,15 @@ func (s *State) validate() error {
 			}
 		}
 	}
+	for _, c := range slices.Sorted(maps.Keys(s.Rendered)) {
+		if !plainName(c) {
+			errs = append(errs, fmt.Errorf("rendered: cluster %q is not a plain directory name", c))
+		}
+	}
 	for _, c := range sortedClusters(s.OCI) {
+		if !plainName(c) {
+			errs = append(errs, fmt.Errorf("oci: cluster %q is not a plain directory name", c))
+		}
 		r := s.OCI[c]
 		if r.Ref == "" {
 			errs = append(errs, fmt.Errorf("oci.%s: no ref", c))
@@ -264,6 +274,12 @@ func (s *State) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// plainName reports whether a cluster name can name a directory of its
+// own: publish/state/<cluster>.yaml, publish/generated/<cluster>.
+func plainName(c string) bool {
+	return c != "" && c != "." && c != ".." && !strings.ContainsAny(c, `/\`)
 }
 
 func sortedClusters(m map[string]OCIRecord) []string {

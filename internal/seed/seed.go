@@ -125,7 +125,7 @@ var overlayBaseRE = regexp.MustCompile(`(?m)^(\s*-\s*)(\.\./\.\./\.\./publish/ge
 // and one base publish/generated for every cluster. It writes the state
 // file of every cluster the old one records (gitops.State.Split; an
 // existing one is kept), copies the old base to publish/generated/<cluster>
-// of each (render.GeneratedBase), rewrites every overlay's
+// of each that has none (render.GeneratedBase), rewrites every overlay's
 // ../../../publish/generated to ../../../publish/generated/<cluster>, and
 // removes the old state file and base. The caller commits the result with
 // the run's render, in one commit. It reports whether anything was
@@ -143,15 +143,23 @@ func Migrate(cat render.Files) (bool, error) {
 	per := old.Split()
 	// The old base: the files directly below publish/generated (its
 	// kustomization) and those of its artifact directories, not the
-	// bases of clusters.
+	// bases of clusters (a directory with its own kustomization.yaml,
+	// which no artifact directory has), which stay as they are.
 	oldGen := map[string][]byte{}
 	genPrefix := render.GeneratedDir + "/"
 	if _, ok := cat[genPrefix+"kustomization.yaml"]; ok {
 		for p, b := range cat {
-			if rel, ok := strings.CutPrefix(p, genPrefix); ok {
-				oldGen[rel] = b
-				delete(cat, p)
+			rel, ok := strings.CutPrefix(p, genPrefix)
+			if !ok {
+				continue
 			}
+			if dir, _, nested := strings.Cut(rel, "/"); nested {
+				if _, base := cat[render.GeneratedKustomization(dir)]; base {
+					continue
+				}
+			}
+			oldGen[rel] = b
+			delete(cat, p)
 		}
 	}
 	clusters := slices.Sorted(maps.Keys(per))
@@ -162,6 +170,9 @@ func Migrate(cat render.Files) (bool, error) {
 				return false, err
 			}
 			cat[gitops.StatePath(c)] = b
+		}
+		if _, ok := cat[render.GeneratedKustomization(c)]; ok {
+			continue // the cluster's own base, kept
 		}
 		for rel, b := range oldGen {
 			cat[render.GeneratedBase(c)+"/"+rel] = b
