@@ -72,6 +72,16 @@ func TestMigrateOverlays(t *testing.T) {
 	if err := render.CheckOverlay(cat, "global"); err != nil {
 		t.Errorf("CheckOverlay after the upgrade: %v", err)
 	}
+	cat = legacyCatalog(t, []string{"global"}, render.Files{
+		"kustomize/clusters/global/kustomization.yaml":     []byte("resources:\n- sub\n"),
+		"kustomize/clusters/global/sub/kustomization.yaml": []byte("resources:\n- ../../../../publish/generated\n"),
+	})
+	if _, err := Migrate(cat); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := render.Build(cat, "global"); err == nil || !strings.Contains(err.Error(), "publish/generated") {
+		t.Errorf("Build of a nested kustomization naming the old base: %v, want an error naming publish/generated", err)
+	}
 }
 
 // TestMigrateBadClusterNames: a cluster the old state file records under a
