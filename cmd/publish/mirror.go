@@ -26,10 +26,11 @@ func newMirrorCmd(inv *invocation) *cobra.Command {
 		Use:   "mirror [PATH...]",
 		Short: "Mirror the related images and bundles of packages (only the mirror stage of run)",
 		Long: `mirror copies the related images and then the bundle images of the package
-versions given as PATHs (manifest files or directories, relative to --source),
-or of the versions changed since --base, or of every version, to
---dst-registry, exactly as run does, and nothing else: no catalog, no render,
-no commit. --image adds images by reference (with or without packages).
+versions given as PATHs (manifest files or directories below --source:
+relative to it, or absolute), or of the versions changed since --base, or of
+every version, to --dst-registry, exactly as run does, and nothing else: no
+catalog, no render, no commit. --image adds images by reference (with or
+without packages).
 
 Digests are preserved; images already at the destination cost one request;
 transient registry errors are retried; the report names each image that

@@ -28,9 +28,10 @@ func newPackageCmd(inv *invocation) *cobra.Command {
 		Use:   "package [DIR...] -o FILE.tgz",
 		Short: "Write an offline archive of bundles and related images for an air-gapped site (violet package)",
 		Long: `package reads every bundle and related image of the package repo's versions (or
-of the versions below the DIRs given, relative to --source; with --changed only
-the versions changed since --base) and writes FILE.tgz: one OCI image layout
-(oci-layout, index.json, blobs/sha256/...) holding each blob once, manifests
+of the versions below the DIRs given, below --source: relative to it, or
+absolute; with --changed only the versions changed since --base) and writes
+FILE.tgz: one OCI image layout (oci-layout, index.json, blobs/sha256/...)
+holding each blob once, manifests
 byte for byte (digests preserved), each image annotated with its source
 reference, and every PackageManifest of the repo under packages/. The archive
 is deterministic (same input, same bytes) and FILE.tgz.sha256 is written

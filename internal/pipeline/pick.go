@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -43,18 +45,23 @@ type picked struct {
 }
 
 // pickVersions scans the package repo and picks the versions o asks for.
-// Errors: a path that does not exist (*PathError, a usage error), a
-// package repo that cannot be scanned or read, a change detection that
-// fails (naming o.Flag).
+// Paths are absolute or relative to o.Source, as lint's PATHs. Errors: a
+// path that does not exist, leaves --source or holds no manifest
+// (*PathError, a usage error), a package repo that cannot be scanned or
+// read, a change detection that fails (naming o.Flag).
 func pickVersions(ctx context.Context, o pickOptions) (*picked, error) {
-	for _, p := range o.Paths {
-		if _, err := os.Stat(filepath.Join(o.Source, p)); err != nil {
-			return nil, &PathError{Path: p}
-		}
+	paths, err := sourcePaths(o.Source, o.Paths)
+	if err != nil {
+		return nil, err
 	}
 	ms, err := Scan(o.Source, o.PackagesDir)
 	if err != nil {
 		return nil, err
+	}
+	for i, rel := range paths {
+		if !slices.ContainsFunc(ms, func(m *manifest.PackageManifest) bool { return Selected(m.Path, []string{rel}) }) {
+			return nil, &PathError{Path: o.Paths[i], Reason: fmt.Sprintf("no %s below it (--packages-dir %s, relative to --source %s): nothing to pick", manifest.FileName, o.PackagesDir, o.Source)}
+		}
 	}
 	repo, err := source.Open(o.Source)
 	if err != nil {
@@ -69,12 +76,46 @@ func pickVersions(ctx context.Context, o pickOptions) (*picked, error) {
 	}
 	for _, v := range model.NewVersions(ms) {
 		k := v.Key()
-		if Selected(v.Manifest.Path, o.Paths) && (p.diff == nil || p.diff.Changed(k.Artifact, k.Version)) {
+		if Selected(v.Manifest.Path, paths) && (p.diff == nil || p.diff.Changed(k.Artifact, k.Version)) {
 			v.Changed = true
 			p.selected = append(p.selected, v)
 		}
 	}
 	return p, nil
+}
+
+// sourcePaths returns paths (absolute, or relative to source) relative to
+// source, slash-separated, for Selected; nil for none. Errors are
+// *PathError: a path outside source (after links are resolved, as lint
+// compares them: realPath), or one that does not exist.
+func sourcePaths(source string, paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	absSource, err := realPath(source)
+	if err != nil {
+		return nil, &PathError{Path: source, Reason: "--source: " + err.Error()}
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		full := p
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(source, p)
+		}
+		abs, err := realPath(full)
+		if err != nil {
+			return nil, &PathError{Path: p, Reason: err.Error()}
+		}
+		rel, err := filepath.Rel(absSource, abs)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, &PathError{Path: p, Reason: fmt.Sprintf("outside --source %s: give files or directories of the package repo (relative to --source, or absolute)", source)}
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, &PathError{Path: p}
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out, nil
 }
 
 // readPicked reads what each of vs ships (its kind: the bundle image) and

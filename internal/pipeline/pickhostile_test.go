@@ -65,7 +65,7 @@ func TestPickPaths(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(f.source, "away")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pickVersions(t.Context(), pickOptions{Source: f.source, Paths: []string{"away/tiny"}}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := pickVersions(t.Context(), pickOptions{Source: f.source, Paths: []string{"away/tiny"}}); err == nil || !strings.Contains(err.Error(), "symbolic link") && !strings.Contains(err.Error(), "outside --source") {
 		t.Errorf("PATH through a link out of the package repo: %v, want the link refused", err)
 	}
 }
