@@ -34,7 +34,9 @@ func OpenDir(root string) (*Dir, error) {
 		return nil, &fs.PathError{Op: "open catalog", Path: root, Err: errors.New("not a directory")}
 	}
 	d := &Dir{root: root}
-	if r, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: true}); err == nil {
+	// A linked worktree (git worktree add) keeps its refs in the main
+	// repo's common directory.
+	if r, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true}); err == nil {
 		if ref, err := r.Head(); err == nil {
 			d.head = ref.Hash().String()
 		}
