@@ -205,3 +205,60 @@ func TestRenderRemovesStaleLinks(t *testing.T) {
 		t.Errorf("the link's target outside the checkout: %v", err)
 	}
 }
+
+// TestRenderLinksInside: a symbolic link on the way to what the render
+// writes that points inside the checkout (rendered/global/tiny to
+// another directory of it, publish/generated/global to rendered/) is
+// refused as one pointing outside is, and an overlay file that is a link
+// (to a file outside) is not read: the render is refused with the path,
+// and the checkout is left exactly as it was.
+func TestRenderLinksInside(t *testing.T) {
+	f := newFixture(t)
+	first := publishedCheckout(t, f)
+	secret := filepath.Join(t.TempDir(), "patch.yaml")
+	if err := os.WriteFile(secret, []byte("apiVersion: app.alauda.io/v1alpha1\nkind: Artifact\nmetadata: {name: tiny}\nspec: {registry: stolen.example.com}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ link, target, says string }{
+		{"rendered/global/tiny", "../../kustomize", "rendered/global/tiny is a symbolic link"},
+		{"publish/generated/global", "../../rendered/global", "publish/generated/global is a symbolic link"},
+		{"kustomize/clusters/global/patch.yaml", secret, "patch.yaml"},
+	} {
+		t.Run(strings.ReplaceAll(tc.link, "/", "_"), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(first)); err != nil {
+				t.Fatal(err)
+			}
+			at := filepath.Join(dir, filepath.FromSlash(tc.link))
+			if err := os.RemoveAll(at); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(tc.target, at); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(tc.link, "patch.yaml") {
+				ov := filepath.Join(dir, "kustomize/clusters/global/kustomization.yaml")
+				data, _ := os.ReadFile(ov)
+				if err := os.WriteFile(ov, append(data, "patches:\n- path: patch.yaml\n"...), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := snapshot(t, dir)
+			err := renderWithin(t, RenderOptions{Source: f.source, CatalogDir: dir}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("Render: %v; want it refused naming %q", err, tc.says)
+			}
+			after := snapshot(t, dir)
+			for p, v := range before {
+				if after[p] != v {
+					t.Errorf("refused render changed %s: %.60q, was %.60q", p, after[p], v)
+				}
+			}
+			for p := range after {
+				if _, ok := before[p]; !ok {
+					t.Errorf("refused render added %s", p)
+				}
+			}
+		})
+	}
+}

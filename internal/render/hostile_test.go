@@ -171,3 +171,39 @@ func TestKeyOddNames(t *testing.T) {
 		t.Errorf("Key of ReadDir = %s, the walk gives %s", got, want)
 	}
 }
+
+// TestKeyNestedGit: a Git directory nested in a catalog checkout (a
+// vendored clone, a submodule's .git file) is no file of the catalog: a
+// tip's Git objects cannot hold one, and the checkout read into memory
+// leaves it out, so that the key of the checkout is the tip's.
+func TestKeyNestedGit(t *testing.T) {
+	root := t.TempDir()
+	files := Files{
+		"kustomize/clusters/global/kustomization.yaml": []byte("resources:\n- ../../vendor/x\n"),
+		"kustomize/vendor/x/kustomization.yaml":        []byte("resources: []\n"),
+	}
+	onDisk := Files{
+		"kustomize/vendor/x/.git/config": []byte("[core]\n"),
+		"kustomize/vendor/x/.git/HEAD":   []byte("ref: refs/heads/main\n"),
+		"kustomize/vendor/y/.git":        []byte("gitdir: ../../.git/modules/y\n"),
+		".git/config":                    []byte("[core]\n"),
+	}
+	for _, fs := range []Files{files, onDisk} {
+		for p, data := range fs {
+			full := filepath.Join(root, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	read := mustReadDir(t, root)
+	if ch := read.Changes(files); len(ch) != 0 {
+		t.Errorf("ReadDir of a checkout with nested .git: %v differ from the catalog's files", ch)
+	}
+	if Key(read, "global", Config{}) != Key(files, "global", Config{}) {
+		t.Error("the key of the checkout differs from the key of its files")
+	}
+}
