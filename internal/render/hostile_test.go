@@ -207,3 +207,23 @@ func TestKeyNestedGit(t *testing.T) {
 		t.Error("the key of the checkout differs from the key of its files")
 	}
 }
+
+// TestBuildGroupNamesNoDirectory: an overlay that makes an object's
+// artifact (the label or selector that groups its rendered file) "." or
+// ".." cannot move its file out of rendered/<cluster>/<artifact>/: the
+// build fails naming the object.
+func TestBuildGroupNamesNoDirectory(t *testing.T) {
+	for _, group := range []string{"..", "."} {
+		overlay := "resources:\n- ../../../publish/generated/global\npatches:\n- target: {kind: Artifact, name: etcd}\n  patch: |-\n    - op: replace\n      path: /spec/artifactVersionSelector/matchLabels/cpaas.io~1artifact-version\n      value: \"" + group + "\"\n"
+		out, err := Build(hostileCatalog(t, overlay, nil), "global")
+		if err == nil {
+			var outside []string
+			for p := range out {
+				if !strings.HasPrefix(p, "rendered/global/") || strings.Count(p, "/") != 3 {
+					outside = append(outside, p)
+				}
+			}
+			t.Errorf("artifact %q: Build succeeded, files outside rendered/global/<artifact>/: %v", group, outside)
+		}
+	}
+}
