@@ -466,6 +466,10 @@ func renderedPath(cluster string, res *resource.Resource) (string, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || strings.ContainsAny(group, `/\`) {
 		return "", fmt.Errorf("object %s %q cannot name a file", res.GetKind(), name)
 	}
+	if group == "." || group == ".." {
+		// The artifact names the directory of the file: rendered/<cluster>/<artifact>/.
+		return "", fmt.Errorf("object %s %q: its artifact %q (label or selector %s) cannot name a directory of %s/%s", res.GetKind(), name, group, LabelArtifactVersion, RenderedDir, cluster)
+	}
 	return path.Join(RenderedDir, cluster, group, fileName(res.GetKind(), name)), nil
 }
 
