@@ -308,15 +308,29 @@ func (r *Repo) Seed(tmpl fs.FS, root string) error {
 
 // Seed adds to the catalog files (slash-separated paths relative to its
 // root, in memory) every file below root of the template tmpl that files
-// lacks; files it has are kept as they are.
+// lacks; files it has are kept as they are, and so is a file of files
+// where a template directory goes, or a directory where a template file
+// goes: that template file is not added, so that files stays a tree Git
+// can hold.
 func Seed(files map[string][]byte, tmpl fs.FS, root string) error {
+	dirs := map[string]bool{}
+	for p := range files {
+		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
 	return fs.WalkDir(tmpl, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
-		if _, ok := files[rel]; ok {
+		if _, ok := files[rel]; ok || dirs[rel] {
 			return nil
+		}
+		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+			if _, ok := files[dir]; ok {
+				return nil // a user's file where the template has a directory
+			}
 		}
 		data, err := fs.ReadFile(tmpl, p)
 		files[rel] = data
