@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -225,5 +226,28 @@ func TestBuildGroupNamesNoDirectory(t *testing.T) {
 			}
 			t.Errorf("artifact %q: Build succeeded, files outside rendered/global/<artifact>/: %v", group, outside)
 		}
+	}
+}
+
+// TestReadDirOddEntries: a dangling link, a link to a directory outside
+// and a named pipe elsewhere in a checkout are no files of the catalog:
+// ReadDir leaves them out without following or opening them.
+func TestReadDirOddEntries(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("# catalog\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nonexistent/target", filepath.Join(root, "dangling.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := mustReadDir(t, root)
+	if len(got) != 1 || got["README.md"] == nil {
+		t.Errorf("ReadDir = %v, want README.md alone", got)
 	}
 }
