@@ -180,7 +180,7 @@ func TestWarningOnce(t *testing.T) {
 		}
 		l.With("host", "s.example.com").Warn("slow registry")
 		out := b.String()
-		for msg, want := range map[string]int{"nothing to compare": 1, "scan: 3": 2, "r.example.com": 1, "s.example.com": 1, "404": 1, "shallow clone": 1} {
+		for msg, want := range map[string]int{"nothing to compare": 1, "scan: 3": 2, "r.example.com": 1, "s.example.com": 1, "r/a:v1: 404": 1, "shallow clone": 1} {
 			if n := strings.Count(out, msg); n != want {
 				t.Errorf("%s: %q written %d times, want %d:\n%s", f, msg, n, want, out)
 			}
