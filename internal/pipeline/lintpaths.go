@@ -3,7 +3,6 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -43,23 +42,10 @@ func lintPaths(source, packagesDir, root string, paths []string, files []manifes
 	absRoot, _ := realPath(root)
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
-		full := p
-		if !filepath.IsAbs(full) {
-			full = filepath.Join(source, p)
-		}
-		abs, err := realPath(full)
+		rel, abs, st, err := sourcePath(source, absSource, p, "lint checks the package repo; give files or directories below it (relative to --source, or absolute)")
 		if err != nil {
-			return nil, &PathError{Path: p, Reason: err.Error()}
+			return nil, err
 		}
-		rel, err := filepath.Rel(absSource, abs)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, &PathError{Path: p, Reason: fmt.Sprintf("outside --source %s: lint checks the package repo; give files or directories below it (relative to --source, or absolute)", source)}
-		}
-		st, err := os.Stat(abs)
-		if err != nil {
-			return nil, &PathError{Path: p}
-		}
-		rel = filepath.ToSlash(rel)
 		selected := false
 		for s := range seen {
 			if Selected(s, []string{rel}) {

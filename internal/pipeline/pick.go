@@ -87,7 +87,7 @@ func pickVersions(ctx context.Context, o pickOptions) (*picked, error) {
 // sourcePaths returns paths (absolute, or relative to source) relative to
 // source, slash-separated, for Selected; nil for none. Errors are
 // *PathError: a path outside source (after links are resolved, as lint
-// compares them: realPath), or one that does not exist.
+// compares them: sourcePath), or one that does not exist.
 func sourcePaths(source string, paths []string) ([]string, error) {
 	if len(paths) == 0 {
 		return nil, nil
@@ -98,24 +98,36 @@ func sourcePaths(source string, paths []string) ([]string, error) {
 	}
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
-		full := p
-		if !filepath.IsAbs(full) {
-			full = filepath.Join(source, p)
-		}
-		abs, err := realPath(full)
+		rel, _, _, err := sourcePath(source, absSource, p, "give files or directories of the package repo (relative to --source, or absolute)")
 		if err != nil {
-			return nil, &PathError{Path: p, Reason: err.Error()}
+			return nil, err
 		}
-		rel, err := filepath.Rel(absSource, abs)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, &PathError{Path: p, Reason: fmt.Sprintf("outside --source %s: give files or directories of the package repo (relative to --source, or absolute)", source)}
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return nil, &PathError{Path: p}
-		}
-		out = append(out, filepath.ToSlash(rel))
+		out = append(out, rel)
 	}
 	return out, nil
+}
+
+// sourcePath resolves the PATH p (absolute, or relative to source;
+// absSource is source's realPath) to its path relative to source,
+// slash-separated, its real absolute path and what it is. Errors are
+// *PathError: p outside source (what says what to give instead), or p
+// missing.
+func sourcePath(source, absSource, p, what string) (rel, abs string, st os.FileInfo, err error) {
+	full := p
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(source, p)
+	}
+	if abs, err = realPath(full); err != nil {
+		return "", "", nil, &PathError{Path: p, Reason: err.Error()}
+	}
+	rel, err = filepath.Rel(absSource, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", "", nil, &PathError{Path: p, Reason: fmt.Sprintf("outside --source %s: %s", source, what)}
+	}
+	if st, err = os.Stat(abs); err != nil {
+		return "", "", nil, &PathError{Path: p}
+	}
+	return filepath.ToSlash(rel), abs, st, nil
 }
 
 // readPicked reads what each of vs ships (its kind: the bundle image) and
