@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -262,6 +263,58 @@ func (t *Tip) Files(dir string, skip func(p string, isDir bool) bool) (map[strin
 		return err
 	})
 	return out, err
+}
+
+// Links returns the paths (relative to the catalog root, sorted) of the
+// entries below dir that are neither a directory nor a regular file: the
+// symbolic links and submodules, which Files and ReadFile leave out. deep
+// descends into every subdirectory; else only dir's own entries are
+// listed (one tree read). A dir the tip lacks, or that is no directory,
+// has none.
+func (t *Tip) Links(dir string, deep bool) ([]string, error) {
+	if t.tree == nil {
+		return nil, nil
+	}
+	e, err := t.tree.FindEntry(dir)
+	if isNotFound(err) || err == nil && e.Mode != filemode.Dir {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tree, err := t.tree.Tree(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	var walk func(tr *object.Tree, prefix string) error
+	walk = func(tr *object.Tree, prefix string) error {
+		for _, e := range tr.Entries {
+			p := path.Join(prefix, e.Name)
+			switch {
+			case e.Mode == filemode.Dir:
+				if !deep {
+					continue
+				}
+				sub, err := tr.Tree(e.Name)
+				if err != nil {
+					return err
+				}
+				if err := walk(sub, p); err != nil {
+					return err
+				}
+			case e.Mode == filemode.Regular || e.Mode == filemode.Executable || e.Mode == filemode.Deprecated:
+			default:
+				out = append(out, p)
+			}
+		}
+		return nil
+	}
+	if err := walk(tree, dir); err != nil {
+		return nil, err
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 func walkTree(t *object.Tree, prefix string, skip func(string, bool) bool, fn func(string, *object.File) error) error {

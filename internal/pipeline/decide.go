@@ -40,6 +40,11 @@ type facts struct {
 	// missing is a catalog path the incremental way needs that the tip
 	// lacks (rendered/<cluster>, the generated kustomization).
 	missing string
+	// linked is an entry of rendered/<cluster> or of the cluster's
+	// generated base that is a symbolic link or a submodule: no render
+	// wrote it, and only the full way, which lists every such entry,
+	// replaces it.
+	linked string
 	// keyChanged: the overlays, the render configuration or the artifact
 	// selection differ from what the recorded render key says.
 	keyChanged bool
@@ -80,6 +85,8 @@ func decide(f facts) (way, string) {
 		return wayFull, fmt.Sprintf("the catalog has no render key or source commit for cluster %s", f.cluster)
 	case f.missing != "":
 		return wayFull, "the catalog has no " + f.missing
+	case f.linked != "":
+		return wayFull, f.linked + " is a symbolic link or a submodule, not a file publish rendered: it is replaced"
 	case f.keyChanged:
 		return wayFull, "the overlays, the render configuration or the cluster's artifact selection changed since the last publish"
 	case f.noPackages != "":

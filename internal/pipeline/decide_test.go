@@ -26,6 +26,7 @@ func TestDecide(t *testing.T) {
 		{"a state that does not split", facts{stateErr: errors.New("publish/state/global.yaml: line 3: bad")}, "line 3: bad"},
 		{"written by an older publish", facts{noHeader: true, cluster: "global"}, "no render key or source commit for cluster global"},
 		{"no rendered/<cluster>", facts{missing: "rendered/global"}, "the catalog has no rendered/global"},
+		{"a link where publish renders", facts{linked: "rendered/global/other"}, "rendered/global/other is a symbolic link or a submodule, not a file publish rendered: it is replaced"},
 		{"the render key changed", facts{keyChanged: true}, "the overlays, the render configuration or the cluster's artifact selection changed"},
 		{"the packages directory is gone", facts{noPackages: "/src/packages"}, "/src/packages is not a directory"},
 		{"no base", facts{noBase: true}, "change detection has no base"},

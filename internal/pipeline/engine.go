@@ -320,6 +320,16 @@ func (s *scope) catalogFacts(f *facts) (*incrementalRead, error) {
 	if f.missing, err = s.missingRendered(); err != nil || f.missing != "" {
 		return nil, err
 	}
+	for _, d := range renderedDirs(o.Cluster) {
+		links, err := s.tip.Links(d, false)
+		if err != nil {
+			return nil, err
+		}
+		if len(links) > 0 {
+			f.linked = links[0]
+			return nil, nil
+		}
+	}
 	overlay, err := s.tip.Files("", func(p string, isDir bool) bool {
 		return isDir && (p == render.RenderedDir || p == "publish")
 	})
@@ -495,6 +505,14 @@ func (s *scope) readCatalog(r *fullRead) error {
 	}
 	r.base = base
 	s.cat = r.base.Clone()
+	r.links = nil
+	for _, d := range renderedDirs(s.o.Cluster) {
+		links, err := s.tip.Links(d, true)
+		if err != nil {
+			return err
+		}
+		r.links = append(r.links, links...)
+	}
 	if _, err = seed.Migrate(s.cat); err != nil {
 		return err
 	}
@@ -503,6 +521,12 @@ func (s *scope) readCatalog(r *fullRead) error {
 		Overlays: overlays(s.o.Target), Catalog: s.o.Catalog,
 	})
 	return err
+}
+
+// renderedDirs are the directories of the catalog that publish writes
+// whole for cluster: rendered/<cluster> and its generated base.
+func renderedDirs(cluster string) []string {
+	return []string{render.RenderedDir + "/" + cluster, render.GeneratedBase(cluster)}
 }
 
 // overlays reports whether the target named renders through the cluster's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"sort"
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -50,6 +51,10 @@ type catalogReader interface {
 type fullRead struct {
 	// base is the tip's catalog as read.
 	base render.Files
+	// links are the symbolic links and submodules below the directories
+	// publish writes whole for the cluster (renderedDirs), which base
+	// leaves out: the commit removes them.
+	links []string
 }
 
 func (r *fullRead) render(ctx context.Context, s *scope, next []model.ArtifactRecord, preview bool) ([]catalog.Change, string, string, error) {
@@ -59,6 +64,9 @@ func (r *fullRead) render(ctx context.Context, s *scope, next []model.ArtifactRe
 		prevKey = ""
 	}
 	prevKey = targetKey(prevKey)
+	if len(r.links) > 0 {
+		prevKey = "" // entries no render wrote: render the cluster whole
+	}
 	var key, warning string
 	var err error
 	if preview {
@@ -70,7 +78,12 @@ func (r *fullRead) render(ctx context.Context, s *scope, next []model.ArtifactRe
 	if err != nil {
 		return nil, "", "", err
 	}
-	return s.cat.Changes(r.base), key, warning, nil
+	changes := s.cat.Changes(r.base)
+	for _, l := range r.links {
+		changes = append(changes, catalog.Change{Path: l, Delete: true})
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
+	return changes, key, warning, nil
 }
 
 func (r *fullRead) stateFile(header *gitops.State, next []model.ArtifactRecord) ([]byte, error) {
