@@ -30,7 +30,7 @@ func checkFresh(ctx context.Context, catalogDir string) error {
 	if err != nil {
 		return err
 	}
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,7 @@ func readCatalog(ctx context.Context, catalogDir string) (*catalogUses, error) {
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, fmt.Errorf("--catalog-dir %s: not in a Git repository (prune reads the catalog's history: clone it whole): %w", catalogDir, err)
 	}

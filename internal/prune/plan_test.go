@@ -152,3 +152,27 @@ func TestMakePlan(t *testing.T) {
 		}
 	}
 }
+
+// TestMakePlanLinkedWorktree: a catalog checkout made with `git worktree
+// add` (its .git a file naming the common Git directory) is read as the
+// main checkout is: the same history, the same plan.
+func TestMakePlanLinkedWorktree(t *testing.T) {
+	c := newCatalogRepo(t)
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	c.commit(t0, map[string][]model.ArtifactRecord{"a": {etcd("1.0.0", "1.1.0", "1.2.0")}})
+	c.commit(t0.AddDate(0, 0, 10), map[string][]model.ArtifactRecord{"a": {etcd("1.2.0")}})
+	linked := filepath.Join(t.TempDir(), "linked")
+	c.git(time.Time{}, "worktree", "add", "-q", "-b", "review", linked)
+	now := t0.AddDate(0, 3, 0)
+	want, err := MakePlan(context.Background(), Options{CatalogDir: c.dir, OlderThan: DefaultOlderThan, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := MakePlan(context.Background(), Options{CatalogDir: linked, OlderThan: DefaultOlderThan, Now: now})
+	if err != nil {
+		t.Fatalf("the linked worktree: %v", err)
+	}
+	if len(want.Entries) == 0 || got.Markdown() != want.Markdown() {
+		t.Errorf("the linked worktree plans\n%s\nthe main checkout\n%s", got.Markdown(), want.Markdown())
+	}
+}
