@@ -23,7 +23,7 @@ func (bundleKind) Name() string { return manifest.TypeBundle }
 
 // Key is the bundle image reference (spec.artifact): a bundle reads the
 // same for every cluster.
-func (bundleKind) Key(v *model.Version) string { return v.Ref() }
+func (bundleKind) Key(_ Env, v *model.Version) string { return v.Ref() }
 
 // Read reads the bundles of vs, at most 8 at once, and records each in its
 // version (BundleContent). A missing or invalid bundle
@@ -65,7 +65,7 @@ func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error 
 // metadata/annotations.yaml (lint.Input.Bundles, Annotations), or the
 // error reading it (lint.Input.BundleErrors: bundle/not-found,
 // bundle/one-csv, bundle/invalid).
-func (bundleKind) Lint(in *lint.Input, v *model.Version) {
+func (bundleKind) Lint(in *lint.Input, _ Env, v *model.Version) {
 	p := v.Manifest.Path
 	if v.ReadErr != nil {
 		if in.BundleErrors == nil {

@@ -67,7 +67,7 @@ func TestBundleKind(t *testing.T) {
 		t.Errorf("a missing bundle: %v", vs[1].ReadErr)
 	}
 	var in lint.Input
-	kind.Lint(&in, vs)
+	kind.Lint(&in, kind.Env{}, vs)
 	if in.Bundles[good.Path] != b || in.Annotations[good.Path] == nil || in.BundleErrors[gone.Path] != vs[1].ReadErr || len(in.Bundles) != 1 || len(in.BundleErrors) != 1 {
 		t.Errorf("lint input: bundles %v, errors %v", in.Bundles, in.BundleErrors)
 	}

@@ -24,27 +24,34 @@ import (
 type Kind interface {
 	// Name is the spec.type of the manifests of this kind ("bundle").
 	Name() string
-	// Key identifies what Read reads for v: versions with the same key
-	// (within one kind) get the same content, so a Cache reads it once
-	// for every cluster of a run (a bundle: its spec.artifact). A kind
-	// whose content depends on the cluster puts what it depends on in the
-	// key.
-	Key(v *model.Version) string
+	// Key identifies what Read reads for v in env: versions with the same
+	// key (within one kind) get the same content, so a Cache reads it
+	// once for every cluster of a run (a bundle: its spec.artifact). A
+	// kind whose content depends on the cluster (env.Cluster) puts what it
+	// depends on in the key.
+	Key(env Env, v *model.Version) string
 	// Read reads the artifact of each of vs (all of this kind) and records
 	// in each version its content (model.Version.SetContent) or why the
 	// artifact cannot be used (SetReadErr: a finding of the manifest, exit
 	// code 1). The error is the registry failures (exit code 2), each
 	// naming the manifest; the versions it names are left unread.
 	Read(ctx context.Context, env Env, vs []*model.Version) error
-	// Lint adds to in what the lint engine checks of v: its content or
-	// the error reading it (v may be unread: nothing to add).
-	Lint(in *lint.Input, v *model.Version)
+	// Lint adds to in what the lint engine checks of v for env's cluster:
+	// its content or the error reading it (v may be unread: nothing to
+	// add).
+	Lint(in *lint.Input, env Env, v *model.Version)
 }
 
-// Env is what a kind may use to read artifacts: the registry client of
-// the command (its source side: credentials, CA, plain-HTTP hosts).
+// Env is what a kind may use to read and lint artifacts: the registry
+// client of the command (its source side: credentials, CA, plain-HTTP
+// hosts) and the cluster the versions are read for.
 type Env struct {
 	Client *mirror.Client
+	// Cluster names the cluster whose selection is read (publish.yaml
+	// clusters.<name>; the run's or plan's); "" for a command over no
+	// cluster (lint, mirror, package), which reads what every cluster
+	// shares.
+	Cluster string
 }
 
 var (
@@ -136,13 +143,13 @@ func Read(ctx context.Context, env Env, vs []*model.Version) error {
 	return errors.Join(errs...)
 }
 
-// Lint adds to in what the lint engine checks of each of vs, through its
-// kind (Kind.Lint); a version of no registered kind adds nothing (the
-// manifest rules report its spec.type).
-func Lint(in *lint.Input, vs []*model.Version) {
+// Lint adds to in what the lint engine checks of each of vs for env's
+// cluster, through its kind (Kind.Lint); a version of no registered kind
+// adds nothing (the manifest rules report its spec.type).
+func Lint(in *lint.Input, env Env, vs []*model.Version) {
 	for _, v := range vs {
 		if k, err := Of(v); err == nil {
-			k.Lint(in, v)
+			k.Lint(in, env, v)
 		}
 	}
 }
@@ -173,7 +180,7 @@ func (c *Cache) Read(ctx context.Context, env Env, vs []*model.Version) error {
 			todo = append(todo, v) // Read says why
 			continue
 		}
-		key := k.Name() + "\x00" + k.Key(v)
+		key := k.Name() + "\x00" + k.Key(env, v)
 		got := c.read[key]
 		switch {
 		case got == nil:

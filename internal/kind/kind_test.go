@@ -28,8 +28,8 @@ type fakeKind struct {
 	linted  []string // the manifest paths linted
 }
 
-func (k *fakeKind) Name() string                { return k.name }
-func (k *fakeKind) Key(v *model.Version) string { return v.Ref() }
+func (k *fakeKind) Name() string                            { return k.name }
+func (k *fakeKind) Key(_ kind.Env, v *model.Version) string { return v.Ref() }
 
 func (k *fakeKind) Read(_ context.Context, _ kind.Env, vs []*model.Version) error {
 	k.mu.Lock()
@@ -49,7 +49,7 @@ func (k *fakeKind) Read(_ context.Context, _ kind.Env, vs []*model.Version) erro
 	return errors.Join(errs...)
 }
 
-func (k *fakeKind) Lint(_ *lint.Input, v *model.Version) {
+func (k *fakeKind) Lint(_ *lint.Input, _ kind.Env, v *model.Version) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.linted = append(k.linted, v.Manifest.Path)
@@ -164,7 +164,7 @@ func TestKindsThroughTheStages(t *testing.T) {
 	}
 
 	var in lint.Input
-	kind.Lint(&in, first)
+	kind.Lint(&in, kind.Env{}, first)
 	if want := []string{"packages/op/1.0.0/manifest.yaml"}; !reflect.DeepEqual(bundles.linted, want) {
 		t.Errorf("bundles linted %v, want %v", bundles.linted, want)
 	}
@@ -198,5 +198,73 @@ func TestRegister(t *testing.T) {
 	restore()
 	if _, ok := kind.Lookup("x"); ok {
 		t.Error("restore left a new kind registered")
+	}
+}
+
+// clusterKind is a kind of package whose content depends on the cluster it
+// is read for (as a chart rendered with each cluster's values does): its
+// key holds the cluster, and it records what each Read and Lint was for.
+type clusterKind struct {
+	mu     sync.Mutex
+	reads  []string // "cluster ref"
+	linted []string // "cluster path"
+}
+
+func (k *clusterKind) Name() string { return "percluster" }
+func (k *clusterKind) Key(env kind.Env, v *model.Version) string {
+	return env.Cluster + "\x00" + v.Ref()
+}
+
+func (k *clusterKind) Read(_ context.Context, env kind.Env, vs []*model.Version) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, v := range vs {
+		k.reads = append(k.reads, env.Cluster+" "+v.Ref())
+		v.SetContent(fakeContent{kind: k.Name(), images: []string{"src.example.com/app-" + env.Cluster + ":1"}})
+	}
+	return nil
+}
+
+func (k *clusterKind) Lint(_ *lint.Input, env kind.Env, v *model.Version) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.linted = append(k.linted, env.Cluster+" "+v.Manifest.Path)
+}
+
+// TestKindPerCluster: a kind reads and lints for the cluster of kind.Env,
+// and the run's cache keeps what it read per cluster when the kind's key
+// says so, while the bundles, whose key is the same for every cluster, are
+// read once for all.
+func TestKindPerCluster(t *testing.T) {
+	bundles := &fakeKind{name: manifest.TypeBundle, deploys: map[string][]string{"src.example.com/op:1.0.0": {"src.example.com/operator:1"}}}
+	per := &clusterKind{}
+	defer kind.Register(bundles)()
+	defer kind.Register(per)()
+	ms := []*manifest.PackageManifest{pm(manifest.TypeBundle, "op", "1.0.0"), pm("percluster", "web", "2.0.0")}
+	cache := kind.NewCache()
+	got := map[string][]string{}
+	for _, cluster := range []string{"lab", "prod", "lab"} {
+		vs := model.NewVersions(ms)
+		env := kind.Env{Cluster: cluster}
+		if err := cache.Read(context.Background(), env, vs); err != nil {
+			t.Fatal(err)
+		}
+		kind.Lint(&lint.Input{}, env, vs)
+		got[cluster] = vs[1].Images
+		if want := []string{"src.example.com/operator:1"}; !reflect.DeepEqual(vs[0].Images, want) {
+			t.Errorf("cluster %s: bundle images %v, want %v", cluster, vs[0].Images, want)
+		}
+	}
+	if want := []string{"lab src.example.com/web:2.0.0", "prod src.example.com/web:2.0.0"}; !reflect.DeepEqual(per.reads, want) {
+		t.Errorf("per-cluster reads %v, want %v (once per cluster)", per.reads, want)
+	}
+	if len(bundles.reads) != 1 {
+		t.Errorf("the bundle was read %d times, want once for every cluster", len(bundles.reads))
+	}
+	if got["lab"][0] != "src.example.com/app-lab:1" || got["prod"][0] != "src.example.com/app-prod:1" {
+		t.Errorf("images by cluster %v", got)
+	}
+	if want := []string{"lab packages/web/2.0.0/manifest.yaml", "prod packages/web/2.0.0/manifest.yaml", "lab packages/web/2.0.0/manifest.yaml"}; !reflect.DeepEqual(per.linted, want) {
+		t.Errorf("linted %v, want %v", per.linted, want)
 	}
 }

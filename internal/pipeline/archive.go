@@ -151,12 +151,14 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := readPicked(ctx, mc, selected); err != nil {
+	// The artifacts read, and their signatures checked before anything
+	// is written (publish.yaml verify).
+	p, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Verify: o.Verify, Client: mc})
+	if err != nil {
 		return nil, err
 	}
 	o.Log("bundles: %d read", len(selected))
-	// Signatures before anything is written (publish.yaml verify).
-	if err := verifyPackage(ctx, o, mc, selected); err != nil {
+	if err := verifyOutcome(o.Log, p); err != nil {
 		return nil, err
 	}
 
@@ -453,47 +455,60 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	// A version whose images the archive does not carry and that was never
 	// published is left out: it is neither listed nor, since the archive
 	// carries every manifest, taken for a delisting (a subset archive,
-	// `publish package DIR...`, publishes its versions only).
+	// `publish package DIR...`, publishes its versions only). A version
+	// whose bundle the archive carries is read again, at the destination.
 	var kept []*model.Version
 	var left []string
 	for _, v := range vs {
 		m := v.Manifest
-		if !inArchive[m.Spec.Artifact] {
-			if v.Changed {
-				left = append(left, fmt.Sprintf("%s %s", m.Artifact, m.Version))
-			} else {
-				kept = append(kept, v)
-			}
+		switch {
+		case inArchive[m.Spec.Artifact]:
+			v.Changed = true
+		case v.Changed:
+			left = append(left, fmt.Sprintf("%s %s", m.Artifact, m.Version))
 			continue
 		}
 		kept = append(kept, v)
-		// The bundle as pushed: CSV display name and description when the
-		// manifest has none.
-		src, err := mc.ParseReference(m.Spec.Artifact)
-		if err != nil {
-			return res, inputErr(err)
-		}
-		dst, err := mc.Destination(src)
-		if err != nil {
-			return res, inputErr(err)
-		}
-		b, err := bundle.Fetch(ctx, dst.String(), dstOpts...)
-		if err != nil {
-			return res, fmt.Errorf("reading the pushed bundle %s: %w", dst, err)
-		}
-		v.SetContent(kind.BundleContent(b))
-		res.BundlesRead++
 	}
 	if len(left) > 0 {
 		o.logf("push: %d versions are not in %s and not published yet, left as they are (package them to publish them): %s", len(left), filepath.Base(po.Archive), strings.Join(left, ", "))
 	}
 	res.Unpublished = left
-	vs = kept
-	current, err := currentRecords(clientMapper{mc}, vs, rep, state.Artifacts)
+	// Nothing is linted or verified here: the connected side did that
+	// when it packaged (and lint would reach registries an air gap cannot).
+	p, err := prepare(ctx, prepareIn{Versions: kept, Previous: state.Artifacts, Read: readPushed(mc, dstOpts, res), Records: clientMapper{mc}, Report: rep})
 	if err != nil {
 		return res, err
 	}
+	current := p.current
 	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt, dstOpts: dstOpts}, sc, current, res)
+}
+
+// readPushed is prepare's Read step of push --catalog: each version's
+// bundle as pushed, read at the destination (its CSV display name and
+// description when the manifest has none), counted in res.BundlesRead.
+// Errors: *InputError for a reference that cannot be mapped, else the
+// registry's, naming the bundle.
+func readPushed(mc *mirror.Client, dstOpts []remote.Option, res *Result) func(context.Context, []*model.Version) error {
+	return func(ctx context.Context, vs []*model.Version) error {
+		for _, v := range vs {
+			src, err := mc.ParseReference(v.Manifest.Spec.Artifact)
+			if err != nil {
+				return inputErr(err)
+			}
+			dst, err := mc.Destination(src)
+			if err != nil {
+				return inputErr(err)
+			}
+			b, err := bundle.Fetch(ctx, dst.String(), dstOpts...)
+			if err != nil {
+				return fmt.Errorf("reading the pushed bundle %s: %w", dst, err)
+			}
+			v.SetContent(kind.BundleContent(b))
+			res.BundlesRead++
+		}
+		return nil
+	}
 }
 
 // sourceCommit is the source commit and repo recorded in the state.
@@ -591,22 +606,21 @@ func archiveFiles(source, packagesDir string, ms []*manifest.PackageManifest) ([
 	return files, nil
 }
 
-// verifyPackage applies the publish.yaml verify policy to the bundles and
-// images of a package (verifyStage), logging its summary and warnings.
-// Errors: *InputError with the error findings, a registry failure.
-func verifyPackage(ctx context.Context, o PackageOptions, mc *mirror.Client, selected []*model.Version) error {
-	vf, verified, err := verifyStage(ctx, o.Verify, mc, selected)
-	if err != nil || verified == nil {
-		return err
+// verifyOutcome logs the verification summary of p and its findings
+// that are not errors (package: the signatures of the versions packaged,
+// publish.yaml verify). Errors: *InputError with the error findings.
+func verifyOutcome(log func(format string, args ...any), p *prepared) error {
+	if p.verified == nil {
+		return nil
 	}
-	o.Log("%s", verifySummary(verified))
-	for _, f := range vf {
+	log("%s", verifySummary(p.verified))
+	for _, f := range p.findings {
 		if f.Severity != lint.Error {
-			o.Log("lint: %s", f)
+			log("lint: %s", f)
 		}
 	}
-	if hasErrors(vf) {
-		return &InputError{Err: &LintError{Findings: vf}}
+	if hasErrors(p.findings) {
+		return &InputError{Err: &LintError{Findings: p.findings}}
 	}
 	return nil
 }

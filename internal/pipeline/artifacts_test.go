@@ -88,9 +88,9 @@ func TestArtifactsMapper(t *testing.T) {
 // artifact deploys the image nginx:1 of its registry.
 type chartKind struct{}
 
-func (chartKind) Name() string                     { return "fakechart" }
-func (chartKind) Key(v *model.Version) string      { return v.Ref() }
-func (chartKind) Lint(*lint.Input, *model.Version) {}
+func (chartKind) Name() string                               { return "fakechart" }
+func (chartKind) Key(_ kind.Env, v *model.Version) string    { return v.Ref() }
+func (chartKind) Lint(*lint.Input, kind.Env, *model.Version) {}
 func (chartKind) Read(_ context.Context, _ kind.Env, vs []*model.Version) error {
 	for _, v := range vs {
 		v.SetContent(chartContent{})
@@ -114,7 +114,7 @@ func TestArtifactsOfAnotherKind(t *testing.T) {
 	m.Spec.Type = "fakechart"
 	vs := model.NewVersions([]*manifest.PackageManifest{m})
 	vs[0].Changed = true
-	if err := readVersions(context.Background(), nil, vs); err != nil {
+	if err := readVersions(context.Background(), kind.Env{}, vs); err != nil {
 		t.Fatal(err)
 	}
 	related, artifacts := mirrorTargets(vs, nil)

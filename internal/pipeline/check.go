@@ -9,7 +9,6 @@ import (
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
-	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/source/diff"
 )
@@ -34,15 +33,17 @@ func (e *LintError) Error() string {
 }
 
 // readVersions reads the artifacts of vs through their kinds of package
-// (kind.Read: the bundle images today), with mc's source side. A missing
+// (kind.Read: the bundle images today), with env's client's source side,
+// for env's cluster. A missing
 // or invalid artifact is recorded as the version's ReadErr (a lint finding
 // later, exit code 1); registry failures are returned, joined and sorted,
 // each naming the manifest (exit code 2).
-func readVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
-	return kind.Read(ctx, kind.Env{Client: mc}, vs)
+func readVersions(ctx context.Context, env kind.Env, vs []*model.Version) error {
+	return kind.Read(ctx, env, vs)
 }
 
-// lintStage runs the lint engine on the package repo: the manifest rules
+// lintStage runs the lint engine on the package repo for cluster ("" for
+// none: kind.Env): the manifest rules
 // on every manifest file, the repo-wide rules on all versions, and what
 // each version's kind lints of the artifacts read (the changed versions;
 // kind.Lint: the bundle, platform and image rules of a bundle). It
@@ -50,9 +51,9 @@ func readVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version) e
 // do not parse: unchanged versions were checked when they changed. The
 // error is the context's cause when ctx was cancelled (the findings would
 // be incomplete).
-func lintStage(ctx context.Context, cfg lint.Config, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
+func lintStage(ctx context.Context, cfg lint.Config, cluster string, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
 	in := lint.Input{Files: files}
-	kind.Lint(&in, vs)
+	kind.Lint(&in, kind.Env{Cluster: cluster}, vs)
 	changed := map[string]bool{}
 	parsed := map[string]bool{}
 	for _, v := range vs {

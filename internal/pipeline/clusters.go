@@ -171,8 +171,8 @@ func newShared() *shared {
 // readVersions reads the artifacts of vs that no other cluster of the run
 // read already (readVersions, through the run's kind.Cache); the others
 // get what was read.
-func (sh *shared) readVersions(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
-	return sh.read.Read(ctx, kind.Env{Client: mc}, vs)
+func (sh *shared) readVersions(ctx context.Context, env kind.Env, vs []*model.Version) error {
+	return sh.read.Read(ctx, env, vs)
 }
 
 // mirror mirrors what mirrorVersions would, leaving out the targets
@@ -229,8 +229,10 @@ type clusterRun struct {
 	current []model.ArtifactRecord
 	res     *Result
 	cres    *ClusterResult
-	// vs are the versions of the package repo the cluster gets.
+	// vs are the versions of the package repo the cluster gets, p what
+	// prepare gave for them.
 	vs []*model.Version
+	p  *prepared
 	// skip: the cluster was published from a newer source commit.
 	skip bool
 }

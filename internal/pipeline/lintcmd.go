@@ -72,8 +72,8 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 				selected = append(selected, v)
 			}
 		}
-		failed := readVersions(ctx, mc, selected)
-		kind.Lint(&in, selected)
+		failed := readVersions(ctx, kind.Env{Client: mc}, selected)
+		kind.Lint(&in, kind.Env{}, selected)
 		// A bundle the registry did not give (TLS, credentials, network) is
 		// no finding of its manifest: lint reports the rest, then fails
 		// with the registry's error (exit 2).

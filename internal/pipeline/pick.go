@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -130,21 +130,10 @@ func sourcePath(source, absSource, p, what string) (rel, abs string, st os.FileI
 	return filepath.ToSlash(rel), abs, st, nil
 }
 
-// readPicked reads what each of vs ships (its kind: the bundle image) and
-// refuses any that could not be read: an *InputError listing each at its
-// manifest line. Registry failures are returned as they are.
-func readPicked(ctx context.Context, mc *mirror.Client, vs []*model.Version) error {
-	if err := readVersions(ctx, mc, vs); err != nil {
-		return err
+// readWith is prepare's Read step of a command over no cluster (package,
+// mirror): readVersions with the registry client mc's source side.
+func readWith(mc *mirror.Client) func(context.Context, []*model.Version) error {
+	return func(ctx context.Context, vs []*model.Version) error {
+		return readVersions(ctx, kind.Env{Client: mc}, vs)
 	}
-	var bad []error
-	for _, v := range vs {
-		if v.ReadErr != nil {
-			bad = append(bad, fmt.Errorf("%s: %s %s: %w", v.Where(), v.Kind(), v.Ref(), v.ReadErr))
-		}
-	}
-	if len(bad) > 0 {
-		return inputErr(errors.Join(bad...))
-	}
-	return nil
 }

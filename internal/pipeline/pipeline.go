@@ -26,6 +26,7 @@ import (
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -310,7 +311,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	} else {
 		o.logf("bundles: %d of %d read (the others are unchanged since the last publish)", res.BundlesRead, len(vs))
 	}
-	cr.vs = vs
+	cr.vs, cr.p = vs, pr
 	return cr, nil
 }
 
@@ -340,7 +341,9 @@ func ociRecorded(o Options, state *gitops.State) string {
 func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	r, s, res, vs := cr.r, cr.s, cr.res, cr.vs
 	o, tgt, state := r.Options, r.target, s.state
-	env := target.Env{Client: r.mc, Read: func(ctx context.Context, vs []*model.Version) error { return sh.readVersions(ctx, r.mc, vs) }}
+	env := target.Env{Client: r.mc, Read: func(ctx context.Context, vs []*model.Version) error {
+		return sh.readVersions(ctx, kind.Env{Client: r.mc, Cluster: o.Cluster}, vs)
+	}}
 	if err := tgt.Prepare(ctx, env, vs, s.targetState()); err != nil {
 		return err
 	}
@@ -355,11 +358,12 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
 
-	current, err := currentRecords(clientMapper{r.mc}, vs, rep, state.Artifacts)
-	if err != nil {
+	// The records again, with the digests of what reached the
+	// destination.
+	if err := cr.p.record(clientMapper{r.mc}, rep, state.Artifacts); err != nil {
 		return err
 	}
-	cr.current = current
+	cr.current = cr.p.current
 	return nil
 }
 

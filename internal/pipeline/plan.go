@@ -12,7 +12,6 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/registry"
-	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/source/diff"
 )
@@ -90,10 +89,7 @@ func planOn(ctx context.Context, o PlanOptions, tip *catalog.Tip) (*report.Plan,
 	if len(r.dirtyPaths) > 0 && !r.AllowDirty {
 		p.Source.Warnings = append(p.Source.Warnings, (&DirtyError{Paths: r.dirtyPaths}).Error()+": run stops here")
 	}
-	next, listing, err := planContent(ctx, r, p, pr, s.state)
-	if err != nil {
-		return nil, err
-	}
+	next, listing := planContent(ctx, r, p, pr, s.state)
 	changes, _, warning, err := s.render(ctx, next, true)
 	if err != nil {
 		return nil, err
@@ -144,30 +140,23 @@ func PlanClusters(ctx context.Context, o PlanOptions) ([]*report.Plan, error) {
 }
 
 // planContent fills the findings, artifacts and images of p from what
-// prepare gave and the published state, and returns the merged artifacts
-// to render and the listing changes a run would make (which the plan's
-// Summary counts). The incremental plan passes only the touched artifacts'
-// versions and state entries.
-func planContent(ctx context.Context, r *run, p *report.Plan, pr *prepared, state *gitops.State) ([]model.ArtifactRecord, []model.Change, error) {
-	vs, verified := pr.vs, pr.verified
+// prepare gave (its records made without digests) and the published
+// state, and returns the merged artifacts to render and the listing
+// changes a run would make (which the plan's Summary counts). The
+// incremental plan passes only the touched artifacts' versions and state
+// entries.
+func planContent(ctx context.Context, r *run, p *report.Plan, pr *prepared, state *gitops.State) ([]model.ArtifactRecord, []model.Change) {
 	p.Findings = pr.findings
 	lint.Sort(p.Findings)
 	if p.Findings == nil {
 		p.Findings = []lint.Finding{}
 	}
-
-	mapped := r.mc.DstHost() != ""
-	current, err := currentRecords(DestinationOf(r.mc), vs, nil, state.Artifacts)
-	if err != nil {
-		return nil, nil, err
+	p.Artifacts = planArtifacts(state.Artifacts, pr.next, pr.vs)
+	listing := append([]model.Change{}, pr.changes.List()...)
+	if r.mc.DstHost() != "" {
+		planImages(ctx, r.mc, p.Artifacts, pr.vs, pr.verified)
 	}
-	next := render.Merge(state.Artifacts, current)
-	p.Artifacts = planArtifacts(state.Artifacts, next, vs)
-	listing := append([]model.Change{}, render.Diff(state.Artifacts, next).List()...)
-	if mapped {
-		planImages(ctx, r.mc, p.Artifacts, vs, verified)
-	}
-	return next, listing, nil
+	return pr.next, listing
 }
 
 // planArtifacts lists the artifacts whose listing changes between the

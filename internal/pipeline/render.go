@@ -105,11 +105,13 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 			vs = append(vs, v)
 		}
 	}
-	current, err := currentRecords(DestinationOf(mc), vs, nil, state.Artifacts)
+	// Nothing is read, linted or verified (render reaches no registry):
+	// the records only, with the digests the state keeps.
+	p, err := prepare(ctx, prepareIn{Versions: vs, Previous: state.Artifacts, Records: DestinationOf(mc)})
 	if err != nil {
 		return render.Changes{}, err
 	}
-	next := render.Merge(state.Artifacts, current)
+	next := p.next
 	if len(state.Artifacts) == 0 {
 		if err := seed.Template(cat); err != nil {
 			return render.Changes{}, err
@@ -121,9 +123,9 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 		ts.Rendered = map[string]string{ro.Cluster: targetKey(k)}
 	}
 	if err := tgt.RenderFromState(cat, next, &ts); err != nil {
-		return render.Diff(state.Artifacts, next), err
+		return p.changes, err
 	}
-	return render.Diff(state.Artifacts, next), render.SyncDir(o.CatalogDir, base, cat, render.RenderedDir+"/"+ro.Cluster, render.GeneratedBase(ro.Cluster))
+	return p.changes, render.SyncDir(o.CatalogDir, base, cat, render.RenderedDir+"/"+ro.Cluster, render.GeneratedBase(ro.Cluster))
 }
 
 // isBareRepo reports whether dir looks like a bare Git repository (HEAD,
