@@ -285,7 +285,7 @@ func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *repor
 			dst[r.Source] = r.Destination
 		}
 	}
-	planImagesMirrored(p.Artifacts, cr.vs, dst, cr.res.Verified)
+	planImages(p.Artifacts, cr.vs, cr.res.Verified, mirroredAt(dst))
 	if cr.res.Findings != nil {
 		p.Findings = cr.res.Findings
 	}
@@ -296,34 +296,4 @@ func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *repor
 	}
 	p.Summarise(listing)
 	return p
-}
-
-// planImagesMirrored fills the images of each added, modified or relisted
-// version of arts as the run mirrored them: dst maps a source reference
-// to its destination (the mirror report). An image the report lacks is
-// "unknown" at the destination, with the UnknownReason
-// report.ReasonNotMirrored.
-func planImagesMirrored(arts []report.PlanArtifact, vs []*model.Version, dst map[string]string, verified map[string]model.Verification) {
-	byKey := map[model.Key]*model.Version{}
-	for _, v := range vs {
-		byKey[v.Key()] = v
-	}
-	for ai := range arts {
-		for vi, v := range arts[ai].Versions {
-			mv, ok := byKey[model.Key{Artifact: arts[ai].Name, Version: v.Version}]
-			if v.Action == "delisted" || !ok {
-				continue
-			}
-			for _, r := range append(unique(mv.Images), mv.Ref()) {
-				pi := report.PlanImage{Source: r, Destination: dst[r], AtDestination: "yes"}
-				if pi.Destination == "" {
-					pi.AtDestination, pi.UnknownReason = "unknown", report.ReasonNotMirrored
-				}
-				if res, ok := verified[r]; ok {
-					pi.Verification = &res
-				}
-				arts[ai].Versions[vi].Images = append(arts[ai].Versions[vi].Images, pi)
-			}
-		}
-	}
 }
