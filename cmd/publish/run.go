@@ -5,6 +5,7 @@ import (
 	"github.com/operator-publish/publish/internal/report"
 	"io"
 
+	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/spf13/cobra"
@@ -249,7 +250,7 @@ func printClusters(cmd *cobra.Command, res *pipeline.Result) {
 // printPullRequest prints what the run did with a cluster's pull request
 // ("pr        opened #12 https://... (cluster a)"), nothing when it had
 // none to propose and none was open.
-func printPullRequest(w io.Writer, pr *pipeline.PullRequestResult, suffix string) {
+func printPullRequest(w io.Writer, pr *delivery.Result, suffix string) {
 	if pr == nil || pr.Action == "" {
 		return
 	}

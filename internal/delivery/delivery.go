@@ -1,8 +1,17 @@
-// Package delivery writes the text of a cluster's pull request: its
-// title, its body (the plan in Markdown, kept under the forge's limit)
-// with the hidden marker a later run reads back, and the full plan files
-// a CI job keeps. It is pure text over a report.Plan; the forge calls and
-// the rolling branch are the run's (internal/pipeline, delivery.go).
+// Package delivery delivers a cluster's change as a pull request.
+//
+// Propose (propose.go) does the forge side over plain values: it commits
+// the change on the catalog tip, force-pushes it to the cluster's rolling
+// branch, and opens, updates, leaves or closes the pull request from it
+// through a forge.Forge, with the notes and the auto-merge request.
+// delivery.go writes its text: the title, the body (the plan in Markdown,
+// kept under the forge's limit) with the hidden marker a later run reads
+// back, and the full plan files a CI job keeps, all over a report.Plan.
+//
+// What needs a run stays in internal/pipeline (delivery.go): the
+// proposal of each pull-request cluster, made from the cluster's render
+// (its changes, its commit message, its plan from clusterPlan), and where
+// the Result goes (ClusterResult.PullRequest).
 package delivery
 
 import (

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/kind"
@@ -151,7 +152,7 @@ type ClusterResult struct {
 	// Delivery is the cluster's (DeliveryPush or DeliveryPullRequest);
 	// PullRequest what the run did with its pull request (nil for push).
 	Delivery    string
-	PullRequest *PullRequestResult
+	PullRequest *delivery.Result
 }
 
 // shared is what the clusters of one run share: the artifacts read (by

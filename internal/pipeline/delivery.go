@@ -41,28 +41,6 @@ type PullRequestOptions struct {
 	AutoMerge string
 }
 
-// PullRequestResult is what a run did with the pull request of a cluster.
-type PullRequestResult struct {
-	// Number and URL are the pull request's (zero and "" when there is
-	// none: the cluster had nothing to propose and none was open).
-	Number int
-	URL    string
-	// Branch is the rolling branch; Commit the commit the run pushed to
-	// it ("" when it pushed none).
-	Branch, Commit string
-	// Action is "opened", "updated", "unchanged" (the open pull request
-	// already proposes exactly this), "closed" (the source no longer
-	// changes the cluster) or "" (nothing open, nothing to propose).
-	Action string
-	// Replaced is the commit of someone else that the run found on the
-	// rolling branch and rendered over (a note says so in the pull
-	// request); "" when there was none.
-	Replaced string
-	// PlanFile is the full plan of the cluster (Markdown, beside it the
-	// JSON) that the run wrote into Options.PlanDir, "" when none.
-	PlanFile string
-}
-
 // DefaultPRBranch is the rolling branch of cluster when publish.yaml does
 // not name one.
 func DefaultPRBranch(cluster string) string { return "publish/" + cluster }
@@ -135,14 +113,18 @@ func openForge(ctx context.Context, o Options, cls []ClusterOptions) (forge.Forg
 
 // deliverPullRequests proposes the change of every pull-request cluster
 // of prs (changes by cluster; nil: nothing to propose) as its pull
-// request, before the direct commit of the run: a forge that refuses
-// stops the run with nothing pushed to the catalog branch.
+// request (delivery.Propose on the cluster's tip, the Result in the
+// cluster's PullRequest, also on an error), before the direct commit of
+// the run: a forge that refuses stops the run with nothing pushed to the
+// catalog branch.
 func deliverPullRequests(ctx context.Context, o Options, f forge.Forge, prs []*clusterRun, changes map[string][]catalog.Change, many bool) error {
 	if f == nil {
 		return errors.New("pull-request delivery: no forge was opened")
 	}
 	for _, cr := range prs {
-		if err := deliverPullRequest(ctx, o, f, cr, changes[cr.r.Cluster], many); err != nil {
+		res, err := delivery.Propose(ctx, f, cr.s.tip, clusterProposal(o, cr, changes[cr.r.Cluster], many))
+		cr.cres.PullRequest = res
+		if err != nil {
 			if many {
 				return fmt.Errorf("cluster %s: %w", cr.r.Cluster, err)
 			}
@@ -152,118 +134,39 @@ func deliverPullRequests(ctx context.Context, o Options, f forge.Forge, prs []*c
 	return nil
 }
 
-// deliverPullRequest is deliverPullRequests for one cluster: the rolling
-// branch gets one commit of changes on the catalog tip (force-pushed: it
-// is rendered again on every run, never merged as text), and the pull
-// request from it is opened, updated, or closed when changes is nil.
-func deliverPullRequest(ctx context.Context, o Options, f forge.Forge, cr *clusterRun, changes []catalog.Change, many bool) error {
+// clusterProposal is the proposal of changes (nil: nothing to propose)
+// for the pull request of cr's cluster: its rolling branch into the
+// catalog branch, its commit message (clustersCommitMessage, an error of
+// the template an input error), the run's commit identity and clock, its
+// plan (clusterPlan), title subject, labels and auto-merge, and the run's
+// source commit, plan directory, job URL and logger. many: the run has
+// several clusters.
+func clusterProposal(o Options, cr *clusterRun, changes []catalog.Change, many bool) delivery.Proposal {
 	c := cr.r.cluster
-	tip := cr.s.tip
-	branch, base := c.prBranch(), o.Catalog.Branch
-	res := &PullRequestResult{Branch: branch}
-	cr.cres.PullRequest = res
-	pr, err := f.Find(ctx, branch, base)
-	if err != nil {
-		return err
-	}
 	commit, origin := o.sourceCommit()
-	var w *catalog.Written
-	if changes != nil {
-		msg, err := clustersCommitMessage(o.CommitTemplate, []*clusterRun{cr}, many, commit, origin)
-		if err != nil {
-			return inputErr(err)
-		}
-		if w, err = tip.Commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now())); err != nil {
-			return fmt.Errorf("committing the pull-request branch %s: %w", branch, err)
-		}
+	return delivery.Proposal{
+		Cluster: c.Name,
+		Branch:  c.prBranch(),
+		Base:    o.Catalog.Branch,
+		Changes: changes,
+		Message: func() (string, error) {
+			msg, err := clustersCommitMessage(o.CommitTemplate, []*clusterRun{cr}, many, commit, origin)
+			if err != nil {
+				return "", inputErr(err)
+			}
+			return msg, nil
+		},
+		Commit:    catalog.CommitOptionsFor(o.Catalog, "", time.Time{}),
+		Now:       time.Now,
+		Plan:      func() *report.Plan { return clusterPlan(cr, changes, commit) },
+		Subject:   report.ChangeSubject(cr.res.Changes.List()),
+		Labels:    c.PullRequest.Labels,
+		AutoMerge: c.PullRequest.AutoMerge,
+		Source:    commit,
+		PlanDir:   o.PlanDir,
+		JobURL:    o.JobURL,
+		Log:       cr.r.logger(),
 	}
-	if w == nil || w.Commit.IsZero() {
-		if pr == nil {
-			cr.r.logf("pull request: nothing to propose for cluster %s, none open", c.Name)
-			return nil
-		}
-		note := fmt.Sprintf("publish: the package repo at %s no longer changes cluster `%s`: the catalog branch `%s` already has what this pull request proposed, so it is closed.", shortOr(commit, "this commit"), c.Name, base)
-		if err := f.Close(ctx, pr.Number, note); err != nil {
-			return err
-		}
-		res.Number, res.URL, res.Action = pr.Number, pr.URL, "closed"
-		cr.r.logf("pull request: closed #%d (%s): the source no longer changes cluster %s", pr.Number, pr.URL, c.Name)
-		if err := tip.DeleteBranch(ctx, branch); err != nil {
-			cr.r.warnf("pull request: could not delete the branch %s: %v", branch, err)
-		}
-		return nil
-	}
-	mark := delivery.Marker{Cluster: c.Name, Base: tip.Head(), Tree: w.Tree.String(), Source: commit}
-	var prev delivery.Marker
-	if pr != nil {
-		prev = delivery.ParseMarker(pr.Body)
-		// The Git server says where the branch is; the forge's head may
-		// lag behind a push (Gitea updates it from a queue).
-		head, err := tip.BranchHead(ctx, branch)
-		if err != nil {
-			return err
-		}
-		if head == "" {
-			head = pr.HeadSHA
-		}
-		if prev.Head != "" && prev.Head == head && prev.Tree == mark.Tree && prev.Base == mark.Base {
-			res.Number, res.URL, res.Action, res.Commit = pr.Number, pr.URL, "unchanged", head
-			cr.r.logf("pull request: #%d (%s) already proposes this change of cluster %s", pr.Number, pr.URL, c.Name)
-			return nil
-		}
-		if prev.Head != "" && head != "" && head != prev.Head {
-			res.Replaced = head
-		}
-	}
-	was, err := tip.PushBranch(ctx, w, branch)
-	if err != nil {
-		return err
-	}
-	if res.Replaced == "" && was != "" && prev.Head != "" && was != prev.Head {
-		res.Replaced = was // pushed between our look and our push
-	}
-	mark.Head = w.Commit.String()
-	res.Commit = mark.Head
-	cr.r.logf("pull request: pushed %s to %s", mark.Head[:12], branch)
-
-	plan := clusterPlan(cr, changes, commit)
-	if o.PlanDir != "" {
-		if res.PlanFile, err = delivery.WritePlanFiles(o.PlanDir, c.Name, plan); err != nil {
-			cr.r.warnf("pull request: could not write the full plan: %v", err)
-		}
-	}
-	title := delivery.Title(report.ChangeSubject(cr.res.Changes.List()), c.Name)
-	body := delivery.Body(plan, f.MaxBody(), o.JobURL, res.PlanFile, mark)
-	ch := forge.Change{Title: title, Body: body, Labels: c.PullRequest.Labels}
-	if pr == nil {
-		if pr, err = f.Create(ctx, branch, base, ch); err != nil {
-			return err
-		}
-		res.Action = "opened"
-	} else {
-		if pr, err = f.Update(ctx, pr.Number, ch); err != nil {
-			return err
-		}
-		res.Action = "updated"
-	}
-	res.Number, res.URL = pr.Number, pr.URL
-	cr.r.logf("pull request: %s #%d (%s)", res.Action, pr.Number, pr.URL)
-	if res.Replaced != "" {
-		note := fmt.Sprintf("publish: the branch `%s` had commit %s, which publish did not write. It was rendered again over it from the package repo at %s: the catalog of a cluster comes from the package repo and the overlays on `%s`, so change those instead (a commit pushed to this branch is replaced by the next run).", branch, res.Replaced, shortOr(commit, "this commit"), base)
-		if err := f.Comment(ctx, pr.Number, note); err != nil {
-			return err
-		}
-		cr.r.warnf("pull request: the branch %s had commit %s by someone else: rendered over it, with a note in #%d", branch, short(res.Replaced), pr.Number)
-	}
-	if m := c.PullRequest.AutoMerge; m != "" {
-		switch err := f.AutoMerge(ctx, pr, m); {
-		case errors.Is(err, forge.ErrAutoMergeUnsupported):
-			cr.r.warnf("pull request: auto-merge (%s) is not available for #%d: %v; it waits for a person to merge it", m, pr.Number, err)
-		case err != nil:
-			return err
-		}
-	}
-	return nil
 }
 
 // clusterPlan is the plan of what the run proposes for the cluster: the
@@ -285,7 +188,7 @@ func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *repor
 			dst[r.Source] = r.Destination
 		}
 	}
-	planImagesMirrored(p.Artifacts, cr.vs, dst, cr.res.Verified)
+	planImages(p.Artifacts, cr.vs, cr.res.Verified, mirroredAt(dst))
 	if cr.res.Findings != nil {
 		p.Findings = cr.res.Findings
 	}
@@ -296,34 +199,4 @@ func clusterPlan(cr *clusterRun, changes []catalog.Change, commit string) *repor
 	}
 	p.Summarise(listing)
 	return p
-}
-
-// planImagesMirrored fills the images of each added, modified or relisted
-// version of arts as the run mirrored them: dst maps a source reference
-// to its destination (the mirror report). An image the report lacks is
-// "unknown" at the destination, with the UnknownReason
-// report.ReasonNotMirrored.
-func planImagesMirrored(arts []report.PlanArtifact, vs []*model.Version, dst map[string]string, verified map[string]model.Verification) {
-	byKey := map[model.Key]*model.Version{}
-	for _, v := range vs {
-		byKey[v.Key()] = v
-	}
-	for ai := range arts {
-		for vi, v := range arts[ai].Versions {
-			mv, ok := byKey[model.Key{Artifact: arts[ai].Name, Version: v.Version}]
-			if v.Action == "delisted" || !ok {
-				continue
-			}
-			for _, r := range append(unique(mv.Images), mv.Ref()) {
-				pi := report.PlanImage{Source: r, Destination: dst[r], AtDestination: "yes"}
-				if pi.Destination == "" {
-					pi.AtDestination, pi.UnknownReason = "unknown", report.ReasonNotMirrored
-				}
-				if res, ok := verified[r]; ok {
-					pi.Verification = &res
-				}
-				arts[ai].Versions[vi].Images = append(arts[ai].Versions[vi].Images, pi)
-			}
-		}
-	}
 }

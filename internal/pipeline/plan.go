@@ -154,7 +154,7 @@ func planContent(ctx context.Context, r *run, p *report.Plan, pr *prepared, stat
 	p.Artifacts = planArtifacts(state.Artifacts, pr.next, pr.vs)
 	listing := append([]model.Change{}, pr.changes.List()...)
 	if r.mc.DstHost() != "" {
-		planImages(ctx, r.mc, p.Artifacts, pr.vs, pr.verified)
+		planImages(p.Artifacts, pr.vs, pr.verified, func(imgs []*report.PlanImage) { headAtDestination(ctx, r.mc, imgs) })
 	}
 	return pr.next, listing
 }
@@ -219,9 +219,14 @@ func planArtifacts(prev, next []model.ArtifactRecord, vs []*model.Version) []rep
 	return out
 }
 
-// planImages fills the images each added, modified or relisted version
-// would mirror, with HEAD requests at the destination.
-func planImages(ctx context.Context, mc *mirror.Client, arts []report.PlanArtifact, vs []*model.Version, verified map[string]model.Verification) {
+// planImages fills the images of each added, modified or relisted
+// version of arts (the version's images, each once and sorted, then its
+// artifact): the source reference and its verification from verified;
+// then at fills where each is at the destination (Destination,
+// AtDestination and UnknownReason), called once with every image so that
+// it can ask a registry for all of them together. at is the run's mirror
+// report (mirroredAt) or a HEAD request per image (headAtDestination).
+func planImages(arts []report.PlanArtifact, vs []*model.Version, verified map[string]model.Verification, at func(imgs []*report.PlanImage)) {
 	byKey := map[model.Key]*model.Version{}
 	for _, v := range vs {
 		byKey[v.Key()] = v
@@ -254,7 +259,23 @@ func planImages(ctx context.Context, mc *mirror.Client, arts []report.PlanArtifa
 			imgs = append(imgs, &arts[j.a].Versions[j.v].Images[k])
 		}
 	}
-	headAtDestination(ctx, mc, imgs)
+	at(imgs)
+}
+
+// mirroredAt is planImages' destination lookup of a run that mirrored
+// its images: dst maps a source reference to its destination (the mirror
+// report), where the image is ("yes"). An image the report lacks is
+// "unknown" at the destination, with the UnknownReason
+// report.ReasonNotMirrored.
+func mirroredAt(dst map[string]string) func(imgs []*report.PlanImage) {
+	return func(imgs []*report.PlanImage) {
+		for _, img := range imgs {
+			img.Destination, img.AtDestination = dst[img.Source], "yes"
+			if img.Destination == "" {
+				img.AtDestination, img.UnknownReason = "unknown", report.ReasonNotMirrored
+			}
+		}
+	}
 }
 
 func unique(in []string) []string {
@@ -270,11 +291,12 @@ func unique(in []string) []string {
 	return out
 }
 
-// headAtDestination fills the Destination and AtDestination of each of
-// imgs with one HEAD per destination reference (registry.CheckPresence,
-// with the destination's credentials): "yes", "missing" (a not-found
-// answer), or "unknown" with its UnknownReason (no read access, no answer,
-// a reference that does not parse or map).
+// headAtDestination is planImages' destination lookup of a plan: it
+// fills the Destination and AtDestination of each of imgs with one HEAD
+// per destination reference (registry.CheckPresence, with the
+// destination's credentials): "yes", "missing" (a not-found answer), or
+// "unknown" with its UnknownReason (no read access, no answer, a
+// reference that does not parse or map).
 func headAtDestination(ctx context.Context, mc *mirror.Client, imgs []*report.PlanImage) {
 	var wants []registry.Want
 	var asked []*report.PlanImage

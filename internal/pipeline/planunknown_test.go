@@ -139,7 +139,7 @@ func TestPlanMirroredUnknown(t *testing.T) {
 	const img = "src.example.com/team/op:1"
 	v := model.NewVersions([]*manifest.PackageManifest{parseManifest(t, "packages/a/1.0.0/manifest.yaml", "a", "1.0.0", img)})[0]
 	arts := []report.PlanArtifact{{Name: "a", Action: "listed", Versions: []report.PlanVersion{{Version: "1.0.0", Action: "added"}}}}
-	planImagesMirrored(arts, []*model.Version{v}, map[string]string{img: "dst.example.com/team/op:1"}, nil)
+	planImages(arts, []*model.Version{v}, nil, mirroredAt(map[string]string{img: "dst.example.com/team/op:1"}))
 	got := map[string]string{}
 	for _, i := range arts[0].Versions[0].Images {
 		got[i.Source] = i.AtDestination + "/" + i.UnknownReason

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 )
@@ -40,7 +41,7 @@ type ProposeOptions struct {
 // is proposed (Action ""). Errors: the forge's (a token that may not open
 // pull requests, *forge.PermissionError), the catalog's, an input error for
 // Branch equal to the catalog branch or no forge.
-func ProposeFiles(ctx context.Context, o ProposeOptions) (*PullRequestResult, error) {
+func ProposeFiles(ctx context.Context, o ProposeOptions) (*delivery.Result, error) {
 	o.Catalog = o.Catalog.WithDefaults()
 	if o.Branch == o.Catalog.Branch {
 		return nil, inputErr(fmt.Errorf("the pull-request branch %s is the catalog branch (--catalog-branch): use another", o.Branch))
@@ -73,7 +74,7 @@ func ProposeFiles(ctx context.Context, o ProposeOptions) (*PullRequestResult, er
 	if err != nil {
 		return nil, fmt.Errorf("committing the pull-request branch %s: %w", o.Branch, err)
 	}
-	res := &PullRequestResult{Branch: o.Branch}
+	res := &delivery.Result{Branch: o.Branch}
 	if w.Commit.IsZero() {
 		logLine(o.Log, "pull request: the catalog branch %s already has these files: nothing to propose", o.Catalog.Branch)
 		return res, nil
