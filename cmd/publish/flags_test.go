@@ -100,7 +100,7 @@ func TestCommandFlags(t *testing.T) {
 		"check":  join([]string{"config", "cluster"}, logGroup, dstGroup, tlsGroup, retryGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch", "registry", "format"}),
 		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
-			[]string{"base", "no-fetch", "image", "report"}),
+			[]string{"base", "no-fetch", "image", "report", "shard", "shard-result"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,

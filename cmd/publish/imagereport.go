@@ -9,18 +9,22 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/shard"
 )
 
 // checkReportFlag refuses, before any work, a --report FILE whose
 // directory does not exist: the report is written at the end, whatever
 // the outcome, and must not be lost then. Errors are usage errors naming
 // --report.
-func checkReportFlag(path string) error {
+func checkReportFlag(path string) error { return checkOutputFlag("--report", path) }
+
+// checkOutputFlag is checkReportFlag for the file flag named flag.
+func checkOutputFlag(flag, path string) error {
 	if path == "" {
 		return nil
 	}
 	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
-		return usagef("--report %s: its directory %s does not exist: create it or name a file in an existing one", path, filepath.Dir(path))
+		return usagef("%s %s: its directory %s does not exist: create it or name a file in an existing one", flag, path, filepath.Dir(path))
 	}
 	return nil
 }
@@ -37,6 +41,27 @@ func writeReport(path, command string, rep *mirror.Report, err error) error {
 	r.AddMirror(rep, pipeline.ImageErrors(err))
 	if werr := r.WriteFile(path); werr != nil {
 		return errors.Join(err, fmt.Errorf("--report: %w", werr))
+	}
+	return err
+}
+
+// writeShardResult writes the result of the part s of a split (--shard-result
+// FILE): the image report of res with the plan of the split and the part's
+// items (report.Report.AddShard), whatever err is. A part that failed
+// before it planned writes the report without its plan, which a merge
+// refuses. It returns err, joined with the write's error.
+func writeShardResult(path, command string, s shard.Shard, res *pipeline.MirrorResult, err error) error {
+	r := report.New(command)
+	var mr *mirror.Report
+	if res != nil {
+		mr = res.Report
+	}
+	r.AddMirror(mr, pipeline.ImageErrors(err))
+	if res != nil && res.Plan != nil {
+		r.AddShard(s, res.Plan, res.Part)
+	}
+	if werr := r.WriteFile(path); werr != nil {
+		return errors.Join(err, fmt.Errorf("--shard-result: %w", werr))
 	}
 	return err
 }

@@ -20,6 +20,7 @@ func newMirrorCmd(inv *invocation) *cobra.Command {
 		noFetch bool
 		images  []string
 		rep     string
+		shards  shardFlags
 		o       mirror.Options
 	)
 	cmd := &cobra.Command{
@@ -45,6 +46,13 @@ image could not be mirrored.`,
 			if err := checkReportFlag(rep); err != nil {
 				return err
 			}
+			if err := checkOutputFlag("--shard-result", shards.result); err != nil {
+				return err
+			}
+			part, err := shards.get()
+			if err != nil {
+				return err
+			}
 			reg := registryFlags{src: &src, dst: &dst, tls: &tls, retry: &retry, copy: &cp}
 			if err := reg.apply(&o); err != nil {
 				return err
@@ -57,7 +65,7 @@ image could not be mirrored.`,
 			o.Logger = inv.log // retries, requests that wait
 			res, err := pipeline.Mirror(cmd.Context(), pipeline.MirrorOptions{
 				Source: source.source, PackagesDir: source.packagesDir, Paths: args, Base: base, NoFetch: noFetch,
-				Images: images, Mirror: o, Log: inv.log,
+				Images: images, Mirror: o, Log: inv.log, Shard: part,
 			})
 			if res != nil {
 				printMirrorReport(cmd, inv, res.Report, err)
@@ -66,7 +74,11 @@ image could not be mirrored.`,
 			if res != nil {
 				mr = res.Report
 			}
-			return writeReport(rep, "mirror", mr, err)
+			err = writeReport(rep, "mirror", mr, err)
+			if shards.result != "" {
+				err = writeShardResult(shards.result, "mirror", part, res, err)
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()
@@ -80,6 +92,7 @@ image could not be mirrored.`,
 	fs.BoolVar(&noFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	fs.StringVar(&rep, "report", "", "also write what was copied, already present and failed, and why, as JSON to this file (docs/report.md)")
 	fs.StringArrayVar(&images, "image", nil, "also mirror this image reference (repeatable); with --image only, no package repo is read")
+	shards.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

@@ -158,3 +158,65 @@ func mustRef(t *testing.T, s string) name.Reference {
 	}
 	return r
 }
+
+// TestMirrorCommandShards: two parts of `publish mirror --shard I/2
+// --shard-result FILE` copy disjoint repositories that cover the plan, each
+// writing a sealed result with the same plan digest; the part may come from
+// GitLab's CI_NODE_INDEX/CI_NODE_TOTAL; a bad --shard and a declared split
+// without an index are usage errors before anything is copied.
+func TestMirrorCommandShards(t *testing.T) {
+	for _, k := range []string{"CI_NODE_INDEX", "CI_NODE_TOTAL", "BUILDKITE_PARALLEL_JOB", "BUILDKITE_PARALLEL_JOB_COUNT", "CIRCLE_NODE_INDEX", "CIRCLE_NODE_TOTAL"} {
+		t.Setenv(k, "")
+	}
+	src, dst := inProcessRegistry(t), inProcessRegistry(t)
+	args := []string{"mirror", "--dst-registry", dst + "/mirror"}
+	for _, r := range []string{"team/a:v1", "team/b:v1", "team/c:v1"} {
+		pushRandom(t, src+"/"+r)
+		args = append(args, "--image", src+"/"+r)
+	}
+	dir := t.TempDir()
+	var results []*report.Report
+	for i, part := range []string{"1/2", "2/2"} {
+		f := filepath.Join(dir, "shard-"+part[:1]+".json")
+		a := append(append([]string{}, args...), "--shard-result", f)
+		if i == 0 {
+			a = append(a, "--shard", part)
+		} else {
+			t.Setenv("CI_NODE_INDEX", "2")
+			t.Setenv("CI_NODE_TOTAL", "2")
+		}
+		if _, err := runPublish(t, a...); err != nil {
+			t.Fatalf("part %s: %v", part, err)
+		}
+		r, err := report.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Shard == nil || r.Shard.Part != part {
+			t.Fatalf("part %s: shard block %+v", part, r.Shard)
+		}
+		results = append(results, r)
+	}
+	if results[0].Shard.Plan != results[1].Shard.Plan {
+		t.Errorf("the parts' plans differ: %s, %s", results[0].Shard.Plan, results[1].Shard.Plan)
+	}
+	copied := map[string]int{}
+	for _, r := range results {
+		for _, im := range r.Images {
+			if im.State == report.Copied && im.Bytes > 0 {
+				copied[im.Source]++
+			}
+		}
+	}
+	if len(copied) != 3 {
+		t.Errorf("copied across the parts: %v, want each of the three images once", copied)
+	}
+	t.Setenv("CI_NODE_INDEX", "")
+	var ue *usageError
+	if _, err := runPublish(t, append(args, "--shard", "0/2")...); !errors.As(err, &ue) || !strings.Contains(err.Error(), "--shard") {
+		t.Errorf("--shard 0/2: %v, want a usage error naming --shard", err)
+	}
+	if _, err := runPublish(t, args...); !errors.As(err, &ue) || !strings.Contains(err.Error(), "CI_NODE_INDEX") {
+		t.Errorf("CI_NODE_TOTAL=2 without an index: %v, want a usage error naming CI_NODE_INDEX", err)
+	}
+}

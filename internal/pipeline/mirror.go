@@ -9,6 +9,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/registry"
+	"github.com/operator-publish/publish/internal/shard"
 )
 
 // MirrorOptions configures Mirror (`publish mirror`).
@@ -25,6 +26,11 @@ type MirrorOptions struct {
 	Images []string
 	// Mirror is the registry client: destination, credentials, TLS.
 	Mirror mirror.Options
+	// Shard, when set, copies only this part of the work: every part
+	// computes the same plan (shard.Plan: each image sized from its
+	// manifests, by destination repository) and copies the repositories
+	// shard.Plan.Assign gives it (docs/scale-out.md).
+	Shard shard.Shard
 	// Log receives progress lines at level Info; nil discards them.
 	Log *slog.Logger
 }
@@ -37,6 +43,10 @@ type MirrorResult struct {
 	// Report has one entry per image at the destination, also when the
 	// mirror failed part way (nil when nothing was tried).
 	Report *mirror.Report
+	// Plan is the plan of the whole mirror work and Part the items of it
+	// this part copied; both nil without MirrorOptions.Shard.
+	Plan *shard.Plan
+	Part []shard.Item
 }
 
 // Mirror is the mirror stage of `publish run` alone: it selects the
@@ -97,7 +107,17 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 		extra = append(extra, mirror.Target{Ref: ref})
 	}
 	related, bundles := mirrorTargets(selected, extra)
-	res := &MirrorResult{Versions: len(selected), Related: countUnique(related), Bundles: countUnique(bundles)}
+	res := &MirrorResult{Versions: len(selected)}
+	if o.Shard.Total > 0 {
+		plan, err := planShards(ctx, mc, related, bundles)
+		if err != nil {
+			return nil, fmt.Errorf("nothing mirrored: the plan of the shards could not be made: %w", err)
+		}
+		res.Plan, res.Part = plan, plan.Part(o.Shard)
+		related, bundles = inPart(mc, res.Part, related), inPart(mc, res.Part, bundles)
+		log.logf("mirror: %s", plan.String(o.Shard))
+	}
+	res.Related, res.Bundles = countUnique(related), countUnique(bundles)
 	log.logf("mirror: %d package versions, %d related images, %d bundles to %s", res.Versions, res.Related, res.Bundles, o.Mirror.DstRegistry)
 	res.Report, err = mc.MirrorTargets(ctx, related, bundles)
 	if err != nil {

@@ -15,13 +15,17 @@
 package report
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/operator-publish/publish/internal/scratch"
+	"os"
 	"sort"
 
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/redact"
+	"github.com/operator-publish/publish/internal/scratch"
+	"github.com/operator-publish/publish/internal/shard"
 )
 
 // APIVersion and Kind identify the report format (docs/report.md).
@@ -55,6 +59,13 @@ type Image struct {
 	Retries     int    `json:"retries,omitempty"`
 	Error       string `json:"error,omitempty"`
 	Input       bool   `json:"input,omitempty"`
+	// Referrers are the digests of the signature, attestation and
+	// referrer manifests of the image at the destination (in its
+	// repository) after the copy.
+	Referrers []string `json:"referrers,omitempty"`
+	// Bytes is the image's size as the plan of a split sized it (its
+	// manifests, config and layers); absent outside a split.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // Summary counts a report's images by State.
@@ -74,6 +85,22 @@ type Report struct {
 	Command    string  `json:"command"`
 	Summary    Summary `json:"summary"`
 	Images     []Image `json:"images"`
+	// Shard is the part of a split the command did, nil outside one.
+	Shard *Shard `json:"shard,omitempty"`
+	// SHA256 is the hex SHA-256 of the report's JSON as WriteFile writes
+	// it with this field empty: ReadFile refuses a report edited since.
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Shard is what a report of one part of a split says of it
+// (docs/scale-out.md): the part, the digest and method of the plan every
+// part computed, and the plan's items this part copies, with their bytes.
+type Shard struct {
+	Part   string       `json:"part"` // "I/N"
+	Plan   string       `json:"plan"` // shard.Plan.Digest
+	Method string       `json:"method"`
+	Bytes  int64        `json:"bytes"` // the part's items' bytes
+	Items  []shard.Item `json:"items"`
 }
 
 // New returns an empty report of command (e.g. "mirror").
@@ -93,7 +120,7 @@ func (r *Report) AddMirror(rep *mirror.Report, failed []*mirror.ImageError) {
 			if i.Skipped {
 				st = Present
 			}
-			r.Images = append(r.Images, Image{Source: i.Source, Destination: i.Destination, Digest: i.Digest, State: st, Signatures: i.Signatures, Retries: i.Retries})
+			r.Images = append(r.Images, Image{Source: i.Source, Destination: i.Destination, Digest: i.Digest, State: st, Signatures: i.Signatures, Retries: i.Retries, Referrers: i.SignatureDigests})
 		}
 	}
 	fs := append([]*mirror.ImageError(nil), failed...)
@@ -130,11 +157,68 @@ func (r *Report) count() {
 	r.Summary = s
 }
 
-// WriteFile writes the report as indented JSON to path, whole or not at
-// all: into a temporary file beside it, then renamed over path. Errors
-// name path.
+// AddShard records that the report is of the part s of plan p, and the
+// planned bytes of each of its images.
+func (r *Report) AddShard(s shard.Shard, p *shard.Plan, part []shard.Item) {
+	bytes := map[string]int64{}
+	for _, it := range part {
+		bytes[it.Source] = it.Bytes
+	}
+	for i := range r.Images {
+		r.Images[i].Bytes = bytes[r.Images[i].Source]
+	}
+	r.Shard = &Shard{Part: s.String(), Plan: p.Digest, Method: shard.Method, Bytes: shard.Bytes(part), Items: append([]shard.Item{}, part...)}
+}
+
+// seal returns the report's JSON with its SHA256 set: the hash of the
+// indented JSON with SHA256 empty.
+func (r *Report) seal() ([]byte, error) {
+	c := *r
+	c.SHA256 = ""
+	data, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	c.SHA256 = hex.EncodeToString(sum[:])
+	r.SHA256 = c.SHA256
+	return json.MarshalIndent(&c, "", "  ")
+}
+
+// ReadFile reads a report WriteFile wrote. Errors name path: a file that
+// is not a report of this format, or whose content no longer matches its
+// sha256 (edited since it was written: write it again by running the
+// command again).
+func ReadFile(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a publish report: %w", path, err)
+	}
+	if r.APIVersion != APIVersion || r.Kind != Kind {
+		return nil, fmt.Errorf("%s: not a publish report (apiVersion %q, kind %q; want %s %s)", path, r.APIVersion, r.Kind, APIVersion, Kind)
+	}
+	want := r.SHA256
+	if want == "" {
+		return nil, fmt.Errorf("%s: the report has no sha256: write it again with this version of publish", path)
+	}
+	if _, err := r.seal(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.SHA256 != want {
+		return nil, fmt.Errorf("%s: its content does not match its sha256 %s: it was changed after publish wrote it; run the command again for a report that can be trusted", path, want)
+	}
+	return &r, nil
+}
+
+// WriteFile writes the report as indented JSON to path, with its SHA256,
+// whole or not at all: into a temporary file beside it, then renamed over
+// path. Errors name path.
 func (r *Report) WriteFile(path string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := r.seal()
 	if err != nil {
 		return fmt.Errorf("writing the report %s: %w", path, err)
 	}
