@@ -93,6 +93,8 @@ func join(groups ...[]string) []string {
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
 		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
+			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result"}),
+		"merge-shards": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
 			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),

@@ -46,19 +46,15 @@ func writeReport(path, command string, rep *mirror.Report, err error) error {
 }
 
 // writeShardResult writes the result of the part s of a split (--shard-result
-// FILE): the image report of res with the plan of the split and the part's
-// items (report.Report.AddShard), whatever err is. A part that failed
+// FILE): the image report of mr (nil: nothing tried) with the plan of the
+// split and the part's items (report.Report.AddShard), whatever err is. A part that failed
 // before it planned writes the report without its plan, which a merge
 // refuses. It returns err, joined with the write's error.
-func writeShardResult(path, command string, s shard.Shard, res *pipeline.MirrorResult, err error) error {
+func writeShardResult(path, command string, s shard.Shard, mr *mirror.Report, plan *shard.Plan, part []shard.Item, err error) error {
 	r := report.New(command)
-	var mr *mirror.Report
-	if res != nil {
-		mr = res.Report
-	}
 	r.AddMirror(mr, pipeline.ImageErrors(err))
-	if res != nil && res.Plan != nil {
-		r.AddShard(s, res.Plan, res.Part)
+	if plan != nil {
+		r.AddShard(s, plan, part)
 	}
 	if werr := r.WriteFile(path); werr != nil {
 		return errors.Join(err, fmt.Errorf("--shard-result: %w", werr))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/shard"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +77,12 @@ image could not be mirrored.`,
 			}
 			err = writeReport(rep, "mirror", mr, err)
 			if shards.result != "" {
-				err = writeShardResult(shards.result, "mirror", part, res, err)
+				var plan *shard.Plan
+				var items []shard.Item
+				if res != nil {
+					plan, items = res.Plan, res.Part
+				}
+				err = writeShardResult(shards.result, "mirror", part, mr, plan, items, err)
 			}
 			return err
 		},

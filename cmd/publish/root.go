@@ -51,7 +51,7 @@ func newRoot(inv *invocation) *cobra.Command {
 	})
 	inv.logFlags.register(root.PersistentFlags())
 	withEnvHelp(root.PersistentFlags())
-	root.AddCommand(newRunCmd(inv), newPlanCmd(inv), newLintCmd(inv), newRenderCmd(inv), newVersionCmd(), newMirrorCmd(inv),
+	root.AddCommand(newRunCmd(inv), newMergeShardsCmd(inv), newPlanCmd(inv), newLintCmd(inv), newRenderCmd(inv), newVersionCmd(), newMirrorCmd(inv),
 		newPackageCmd(inv), newPushCmd(inv), newVerifyCmd(inv), newCreateCmd(inv), newAdoptCmd(inv), newStatusCmd(inv), newImportCmd(inv),
 		newCheckCmd(inv), newPruneCmd(inv))
 	return root

@@ -8,6 +8,7 @@ import (
 	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/shard"
 	"github.com/spf13/cobra"
 )
 
@@ -145,6 +146,7 @@ func newRunCmd(inv *invocation) *cobra.Command {
 		p          publishFlags
 		o          pipeline.Options
 		reportFile string
+		shards     shardFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -163,25 +165,22 @@ are delisted (present: false), never deleted.`,
 			if err := checkReportFlag(reportFile); err != nil {
 				return err
 			}
+			if err := checkOutputFlag("--shard-result", shards.result); err != nil {
+				return err
+			}
+			var err error
+			if o.Shard, err = shards.get(); err != nil {
+				return err
+			}
 			if err := p.options(inv, &o, o.AllowEmpty); err != nil {
 				return err
 			}
-			res, err := pipeline.Run(cmd.Context(), o)
-			var mr *mirror.Report
-			if res != nil {
-				mr = res.Mirror
-			}
-			if err = writeReport(reportFile, "run", mr, err); err != nil {
-				// stdout says what happened only when it happened.
-				return err
-			}
-			printResult(cmd, res)
-			inv.reportRun(res.Changes, res.Commit, res.Clusters)
-			return nil
+			return runAndReport(cmd, inv, o, reportFile, shards.result)
 		},
 	}
 	p.register(cmd, true)
 	fs := cmd.Flags()
+	shards.register(fs)
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
 	fs.BoolVar(&o.AllowDirty, "allow-dirty", false, "publish manifests that differ from the package repo's HEAD (uncommitted or staged) as they are on disk; the state records them, and the next run reads them again")
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the source commit of the last publish, from the catalog state, publish/state/)")
@@ -189,6 +188,43 @@ are delisted (present: false), never deleted.`,
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// runAndReport runs o (pipeline.Run), writes the image report to
+// reportFile and, for a part of a split run, its result to shardResult
+// ("": none), and prints what happened. It returns the run's error.
+func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, reportFile, shardResult string) error {
+	res, err := pipeline.Run(cmd.Context(), o)
+	var mr *mirror.Report
+	if res != nil {
+		mr = res.Mirror
+	}
+	err = writeReport(reportFile, "run", mr, err)
+	if shardResult != "" {
+		var sr *pipeline.ShardRun
+		if res != nil {
+			sr = res.Shard
+		}
+		if sr == nil {
+			sr = &pipeline.ShardRun{Part: o.Shard}
+		}
+		err = writeShardResult(shardResult, "run", sr.Part, mr, sr.Plan, sr.Items, err)
+	}
+	if err != nil {
+		// stdout says what happened only when it happened.
+		return err
+	}
+	if res.Shard != nil {
+		copied := 0
+		if mr != nil {
+			copied = mr.Copied()
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "shard     %s: %d images in %d repositories of the plan %s, %d copied; nothing committed: publish merge-shards commits\n", res.Shard.Part, len(res.Shard.Items), len(shard.Repositories(res.Shard.Items)), res.Shard.Plan.Digest, copied)
+		return nil
+	}
+	printResult(cmd, res)
+	inv.reportRun(res.Changes, res.Commit, res.Clusters)
+	return nil
 }
 
 func printResult(cmd *cobra.Command, res *pipeline.Result) {

@@ -163,6 +163,13 @@ type shared struct {
 	mu       sync.Mutex
 	read     *kind.Cache
 	mirrored map[string]map[mirror.Target]mirror.Result
+	// part, in a part of a split run (--shard), holds the destination
+	// repositories this part copies; nil copies every one.
+	part map[string]bool
+	// shards, in a merge of a split run, are the results of its parts by
+	// source reference: nothing is copied, each image is checked at the
+	// destination (mergedMirror).
+	shards map[string][]mirror.Result
 }
 
 func newShared() *shared {
@@ -186,6 +193,12 @@ func (sh *shared) mirror(ctx context.Context, mc *mirror.Client, dst string, vs 
 		sh.mirrored[dst] = done
 	}
 	related, bundles := mirrorTargets(vs, extra)
+	if sh.shards != nil {
+		return sh.mergedMirror(ctx, mc, related, bundles)
+	}
+	if sh.part != nil {
+		related, bundles = sh.inPart(mc, related), sh.inPart(mc, bundles)
+	}
 	var again []mirror.Result
 	keep := func(ts []mirror.Target) []mirror.Target {
 		var out []mirror.Target
@@ -234,6 +247,10 @@ type clusterRun struct {
 	// prepare gave for them.
 	vs []*model.Version
 	p  *prepared
+	// extra are the images the target needs itself (targetCluster, once
+	// targeted).
+	extra    []mirror.Target
+	targeted bool
 	// skip: the cluster was published from a newer source commit.
 	skip bool
 }
@@ -469,6 +486,7 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 		t.Close()
 	}()
 	sh := newShared()
+	sh.shards = o.Shards
 	res := &Result{}
 	for i, c := range cls {
 		co := o.forCluster(c)
@@ -490,7 +508,14 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	// Every cluster is read, linted and verified before any image is
-	// mirrored.
+	// mirrored; a part of a split run plans the images of every cluster
+	// first.
+	var split *ShardRun
+	if o.Shard.Total > 0 {
+		if split, err = planSplitRun(ctx, o, crs, sh); err != nil {
+			return crs[0].res, err
+		}
+	}
 	for i, cr := range crs {
 		if err := mirrorCluster(ctx, cr, sh); err != nil {
 			if len(cls) == 1 {
@@ -515,6 +540,10 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 			res.BundlesRead += r.BundlesRead
 			res.Findings = append(res.Findings, r.Findings...)
 		}
+	}
+	if split != nil {
+		res.Shard = split // a part never commits: the merge does
+		return res, nil
 	}
 	err = publishClusters(ctx, o, f, crs, res)
 	for _, cr := range crs {

@@ -34,6 +34,7 @@ import (
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/shard"
 	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -57,6 +58,16 @@ type Options struct {
 	// record of, are read and mirrored; the rest keep what publish/state.yaml
 	// recorded. Nil: every version counts as changed.
 	Changed func(artifact, version string) bool
+	// Shard, when set, makes the run one part of a split (--shard I/N):
+	// it reads, lints and verifies as a whole run does, copies only the
+	// destination repositories of its part (shard.Plan.Assign) and never
+	// commits; Result.Shard says what it did.
+	Shard shard.Shard
+	// Shards, when set, makes the run the merge of a split (publish
+	// merge-shards): the images the parts' results (CheckShardResults)
+	// name are checked at the destination instead of copied, and the run
+	// renders and commits as a whole run does.
+	Shards map[string][]mirror.Result
 	// Lint configures the lint rules (publish.yaml).
 	Lint lint.Config
 	// Verify checks the signatures of every bundle and related image read
@@ -179,6 +190,9 @@ func newClient(o mirror.Options, ms []*manifest.PackageManifest) (*mirror.Client
 // Result is what a run did.
 type Result struct {
 	SourceCommit string
+	// Shard is the part's plan and items in a part of a split run, nil
+	// otherwise.
+	Shard *ShardRun
 	// Manifests counts the package manifests read: every one on the full
 	// way, those of the artifacts the change touches on the incremental
 	// way (docs/design.md, "The engine").
@@ -340,18 +354,13 @@ func ociRecorded(o Options, state *gitops.State) string {
 // cluster's versions are made from what reached the destination.
 func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	r, s, res, vs := cr.r, cr.s, cr.res, cr.vs
-	o, tgt, state := r.Options, r.target, s.state
-	env := target.Env{Client: r.mc, Read: func(ctx context.Context, vs []*model.Version) error {
-		return sh.readVersions(ctx, kind.Env{Client: r.mc, Cluster: o.Cluster}, vs)
-	}}
-	if err := tgt.Prepare(ctx, env, vs, s.targetState()); err != nil {
-		return err
+	o, state := r.Options, s.state
+	if !cr.targeted {
+		if err := targetCluster(ctx, cr, sh); err != nil {
+			return err
+		}
 	}
-	var related []mirror.Target
-	for _, ref := range tgt.Images() {
-		related = append(related, mirror.Target{Ref: ref})
-	}
-	rep, err := sh.mirror(ctx, r.mc, o.Mirror.DstRegistry, vs, related)
+	rep, err := sh.mirror(ctx, r.mc, o.Mirror.DstRegistry, vs, cr.extra)
 	res.Mirror = rep
 	if err != nil {
 		return err
@@ -364,6 +373,25 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 		return err
 	}
 	cr.current = cr.p.current
+	return nil
+}
+
+// targetCluster lets the cluster's target prepare (tgt.Prepare: the
+// images it needs itself, which it reads through the run's cache) and
+// keeps those images for the mirror (clusterRun.extra).
+func targetCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
+	r, o, tgt := cr.r, cr.r.Options, cr.r.target
+	env := target.Env{Client: r.mc, Read: func(ctx context.Context, vs []*model.Version) error {
+		return sh.readVersions(ctx, kind.Env{Client: r.mc, Cluster: o.Cluster}, vs)
+	}}
+	if err := tgt.Prepare(ctx, env, cr.vs, cr.s.targetState()); err != nil {
+		return err
+	}
+	cr.extra = nil
+	for _, ref := range tgt.Images() {
+		cr.extra = append(cr.extra, mirror.Target{Ref: ref})
+	}
+	cr.targeted = true
 	return nil
 }
 

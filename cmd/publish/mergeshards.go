@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/report"
+	"github.com/spf13/cobra"
+)
+
+func newMergeShardsCmd(inv *invocation) *cobra.Command {
+	var (
+		p          publishFlags
+		o          pipeline.Options
+		reportFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "merge-shards RESULT...",
+		Short: "Commit a run split over a CI matrix: check every part's result and the destination, then render and commit",
+		Long: `merge-shards is the one writer of a run split over the jobs of a CI matrix
+(run --shard I/N --shard-result FILE in each job; docs/scale-out.md). Give it
+every part's result file, with the flags run would take.
+
+It checks that the results are sealed and unchanged, that they share one
+plan, that each part 1..N is there once and their items are the plan, and
+that no image failed; then it reads, lints and verifies the package repo as
+run does, checks that every image the catalog will name is at the
+destination with the digest a part recorded (one HEAD each, nothing
+copied), and renders and commits (or opens the pull request) exactly as
+run would. A missing, failed or changed part exits non-zero naming the
+parts and images, and nothing is committed; run the part again and merge
+again. Run it as the fan-in job even when a part failed (GitHub: if:
+${{ !cancelled() }}), so that the failure is reported where people look.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := p.dst.require(); err != nil {
+				return err
+			}
+			if err := checkReportFlag(reportFile); err != nil {
+				return err
+			}
+			var rs []*report.Report
+			for _, a := range args {
+				r, err := report.ReadFile(a)
+				if err != nil {
+					return &pipeline.InputError{Err: fmt.Errorf("RESULT %w", err)}
+				}
+				rs = append(rs, r)
+			}
+			shards, err := pipeline.CheckShardResults(rs, args)
+			if err != nil {
+				return &pipeline.InputError{Err: err}
+			}
+			if err := p.options(inv, &o, o.AllowEmpty); err != nil {
+				return err
+			}
+			o.Shards = shards
+			inv.logf("merge-shards: %d parts of the plan %s", len(rs), rs[0].Shard.Plan)
+			return runAndReport(cmd, inv, o, reportFile, "")
+		},
+	}
+	p.register(cmd, true)
+	fs := cmd.Flags()
+	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")
+	fs.BoolVar(&o.AllowDirty, "allow-dirty", false, "publish manifests that differ from the package repo's HEAD as they are on disk (as run)")
+	fs.StringVar(&o.Base, "base", "", "compare against this source revision (as run; give the parts the same)")
+	fs.StringVar(&reportFile, "report", "", "also write the images checked at the destination, and why any is missing, as JSON to this file (docs/report.md)")
+	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
+	withEnvHelp(fs)
+	return cmd
+}
