@@ -161,8 +161,8 @@ func countImages(s *PlanSummary, a PlanArtifact) {
 	}
 }
 
-// artifactSignatures sorts the verified images of a by outcome; nil when
-// none has one.
+// artifactSignatures sorts the verified images of a by outcome, each
+// list non-nil; nil when no image has an outcome.
 func artifactSignatures(a PlanArtifact) *model.SignatureCounts {
 	var c model.SignatureCounts
 	for _, v := range a.Versions {
@@ -174,6 +174,11 @@ func artifactSignatures(a PlanArtifact) *model.SignatureCounts {
 	}
 	if c.Empty() {
 		return nil
+	}
+	for _, l := range []*[]string{&c.Signed, &c.Unsigned, &c.Failed} {
+		if *l == nil {
+			*l = []string{} // [] in the JSON, not null
+		}
 	}
 	return &c
 }
