@@ -155,7 +155,7 @@ func TestVerifyIfSignedIndex(t *testing.T) {
 	if got := v.Verify(ctx, r.host+"/none:v1", nil); !got.NoSignature || got.Failed() {
 		t.Errorf("no platform signed: %+v", got)
 	}
-	if got := v.Verify(ctx, r.host+"/part:v1", nil); got.Status != model.VerifyUnsigned || got.NoSignature || !got.Failed() || !strings.Contains(got.Found, "1 other platforms are signed") {
+	if got := v.Verify(ctx, r.host+"/part:v1", nil); got.Status != model.VerifyUnsigned || got.NoSignature || !got.Failed() || !strings.Contains(got.Found, "(signed: 1 of the 2 platforms; index: children wants every one signed)") {
 		t.Errorf("one platform of two signed: %+v", got)
 	}
 }

@@ -375,7 +375,7 @@ func (v *Verifier) judge(out model.Verification, e *entry, repo name.Repository,
 		return out
 	case unsigned >= 0:
 		out.Status = model.VerifyUnsigned
-		out.Found = at(unsigned, unsignedRes.found) + fmt.Sprintf(" (%d other platforms are signed: index: children wants every platform signed)", len(found))
+		out.Found = at(unsigned, unsignedRes.found) + fmt.Sprintf(" (signed: %d of the %d platforms; index: children wants every one signed)", len(found), len(digests))
 		return out
 	}
 	out.Status, out.Found = model.VerifyVerified, strings.Join(unique(found), "; ")
