@@ -18,7 +18,12 @@ const (
 	// VerifyEnforce: an image the entry matches that is not signed as the
 	// entry says is a lint error; nothing is mirrored or committed.
 	VerifyEnforce = "enforce"
-	// VerifyWarn: the same failures are lint warnings.
+	// VerifyIfSigned: an image with no signature at all is accepted (and
+	// reported unsigned); an image whose signatures do not verify, or that
+	// does not exist, is a lint error as under enforce. A registry failure
+	// is neither: the run stops with it.
+	VerifyIfSigned = "if-signed"
+	// VerifyWarn: the failures of enforce are lint warnings.
 	VerifyWarn = "warn"
 	// VerifyOff: the images the entry matches are not verified (an
 	// exception before a broader entry).
@@ -45,7 +50,7 @@ type VerifyEntry struct {
 	// digest): "*" matches within one path segment, "**" across segments,
 	// "?" one character; e.g. quay.io/vendor/** or registry.example.com/*/operator.
 	Match string `yaml:"match"`
-	// Mode is enforce (default), warn or off.
+	// Mode is enforce (default), if-signed, warn or off.
 	Mode string `yaml:"mode,omitempty"`
 	// Key is a cosign public key: a PEM block written inline, or a file
 	// (relative to publish.yaml).
@@ -162,9 +167,9 @@ func loadVerify(path string, data []byte, es []VerifyEntry) error {
 		switch e.Mode {
 		case "":
 			e.Mode = VerifyEnforce
-		case VerifyEnforce, VerifyWarn, VerifyOff:
+		case VerifyEnforce, VerifyIfSigned, VerifyWarn, VerifyOff:
 		default:
-			return fail("mode", "mode %q: write enforce, warn or off", e.Mode)
+			return fail("mode", "mode %q: write enforce (every image signed), if-signed (a signature, when there is one, must verify), warn or off", e.Mode)
 		}
 		switch e.Index {
 		case "":

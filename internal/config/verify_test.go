@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/operator-publish/publish/internal/model"
 )
 
 func testPublicKeyPEM(t *testing.T) string {
@@ -113,6 +115,35 @@ func TestVerifyPolicyErrors(t *testing.T) {
 		os.WriteFile(p, []byte(head+tc.body), 0o644)
 		if _, err := Load(p, false); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestVerifyPolicyIfSigned: mode if-signed loads like enforce (it needs a
+// key or a keyless identity), it is the mode model.Verification knows as
+// VerifyModeIfSigned, and an unknown mode names all four.
+func TestVerifyPolicyIfSigned(t *testing.T) {
+	if VerifyIfSigned != model.VerifyModeIfSigned {
+		t.Fatalf("config %q, model %q", VerifyIfSigned, model.VerifyModeIfSigned)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "vendor.pub"), []byte(testPublicKeyPEM(t)), 0o644)
+	p := filepath.Join(dir, FileName)
+	for body, want := range map[string]string{
+		"verify:\n- match: quay.io/vendor/**\n  mode: if-signed\n  key: vendor.pub\n": "",
+		"verify:\n- match: quay.io/vendor/**\n  mode: if-signed\n":                    "publish.yaml:4: verify[0]: no key and no keyless identity",
+		"verify:\n- match: quay.io/vendor/**\n  mode: ifsigned\n  key: vendor.pub\n":  "publish.yaml:5: verify[0]: mode \"ifsigned\": write enforce (every image signed), if-signed (a signature, when there is one, must verify), warn or off",
+	} {
+		os.WriteFile(p, []byte(head+body), 0o644)
+		c, err := Load(p, true)
+		if want == "" {
+			if err != nil || c.Verify[0].Mode != VerifyIfSigned || len(c.Verify[0].KeyPEM) == 0 {
+				t.Errorf("%q: %v %+v", body, err, c)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
 }

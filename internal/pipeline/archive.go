@@ -613,7 +613,9 @@ func verifyOutcome(log func(format string, args ...any), p *prepared) error {
 	if p.verified == nil {
 		return nil
 	}
-	log("%s", verifySummary(p.verified))
+	for _, l := range verifySummary(p.changed, p.verified) {
+		log("%s", l)
+	}
 	for _, f := range p.findings {
 		if f.Severity != lint.Error {
 			log("lint: %s", f)

@@ -311,7 +311,9 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	vs, changed := pr.vs, pr.changed
 	res.Findings, res.Verified = pr.findings, pr.verified
 	if pr.verified != nil {
-		o.logf("%s", verifySummary(pr.verified))
+		for _, l := range verifySummary(pr.changed, pr.verified) {
+			o.logf("%s", l)
+		}
 	}
 	if hasErrors(res.Findings) {
 		return cr, &InputError{Err: &LintError{Findings: res.Findings}}

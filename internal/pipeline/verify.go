@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -182,8 +183,11 @@ func unmatchedFindings(iv ImageVerifier, source string, vs []*model.Version) []l
 	return out
 }
 
-// verifySummary is the log line of a verification stage.
-func verifySummary(results map[string]model.Verification) string {
+// verifySummary is the log of a verification stage: one line counting
+// results by status, then one line per artifact of vs (the versions
+// verified) counting its images signed, unsigned and failed
+// (model.Verification.Outcome) and naming the unsigned and failed ones.
+func verifySummary(vs []*model.Version, results map[string]model.Verification) []string {
 	n := map[string]int{}
 	for _, r := range results {
 		n[r.Status]++
@@ -197,5 +201,42 @@ func verifySummary(results map[string]model.Verification) string {
 	for _, k := range keys {
 		s += fmt.Sprintf(", %d %s", n[k], k)
 	}
-	return s
+	lines := []string{s}
+	byArtifact := artifactSignatures(vs, results)
+	var arts []string
+	for a := range byArtifact {
+		arts = append(arts, a)
+	}
+	sort.Strings(arts)
+	for _, a := range arts {
+		c := byArtifact[a]
+		line := fmt.Sprintf("verify: %s: %s", a, c)
+		if len(c.Unsigned) > 0 {
+			line += "; unsigned: " + strings.Join(c.Unsigned, ", ")
+		}
+		if len(c.Failed) > 0 {
+			line += "; failed: " + strings.Join(c.Failed, ", ")
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// artifactSignatures sorts the images of vs (their bundles and related
+// images) by the outcome of their verification in results, per artifact
+// name; an artifact none of whose images was verified is left out.
+func artifactSignatures(vs []*model.Version, results map[string]model.Verification) map[string]*model.SignatureCounts {
+	out := map[string]*model.SignatureCounts{}
+	for _, t := range verifyTargets(vs) {
+		r, ok := results[t.ref]
+		if !ok || r.Outcome() == "" {
+			continue
+		}
+		a := t.v.Manifest.Artifact
+		if out[a] == nil {
+			out[a] = &model.SignatureCounts{}
+		}
+		out[a].Add(r)
+	}
+	return out
 }

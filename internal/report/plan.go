@@ -59,6 +59,11 @@ type PlanArtifact struct {
 	Name     string        `json:"name"`
 	Action   string        `json:"action"` // listed, upgraded, delisted, relisted, changed
 	Versions []PlanVersion `json:"versions"`
+	// Signatures sorts the images of Versions whose Verification has an
+	// outcome into signed, unsigned and failed (model.Verification.Outcome),
+	// each image once; nil when none has (no verify policy, or no image the
+	// policy covers). Summarise sets it.
+	Signatures *model.SignatureCounts `json:"signatures,omitempty"`
 }
 
 // PlanVersion is one version of a PlanArtifact that changes.
@@ -101,11 +106,15 @@ const (
 // them as the run's commit subject does (model.CountChanges); nil counts
 // them from the Actions of p.Artifacts instead. Images are counted from
 // p.Artifacts, findings by severity, and FilesChanged is len(p.Files).
+// It also sets the Signatures of each artifact from its images.
 func (p *Plan) Summarise(changes []model.Change) {
 	s := PlanSummary{}
 	if changes != nil {
 		n := model.CountChanges(changes)
 		s.Listed, s.Upgraded, s.Delisted, s.Relisted = n[model.ChangeListed], n[model.ChangeUpgraded], n[model.ChangeDelisted], n[model.ChangeRelisted]
+	}
+	for i := range p.Artifacts {
+		p.Artifacts[i].Signatures = artifactSignatures(p.Artifacts[i])
 	}
 	for _, a := range p.Artifacts {
 		if changes != nil {
@@ -150,4 +159,26 @@ func countImages(s *PlanSummary, a PlanArtifact) {
 			}
 		}
 	}
+}
+
+// artifactSignatures sorts the verified images of a by outcome, each
+// list non-nil; nil when no image has an outcome.
+func artifactSignatures(a PlanArtifact) *model.SignatureCounts {
+	var c model.SignatureCounts
+	for _, v := range a.Versions {
+		for _, i := range v.Images {
+			if i.Verification != nil {
+				c.Add(*i.Verification)
+			}
+		}
+	}
+	if c.Empty() {
+		return nil
+	}
+	for _, l := range []*[]string{&c.Signed, &c.Unsigned, &c.Failed} {
+		if *l == nil {
+			*l = []string{} // [] in the JSON, not null
+		}
+	}
+	return &c
 }

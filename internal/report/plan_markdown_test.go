@@ -1,10 +1,13 @@
 package report
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 // TestPlanMarkdownWaived: the plan summary counts in the singular when it
@@ -43,5 +46,47 @@ func TestPlanUnknownHeadline(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// TestPlanSignatures: Summarise sorts each artifact's verified images
+// into signed, unsigned and failed (each image once, even when two
+// versions name it); the JSON has the three lists ([] when empty) and no
+// signatures field for an artifact nothing verified; the Markdown counts
+// them per artifact.
+func TestPlanSignatures(t *testing.T) {
+	ver := func(img, status string, none bool) PlanImage {
+		return PlanImage{Source: img, Verification: &model.Verification{Image: img, Status: status, Mode: model.VerifyModeIfSigned, Digest: "sha256:1", NoSignature: none}}
+	}
+	p := &Plan{Cluster: "global", Artifacts: []PlanArtifact{
+		{Name: "a", Action: "listed", Versions: []PlanVersion{
+			{Version: "1", Action: "added", Images: []PlanImage{ver("r/signed:1", model.VerifyVerified, false), ver("r/plain:1", model.VerifyUnsigned, true), ver("r/bundle:1", model.VerifyVerified, false)}},
+			{Version: "2", Action: "added", Images: []PlanImage{ver("r/signed:1", model.VerifyVerified, false), ver("r/foreign:2", model.VerifyUntrusted, false)}},
+		}},
+		{Name: "b", Action: "listed", Versions: []PlanVersion{{Version: "1", Action: "added", Images: []PlanImage{{Source: "r/b:1"}}}}},
+		{Name: "c", Action: "listed", Versions: []PlanVersion{{Version: "1", Action: "added", Images: []PlanImage{ver("r/c:1", model.VerifyVerified, false)}}}},
+	}}
+	p.Summarise(nil)
+	s := p.Artifacts[0].Signatures
+	if s == nil || !slices.Equal(s.Signed, []string{"r/signed:1", "r/bundle:1"}) || !slices.Equal(s.Unsigned, []string{"r/plain:1"}) || !slices.Equal(s.Failed, []string{"r/foreign:2"}) {
+		t.Errorf("a: %+v", s)
+	}
+	if p.Artifacts[1].Signatures != nil {
+		t.Errorf("b, nothing verified: %+v", p.Artifacts[1].Signatures)
+	}
+	data, err := json.Marshal(p.Artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"signatures":{"signed":["r/signed:1","r/bundle:1"],"unsigned":["r/plain:1"],"failed":["r/foreign:2"]}`, `"signatures":{"signed":["r/c:1"],"unsigned":[],"failed":[]}`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON lacks %s:\n%s", want, data)
+		}
+	}
+	if strings.Count(string(data), `"signatures"`) != 2 {
+		t.Errorf("JSON: %s", data)
+	}
+	if md := p.Markdown(); !strings.Contains(md, "### Signatures: 5 images\n\n- `a`: 2 signed, 1 unsigned, 1 failed\n- `c`: 1 signed, 0 unsigned, 0 failed\n\n| image |") {
+		t.Errorf("markdown:\n%s", md)
 	}
 }

@@ -133,8 +133,9 @@ func (p *Plan) imagesHeadline() string {
 	return fmt.Sprintf("%d images to mirror: %d missing, %d unknown at the destination (%s)", s.ImagesToCopy, s.ImagesMissing, s.ImagesUnknown, why)
 }
 
-// markdownSignatures writes the signature status of every image the plan
-// verified (nothing without a verify policy).
+// markdownSignatures writes, for the images the plan verified (nothing
+// without a verify policy), each artifact's count of signed, unsigned and
+// failed images, then the signature status of every image.
 func (p *Plan) markdownSignatures(b *strings.Builder) {
 	var rows []string
 	seen := map[string]bool{}
@@ -157,5 +158,16 @@ func (p *Plan) markdownSignatures(b *strings.Builder) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "### Signatures: %d images\n\n| image | status | policy | signature |\n|---|---|---|---|\n%s\n\n", len(rows), strings.Join(rows, "\n"))
+	fmt.Fprintf(b, "### Signatures: %d images\n\n", len(rows))
+	counted := false
+	for _, a := range p.Artifacts {
+		if c := a.Signatures; c != nil {
+			fmt.Fprintf(b, "- `%s`: %s\n", a.Name, c)
+			counted = true
+		}
+	}
+	if counted {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "| image | status | policy | signature |\n|---|---|---|---|\n%s\n\n", strings.Join(rows, "\n"))
 }

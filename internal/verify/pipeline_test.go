@@ -30,8 +30,9 @@ import (
 )
 
 // publishFixture is a package repo with the tiny operator 1.0.0 (bundle,
-// manager and worker images in the source registry), a destination
-// registry and an empty bare catalog repo.
+// manager and worker images in the source registry, and the extra
+// related images newPublishFixture was given), a destination registry and
+// an empty bare catalog repo.
 type publishFixture struct {
 	src, dst        testRegistry
 	source, catalog string
@@ -40,13 +41,12 @@ type publishFixture struct {
 	key             testKey
 }
 
-func newPublishFixture(t *testing.T, src testRegistry) *publishFixture {
+func newPublishFixture(t *testing.T, src testRegistry, extra ...string) *publishFixture {
 	t.Helper()
-	dstSrv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(dstSrv.Close)
-	f := &publishFixture{src: src, dst: testRegistry{host: strings.TrimPrefix(dstSrv.URL, "http://")}, source: t.TempDir(), catalog: t.TempDir(), key: newTestKey(t)}
+	f := &publishFixture{src: src, source: t.TempDir(), key: newTestKey(t)}
+	f.fresh(t)
 	host := src.host
-	for _, img := range []string{"manager", "worker"} {
+	for _, img := range append([]string{"manager", "worker"}, extra...) {
 		pushRandom(t, host+"/tiny/"+img+":v1.0.0", src.opts)
 	}
 	dir := t.TempDir()
@@ -91,6 +91,10 @@ spec:
   - %[1]s/tiny/worker:v1.0.0
 `, host)
 	f.lines = map[string]int{"bundle": 7, "manager": 13, "worker": 14}
+	for i, img := range extra {
+		body += fmt.Sprintf("  - %s/tiny/%s:v1.0.0\n", host, img)
+		f.lines[img] = 15 + i
+	}
 	p := filepath.Join(f.source, f.manifest)
 	os.MkdirAll(filepath.Dir(p), 0o755)
 	os.WriteFile(p, []byte(body), 0o644)
@@ -105,10 +109,20 @@ spec:
 	if _, err := wt.Commit("add tiny", &git.CommitOptions{Author: sig}); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+// fresh gives f a new, empty destination registry (go-containerregistry's,
+// without the referrers API) and a new, empty bare catalog repo: the
+// next run publishes everything again.
+func (f *publishFixture) fresh(t *testing.T) {
+	t.Helper()
+	dstSrv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(dstSrv.Close)
+	f.dst, f.catalog = testRegistry{host: strings.TrimPrefix(dstSrv.URL, "http://")}, t.TempDir()
 	if _, err := git.PlainInit(f.catalog, true); err != nil {
 		t.Fatal(err)
 	}
-	return f
 }
 
 // sign signs image (bundle, manager, worker) of tiny with the fixture's
@@ -129,11 +143,17 @@ func (f *publishFixture) sign(t *testing.T, image string) {
 }
 
 // policy writes publish.yaml with a verify entry of mode for the tiny
-// images and compiles it.
-func (f *publishFixture) policy(t *testing.T, mode string) *Verifier {
+// images and compiles it; each image of off (manager, worker, ...) gets
+// an off entry before it (without off, the entry of mode is at line 4).
+func (f *publishFixture) policy(t *testing.T, mode string, off ...string) *Verifier {
 	t.Helper()
 	p := filepath.Join(f.source, config.FileName)
-	os.WriteFile(p, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nverify:\n- match: "+f.src.host+"/tiny/*\n  mode: "+mode+"\n  key: vendor.pub\n- match: typo.example.com/**\n  key: vendor.pub\n"), 0o644)
+	body := "apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nverify:\n"
+	for _, img := range off {
+		body += "- match: " + f.src.host + "/tiny/" + img + "\n  mode: off\n"
+	}
+	body += "- match: " + f.src.host + "/tiny/*\n  mode: " + mode + "\n  key: vendor.pub\n- match: typo.example.com/**\n  key: vendor.pub\n"
+	os.WriteFile(p, []byte(body), 0o644)
 	c, err := config.Load(p, true)
 	if err != nil {
 		t.Fatal(err)

@@ -29,13 +29,15 @@ type simpleSigning struct {
 
 // verifySigTag checks the layers of a .sig image: n is how many
 // signatures it holds; err is nil when one verifies with the key and signs
-// d.
+// d, a *registryError when none does and the registry kept the manifest
+// or a signed payload from being read.
 func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idErr bool, err error) {
 	m, err := img.Manifest()
 	if err != nil {
-		return 0, "", false, errors.New(registryReason(err))
+		return 0, "", false, &registryError{err}
 	}
 	var errs, ids []string
+	var regErr error
 	for _, l := range m.Layers {
 		sigB64, ok := l.Annotations[SignatureAnnotation]
 		if !ok {
@@ -63,7 +65,9 @@ func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idEr
 		}
 		payload, err := readAll(layer)
 		if err != nil {
-			errs = append(errs, registryReason(err))
+			if regErr == nil {
+				regErr = &registryError{err}
+			}
 			continue
 		}
 		who := "key"
@@ -95,6 +99,9 @@ func (e *entry) verifySigTag(img v1.Image, d v1.Hash) (n int, found string, idEr
 	}
 	if n == 0 {
 		return 0, "", false, nil
+	}
+	if regErr != nil {
+		return n, "", false, regErr
 	}
 	if len(ids) > 0 && len(errs) == 0 {
 		return n, strings.Join(unique(ids), "; "), true, errors.New("another identity")

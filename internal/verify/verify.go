@@ -267,8 +267,11 @@ func (v *Verifier) Covers(ref string) bool {
 // policy entry that matches its registry/repository. opts reach the
 // source registry (credentials, TLS); remote.WithContext(ctx) is added.
 // The result's Status is model.VerifyNotRequired when no entry (or an off
-// entry) matches; a registry failure is reported as unsigned with the
-// reason in Found.
+// entry) matches. An image read with no signature at all is unsigned with
+// NoSignature set (what mode if-signed accepts); an image that does not
+// exist is unsigned without it. A registry failure that kept the image or
+// any of its signatures from being read, when no signature verified, is
+// unsigned with the failure in Err (no verdict: the caller stops with it).
 func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option) model.Verification {
 	out := model.Verification{Image: ref, Status: model.VerifyNotRequired}
 	if v == nil {
@@ -296,43 +299,84 @@ func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option)
 		return out
 	}
 	out.Digest = desc.Digest.String()
-	digests := []v1.Hash{desc.Digest}
-	what := []string{""}
-	if desc.MediaType.IsIndex() && e.cfg.Index == config.IndexChildren {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			out.Status, out.Found = model.VerifyUnsigned, "the image index could not be read: "+registryReason(err)
-			return out
+	digests, what, err := signedDigests(desc, e.cfg.Index)
+	if err != nil {
+		out.Status, out.Found = model.VerifyUnsigned, "the image index could not be read: "+registryReason(err)
+		return out
+	}
+	return v.judge(out, e, r.Context(), digests, what, opts)
+}
+
+// signedDigests returns the digests whose signatures decide for desc:
+// its own, or with index children (IndexChildren) those of the platform
+// children of an image index, each with how a finding names it (""
+// for the image itself). Errors: the index manifest does not parse.
+func signedDigests(desc *remote.Descriptor, index string) ([]v1.Hash, []string, error) {
+	if !desc.MediaType.IsIndex() || index != config.IndexChildren {
+		return []v1.Hash{desc.Digest}, []string{""}, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	var digests []v1.Hash
+	var what []string
+	for _, m := range im.Manifests {
+		if m.Platform != nil && m.Platform.OS == "unknown" {
+			continue // an attestation manifest (buildkit), not a platform
 		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			out.Status, out.Found = model.VerifyUnsigned, "the image index could not be read: "+registryReason(err)
-			return out
+		digests = append(digests, m.Digest)
+		p := "child " + m.Digest.String()
+		if m.Platform != nil {
+			p = "platform " + m.Platform.String() + " (" + m.Digest.String() + ")"
 		}
-		digests, what = nil, nil
-		for _, m := range im.Manifests {
-			if m.Platform != nil && m.Platform.OS == "unknown" {
-				continue // an attestation manifest (buildkit), not a platform
-			}
-			digests = append(digests, m.Digest)
-			p := "child " + m.Digest.String()
-			if m.Platform != nil {
-				p = "platform " + m.Platform.String() + " (" + m.Digest.String() + ")"
-			}
-			what = append(what, p)
+		what = append(what, p)
+	}
+	return digests, what, nil
+}
+
+// judge completes out with the verdict of e on the signatures of
+// digests (what names each in a finding): the first that fails for
+// another reason than having no signature decides (untrusted, identity,
+// a registry failure); otherwise an unsigned one makes the image
+// unsigned, with NoSignature only when none of digests is signed (an
+// index signed in part is no unsigned image); otherwise it is verified.
+func (v *Verifier) judge(out model.Verification, e *entry, repo name.Repository, digests []v1.Hash, what []string, opts []remote.Option) model.Verification {
+	at := func(i int, found string) string {
+		if what[i] == "" {
+			return found
 		}
+		return what[i] + ": " + found
 	}
 	var found []string
+	unsigned := -1
+	var unsignedRes result
 	for i, d := range digests {
-		res := v.verifyDigest(e, r.Context(), d, opts)
-		if res.status != model.VerifyVerified {
-			out.Status, out.Found, out.Err = res.status, res.found, res.err
-			if what[i] != "" {
-				out.Found = what[i] + ": " + res.found
+		res := v.verifyDigest(e, repo, d, opts)
+		switch {
+		case res.status == model.VerifyVerified:
+			found = append(found, res.found)
+		case res.none:
+			if unsigned < 0 {
+				unsigned, unsignedRes = i, res
 			}
+		default:
+			out.Status, out.Found, out.Err = res.status, at(i, res.found), res.err
 			return out
 		}
-		found = append(found, res.found)
+	}
+	switch {
+	case unsigned >= 0 && len(found) == 0:
+		out.Status, out.Found, out.NoSignature = model.VerifyUnsigned, at(unsigned, unsignedRes.found), true
+		return out
+	case unsigned >= 0:
+		out.Status = model.VerifyUnsigned
+		out.Found = at(unsigned, unsignedRes.found) + fmt.Sprintf(" (signed: %d of the %d platforms; index: children wants every one signed)", len(found), len(digests))
+		return out
 	}
 	out.Status, out.Found = model.VerifyVerified, strings.Join(unique(found), "; ")
 	if strings.Contains(out.Found, "bundle") {
@@ -347,10 +391,20 @@ func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option)
 type result struct {
 	status string
 	found  string
+	// none is true when no signature at all was found, and nothing kept
+	// one from being read.
+	none bool
 	// err is the registry failure that kept the signatures from being
 	// read (the verdict is then unsigned for want of an answer).
 	err error
 }
+
+// registryError is a registry failure met while a signature was read:
+// no verdict on the signature.
+type registryError struct{ err error }
+
+func (r *registryError) Error() string { return registryReason(r.err) }
+func (r *registryError) Unwrap() error { return r.err }
 
 // verifyDigest checks the signatures of repo@d with e, once per run.
 func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts []remote.Option) result {
@@ -367,9 +421,11 @@ func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts 
 }
 
 // check looks for bundles and .sig tags of repo@d and verifies each until
-// one passes. The verdict, when none does: identity when a keyless
-// signature verified but named someone else, untrusted when any signature
-// was found, unsigned when none was.
+// one passes. The verdict, when none does: a registry failure (unsigned
+// with err) when the registry kept the referrers, a bundle or the .sig
+// tag from being read; identity when a keyless signature verified but
+// named someone else; untrusted when any signature was found; unsigned
+// with none when none was.
 func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) result {
 	var identityErr, untrusted []string
 	var readErr string
@@ -398,6 +454,13 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 				if errors.Is(err, errNotBundle) {
 					continue
 				}
+				var re *registryError
+				if errors.As(err, &re) {
+					if readFailure == nil {
+						readErr, readFailure = "bundle "+short(m.Digest)+": "+re.Error(), re.err
+					}
+					continue
+				}
 				if err != nil {
 					untrusted = append(untrusted, "bundle "+m.Digest.String()+": "+err.Error())
 					continue
@@ -423,9 +486,14 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 	}
 	if err == nil {
 		n, found, idErr, err := e.verifySigTag(img, d)
+		var re *registryError
 		switch {
 		case err == nil && n > 0:
 			return result{status: model.VerifyVerified, found: found + " (" + sigTag.TagStr() + ")"}
+		case errors.As(err, &re):
+			if readFailure == nil {
+				readErr, readFailure = sigTag.TagStr()+": "+re.Error(), re.err
+			}
 		case idErr:
 			identityErr = append(identityErr, found)
 		case err != nil:
@@ -433,22 +501,27 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 		}
 	}
 
+	// A signature the registry kept from being read may be the one that
+	// verifies: no verdict, whatever else was found.
 	switch {
+	case readFailure != nil:
+		return result{status: model.VerifyUnsigned, found: "signatures could not be read: " + readErr, err: readFailure}
 	case len(identityErr) > 0:
 		return result{status: model.VerifyIdentity, found: "signed by " + strings.Join(unique(identityErr), "; ")}
 	case len(untrusted) > 0:
 		return result{status: model.VerifyUntrusted, found: strings.Join(untrusted, "; ")}
-	case readErr != "":
-		return result{status: model.VerifyUnsigned, found: "signatures could not be read: " + readErr, err: readFailure}
 	}
-	return result{status: model.VerifyUnsigned, found: "no signature: no Sigstore bundle referrer and no " + sigTag.TagStr() + " tag"}
+	return result{status: model.VerifyUnsigned, none: true, found: "no signature: no Sigstore bundle referrer and no " + sigTag.TagStr() + " tag"}
 }
 
 // readBundle reads the Sigstore bundle of the referrer manifest dg.
+// Errors: errNotBundle for another kind of referrer, *registryError when
+// the registry did not give the manifest or the layer, others for a
+// bundle that does not parse.
 func readBundle(repo name.Repository, dg v1.Hash, opts []remote.Option) (*sgbundle.Bundle, error) {
 	img, err := remote.Image(repo.Digest(dg.String()), opts...)
 	if err != nil {
-		return nil, errors.New(registryReason(err))
+		return nil, &registryError{err}
 	}
 	m, err := img.Manifest()
 	if err != nil {
@@ -463,12 +536,12 @@ func readBundle(repo name.Repository, dg v1.Hash, opts []remote.Option) (*sgbund
 	}
 	rc, err := layers[0].Compressed()
 	if err != nil {
-		return nil, errors.New(registryReason(err))
+		return nil, &registryError{err}
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, maxBundle))
 	if err != nil {
-		return nil, err
+		return nil, &registryError{err}
 	}
 	var b sgbundle.Bundle
 	if err := b.UnmarshalJSON(data); err != nil {
