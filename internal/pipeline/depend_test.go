@@ -16,6 +16,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // pushRequiring pushes to the source registry the bundle of artifact art
@@ -78,12 +79,21 @@ func dependencyFindings(fs []lint.Finding) []lint.Finding {
 }
 
 // TestDependencyPerCluster: needy's bundle requires tiny >=1.1.0. Cluster
-// a lists tiny, cluster b does not (exclude). The plan of a has no
-// dependency finding, though on the incremental way tiny is untouched (read
-// from a's state file); b's plan names cluster b, needy's manifest at its
-// spec.artifact line and the missing package and range; run fails lint for
-// b, naming it, and commits nothing. Once b lists tiny, the run publishes.
+// a lists tiny, cluster b does not (exclude), on either target. The plan of
+// a has no dependency finding, though on the incremental way tiny is
+// untouched (read from a's state file); b's plan names cluster b, needy's
+// manifest at its spec.artifact line and the missing package and range;
+// run fails lint for b, naming it, and commits nothing. Once b lists tiny,
+// the run publishes.
 func TestDependencyPerCluster(t *testing.T) {
+	for _, tgt := range []string{target.Alauda, target.OLM} {
+		t.Run(tgt, func(t *testing.T) { dependencyPerCluster(t, tgt) })
+	}
+}
+
+// dependencyPerCluster is TestDependencyPerCluster with cluster b on the
+// target tgt.
+func dependencyPerCluster(t *testing.T, tgt string) {
 	f := newFixture(t)
 	f.run(t)
 	f.addOverlays(t, "a", "b")
@@ -93,11 +103,17 @@ func TestDependencyPerCluster(t *testing.T) {
 		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 		Log:      slog.New(slog.NewTextHandler(&log, nil)),
 		Declared: []string{"a", "b"},
-		Clusters: []ClusterOptions{{Name: "a"}, {Name: "b", Exclude: []string{"tiny"}}},
+		Clusters: []ClusterOptions{{Name: "a"}},
 	}
 	if _, err := Run(context.Background(), o); err != nil {
-		t.Fatalf("first run of a and b: %v\n%s", err, log.String())
+		t.Fatalf("first run of a: %v\n%s", err, log.String())
 	}
+	b := ClusterOptions{Name: "b", Target: tgt, Exclude: []string{"tiny"}}
+	if tgt == target.OLM {
+		pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+		b.TargetSettings = target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.60.0"}
+	}
+	o.Clusters = append(o.Clusters, b)
 	f.pushRequiring(t, "needy", "1.0.0", [2]string{"tiny", ">=1.1.0"})
 	f.commit(t, "add needy, which requires tiny")
 	const needy = "packages/needy/1.0.0/manifest.yaml"
