@@ -6,7 +6,9 @@
 // Run applies every rule: manifest/* on the bytes and YAML of each
 // manifest.yaml, bundle/* (including the operator-framework validators as
 // bundle/validator/*), platform/* and images/* on the bundle each manifest
-// names, repo/* across the manifests. Config re-grades rules and waives
+// names, repo/* across the manifests, and, for the cluster of
+// Input.Listing, dependency/* on the bundles' dependencies against what the
+// cluster lists. Config re-grades rules and waives
 // findings; Format writes the findings as text, JSON, SARIF or GitHub
 // workflow commands.
 package lint

@@ -86,6 +86,7 @@ const (
 	RuleOLMv1InstallMode          = "olmv1/install-mode"
 	RuleOLMv1Dependency           = "olmv1/dependency"
 	RuleOLMv1OperatorConditions   = "olmv1/operator-conditions"
+	RuleDependencyMissing         = "dependency/missing"
 	RuleImagesMissingRelated      = "images/missing-related"
 	RuleImagesUnusedRelated       = "images/unused-related"
 	RuleImagesNotFound            = "images/not-found"
@@ -181,6 +182,9 @@ var catalog = []RuleInfo{
 	{ID: RuleOLMv1InstallMode, Severity: Warning, Summary: "For clusters that use OLM v1 (publish.yaml clusters.<cluster>.olm.catalogKinds with ClusterCatalog): the CSV supports the AllNamespaces install mode, the one OLM v1 installs in without a watch namespace.", Hint: "Support AllNamespaces in the CSV's spec.installModes, set watchNamespace on the package's clusterExtensions entry (OwnNamespace or SingleNamespace, operator-controller's experimental SingleOwnNamespaceInstallSupport), or install the operator on that cluster with OLM v0 (catalogKinds CatalogSource). Run and plan refuse a clusterExtensions entry that cannot install the bundle."},
 	{ID: RuleOLMv1Dependency, Severity: Warning, Summary: "For clusters that use OLM v1: the bundle declares no dependency (olm.gvk.required from the CSV's required CRDs or API services, olm.package.required or olm.constraint from metadata/dependencies.yaml), which OLM v1 does not resolve.", Hint: "Drop the dependency and install what it names separately (its own ClusterExtension), or use OLM v0 for the operator on that cluster."},
 	{ID: RuleOLMv1OperatorConditions, Severity: Warning, Summary: "For clusters that use OLM v1: the operator does not use the OperatorConditions API (RBAC on operators.coreos.com operatorconditions, or OPERATOR_CONDITION_NAME in a container), which OLM v1 does not provide.", Hint: "Make the operator work without OperatorConditions, or use OLM v0 for it on that cluster."},
+
+	// dependency: what a bundle requires of the other bundles a cluster lists.
+	{ID: RuleDependencyMissing, Severity: Error, Summary: "For run and plan, per cluster (on both targets: the platform installs with OLM underneath): every olm.package.required of a bundle read in the run (metadata/dependencies.yaml olm.package entries, or properties) is satisfied by a version of that package the cluster lists once the run publishes, within the blang/semver range OLM reads; every olm.gvk.required (the CSV's required CRDs and API services, dependencies.yaml olm.gvk entries) is provided by a bundle the cluster lists, checked only when every version the cluster lists was read in the run (the state records no GVKs). publish lint, over no cluster, does not report it.", Hint: "Publish the required package (a version in the range) or the operator that provides the API to the same cluster (publish.yaml clusters.<cluster>.include/exclude), widen the range, or take the bundle off that cluster."},
 
 	// images: the images the operator deploys.
 	{ID: RuleImagesMissingRelated, Severity: Error, Summary: "Every image the CSV deploys (containers, initContainers, RELATED_IMAGE_* values, spec.relatedImages) is declared in the manifest's spec.relatedImages: the manifest is the reviewed list of what a version ships (publish mirrors the CSV's images either way; only the registries the manifest names get the source credentials).", Hint: "Add the image to spec.relatedImages."},

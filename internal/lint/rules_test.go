@@ -33,6 +33,7 @@ import (
 //	-- delete --                            paths to remove, one a line
 //	-- lint.yaml --                         the lint Config (yaml)
 //	-- olmv1-clusters --                    Config.OLMv1Clusters, one a line
+//	-- listing --                           Input.Listing (parseListing)
 //	-- want --                              the text report (golden, -update)
 //
 // In the package repo, packages/<a>/<v>/bundle/ is the bundle of that
@@ -161,6 +162,7 @@ func loadCase(t *testing.T, files []txtFile) (Input, Config) {
 	root := t.TempDir()
 	copyTree(t, filepath.Join("testdata", "base"), root)
 	var cfg Config
+	var listing *Listing
 	for _, f := range files {
 		p := filepath.Join(root, filepath.FromSlash(f.name))
 		switch {
@@ -169,6 +171,8 @@ func loadCase(t *testing.T, files []txtFile) (Input, Config) {
 			// The clusters using OLM v1 (internal/config sets them from
 			// publish.yaml clusters), one a line.
 			cfg.OLMv1Clusters = strings.Fields(string(f.data))
+		case f.name == "listing":
+			listing = parseListing(string(f.data))
 		case f.name == "lint.yaml":
 			if err := yaml.Unmarshal(f.data, &cfg); err != nil {
 				t.Fatalf("lint.yaml: %v", err)
@@ -207,7 +211,31 @@ func loadCase(t *testing.T, files []txtFile) (Input, Config) {
 			}
 		}
 	}
-	return repoInput(t, root), cfg
+	in := repoInput(t, root)
+	in.Listing = listing
+	return in, cfg
+}
+
+// parseListing reads the listing file of a rule case: what the cluster
+// lists (lint.Listing), one line each: "cluster <name>", "complete", and
+// "<package> <version>..." for the versions listed of a package.
+func parseListing(text string) *Listing {
+	l := &Listing{}
+	versions := map[string][]string{}
+	for _, line := range strings.Split(text, "\n") {
+		fs := strings.Fields(line)
+		switch {
+		case len(fs) == 0:
+		case fs[0] == "cluster" && len(fs) == 2:
+			l.Cluster = fs[1]
+		case fs[0] == "complete":
+			l.Complete = true
+		default:
+			versions[fs[0]] = append(versions[fs[0]], fs[1:]...)
+		}
+	}
+	l.Versions = func(pkg string) ([]string, error) { return versions[pkg], nil }
+	return l
 }
 
 // repoInput reads the package repo at root: manifests, bundles next to
@@ -403,7 +431,7 @@ func TestRules(t *testing.T) {
 	}
 }
 
-// TestRuleIDs keeps the catalog tidy: unique IDs in the six families,
+// TestRuleIDs keeps the catalog tidy: unique IDs in the known families,
 // every field filled.
 func TestRuleIDs(t *testing.T) {
 	seen := map[string]bool{}
@@ -414,7 +442,7 @@ func TestRuleIDs(t *testing.T) {
 		seen[r.ID] = true
 		fam, _, _ := strings.Cut(r.ID, "/")
 		switch fam {
-		case "manifest", "bundle", "platform", "olmv1", "images", "repo", "verify":
+		case "manifest", "bundle", "platform", "olmv1", "dependency", "images", "repo", "verify":
 		default:
 			t.Errorf("rule %s: family %q", r.ID, fam)
 		}

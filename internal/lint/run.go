@@ -103,6 +103,11 @@ type Input struct {
 	// Images checks existence and platforms of spec.relatedImages; nil skips
 	// images/not-found, images/platform and images/check.
 	Images ImageChecker
+	// Listing is what the cluster linted for lists once the run publishes
+	// (run and plan, per cluster): dependency/missing checks the bundles'
+	// dependencies against it. Nil (publish lint, over no cluster) skips
+	// dependency/missing.
+	Listing *Listing
 }
 
 // Run lints in and returns the findings, with cfg's severities and waivers
@@ -185,6 +190,7 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 		return nil
 	}
 	fs = append(fs, graphRules(ms, byPath, in.Bundles)...)
+	fs = append(fs, dependencyRules(in.Listing, ms, byPath, in.Bundles)...)
 	if in.Images != nil {
 		fs = append(fs, checkImages(ctx, in.Images, ms, byPath)...)
 	}

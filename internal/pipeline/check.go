@@ -50,9 +50,11 @@ func readVersions(ctx context.Context, env kind.Env, vs []*model.Version) error 
 // keeps the findings about changed versions, repo-wide rules and files that
 // do not parse: unchanged versions were checked when they changed. The
 // error is the context's cause when ctx was cancelled (the findings would
-// be incomplete).
-func lintStage(ctx context.Context, cfg lint.Config, cluster string, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
-	in := lint.Input{Files: files}
+// be incomplete). With listed (run and plan), the bundles read are also
+// checked against what the cluster lists (dependency/missing: vs, the
+// cluster's selection, and listed's artifacts); nil skips that rule.
+func lintStage(ctx context.Context, cfg lint.Config, cluster string, listed *listed, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
+	in := lint.Input{Files: files, Listing: lintListing(listed, vs)}
 	kind.Lint(&in, kind.Env{Cluster: cluster}, vs)
 	changed := map[string]bool{}
 	parsed := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/report"
 )
 
 // TestPlanIncrementalEqualsFull: for each kind of change, the incremental
@@ -28,7 +29,7 @@ func TestPlanIncrementalEqualsFull(t *testing.T) {
 		o.defaults()
 		return o
 	}
-	check := func(name string, pr bool, wantArtifacts int) {
+	check := func(name string, pr bool, wantArtifacts int) *report.Plan {
 		t.Helper()
 		ctx := context.Background()
 		inc, err := planIncremental(ctx, opts(pr))
@@ -50,6 +51,7 @@ func TestPlanIncrementalEqualsFull(t *testing.T) {
 		if len(inc.Artifacts) != wantArtifacts {
 			t.Errorf("%s: %d artifacts in the plan, want %d: %+v", name, len(inc.Artifacts), wantArtifacts, inc.Artifacts)
 		}
+		return inc
 	}
 	check("nothing changed", false, 0)
 
@@ -78,6 +80,18 @@ func TestPlanIncrementalEqualsFull(t *testing.T) {
 	os.RemoveAll(filepath.Join(f.source, "packages/other"))
 	f.commit(t, "drop other")
 	f.run(t)
+
+	// An artifact whose bundle requires tiny, which the change does not
+	// touch (the incremental way reads its state entry), and a package no
+	// version of which is listed: one dependency finding, both ways.
+	f.pushRequiring(t, "needy", "1.0.0", [2]string{"tiny", ">=1.0.0"}, [2]string{"absent", "1.x"})
+	f.commit(t, "add needy")
+	needy := check("add an artifact that requires an untouched one", false, 1)
+	if fs := planDependencies(needy); len(fs) != 1 || !strings.Contains(fs[0].Message, "package absent") {
+		t.Errorf("dependency findings: %v, want the one of absent", fs)
+	}
+	os.RemoveAll(filepath.Join(f.source, "packages/needy"))
+	f.commit(t, "drop needy")
 	head, _ := f.repo.Head()
 	wt, _ := f.repo.Worktree()
 	if err := wt.Checkout(gitCheckout{Branch: "refs/heads/feature", Create: true, Hash: head.Hash()}.opts()); err != nil {

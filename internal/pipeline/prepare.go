@@ -45,7 +45,11 @@ type prepareIn struct {
 	LintConfig lint.Config
 	// Cluster is the cluster the versions are read and linted for
 	// (kind.Env), "" for a command over no cluster.
-	Cluster  string
+	Cluster string
+	// Listed is what the cluster lists besides Versions, for
+	// dependency/missing (run and plan); nil for a command over no
+	// cluster's catalog, which skips the rule.
+	Listed   *listed
 	Files    []manifest.File
 	Diff     *diff.Result
 	Unparsed error
@@ -104,7 +108,7 @@ func prepare(ctx context.Context, in prepareIn) (*prepared, error) {
 	}
 	if in.Lint {
 		var err error
-		if p.findings, err = lintStage(ctx, in.LintConfig, in.Cluster, in.Files, in.Versions); err != nil {
+		if p.findings, err = lintStage(ctx, in.LintConfig, in.Cluster, in.Listed, in.Files, in.Versions); err != nil {
 			return nil, err
 		}
 	}
@@ -216,7 +220,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 		Read: func(ctx context.Context, vs []*model.Version) error {
 			return read(ctx, kind.Env{Client: r.mc, Cluster: o.Cluster}, vs)
 		},
-		Lint: true, LintConfig: o.Lint, Cluster: o.Cluster, Files: s.files, Diff: r.diff,
+		Lint: true, LintConfig: o.Lint, Cluster: o.Cluster, Listed: s.listing(), Files: s.files, Diff: r.diff,
 		Verify: o.Verify, Client: r.mc,
 		Records: DestinationOf(r.mc),
 	}

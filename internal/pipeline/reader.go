@@ -34,6 +34,13 @@ type catalogReader interface {
 	// names adds to names the artifacts the published state holds that the
 	// reader knows without reading them.
 	names(into map[string]bool)
+	// published returns the published record of an artifact the reader
+	// did not read (what the cluster keeps listing of it, for
+	// dependency/missing), ok false for one it read or the state does not
+	// hold: none on the full way, which reads every artifact; an
+	// untouched artifact's state entry on the incremental way, parsed on
+	// demand. The error is that of an entry that does not parse.
+	published(name string) (a model.ArtifactRecord, ok bool, err error)
 	// warnsUnmatched reports whether a selection pattern that matches no
 	// artifact is worth a warning: only a reader that knows every artifact
 	// can tell.
@@ -94,6 +101,9 @@ func (r *fullRead) stateFile(header *gitops.State, next []model.ArtifactRecord) 
 func (r *fullRead) coversAll() bool       { return true }
 func (r *fullRead) names(map[string]bool) {}
 func (r *fullRead) warnsUnmatched() bool  { return true }
+func (r *fullRead) published(string) (model.ArtifactRecord, bool, error) {
+	return model.ArtifactRecord{}, false, nil
+}
 func (r *fullRead) reread(_ context.Context, s *scope) error {
 	return s.readCatalog(r)
 }
@@ -138,6 +148,13 @@ func (r *incrementalRead) names(into map[string]bool) {
 }
 
 func (r *incrementalRead) warnsUnmatched() bool { return false }
+
+func (r *incrementalRead) published(name string) (model.ArtifactRecord, bool, error) {
+	if r.touched[name] {
+		return model.ArtifactRecord{}, false, nil
+	}
+	return r.idx.Artifact(name)
+}
 
 func (r *incrementalRead) scanned(_ Options, n int) string {
 	return fmt.Sprintf("scan: %d package manifests of the %d artifacts the change touches (the others stay as published)", n, len(r.touched))

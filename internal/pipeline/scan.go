@@ -28,7 +28,7 @@ func checkScanned(ctx context.Context, o Options, files []manifest.File, ms []*m
 	for _, v := range all {
 		v.Changed = true // every finding counts
 	}
-	fs, err := lintStage(ctx, o.Lint, o.Cluster, files, all)
+	fs, err := lintStage(ctx, o.Lint, o.Cluster, nil, files, all)
 	if err != nil {
 		return err
 	}
