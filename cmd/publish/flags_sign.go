@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"github.com/operator-publish/publish/internal/scratch"
@@ -72,6 +73,17 @@ func signArchive(k *sign.Key, path, sum string) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", out, err)
 	}
 	return out, nil
+}
+
+// signFile writes the Sigstore bundle of the file at path beside it
+// (signArchive over the SHA-256 of its content): a part's --shard-result.
+func signFile(k *sign.Key, path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return signArchive(k, path, hex.EncodeToString(sum[:]))
 }
 
 // archiveKey is --key of verify and push: the public key an archive's

@@ -95,7 +95,7 @@ func TestCommandFlags(t *testing.T) {
 		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
 			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result"}),
 		"merge-shards": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
-			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report"}),
+			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "key"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json"}),
 		"lint":   join(sourceGroup, srcGroup, tlsGroup, retryGroup, lintGroup, logGroup),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -13,6 +14,7 @@ func newMergeShardsCmd(inv *invocation) *cobra.Command {
 		p          publishFlags
 		o          pipeline.Options
 		reportFile string
+		key        string
 	)
 	cmd := &cobra.Command{
 		Use:   "merge-shards RESULT...",
@@ -39,8 +41,20 @@ ${{ !cancelled() }}), so that the failure is reported where people look.`,
 			if err := checkReportFlag(reportFile); err != nil {
 				return err
 			}
+			var pub []byte
+			if key != "" {
+				var err error
+				if pub, err = keyMaterial("key", key); err != nil {
+					return err
+				}
+			}
 			var rs []*report.Report
 			for _, a := range args {
+				if pub != nil {
+					if _, err := verify.VerifyFile(a, pub); err != nil {
+						return &pipeline.InputError{Err: fmt.Errorf("RESULT %s (--key): %w", a, err)}
+					}
+				}
 				r, err := report.ReadFile(a)
 				if err != nil {
 					return &pipeline.InputError{Err: fmt.Errorf("RESULT %w", err)}
@@ -66,6 +80,7 @@ ${{ !cancelled() }}), so that the failure is reported where people look.`,
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (as run; give the parts the same)")
 	fs.StringVar(&reportFile, "report", "", "also write the images checked at the destination, and why any is missing, as JSON to this file (docs/report.md)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
+	fs.StringVar(&key, "key", "", "check each RESULT's signature (RESULT.sigstore.json, from run --shard-result with --cosign-key) with this public key: a file, or the key itself (PEM)")
 	withEnvHelp(fs)
 	return cmd
 }

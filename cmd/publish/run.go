@@ -9,6 +9,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/shard"
+	"github.com/operator-publish/publish/internal/sign"
 	"github.com/spf13/cobra"
 )
 
@@ -209,6 +210,11 @@ func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, repor
 			sr = &pipeline.ShardRun{Part: o.Shard}
 		}
 		err = writeShardResult(shardResult, "run", sr.Part, mr, sr.Plan, sr.Items, err)
+		if s, ok := o.Sign.(*sign.ImageSigner); ok && s != nil && err == nil {
+			if _, serr := signFile(s.Key, shardResult); serr != nil {
+				err = fmt.Errorf("--shard-result: %w", serr)
+			}
+		}
 	}
 	if err != nil {
 		// stdout says what happened only when it happened.
