@@ -51,6 +51,7 @@ func writeReport(path, command string, rep *mirror.Report, err error) error {
 // before it planned writes the report without its plan, which a merge
 // refuses. It returns err, joined with the write's error.
 func writeShardResult(path, command string, s shard.Shard, mr *mirror.Report, plan *shard.Plan, part []shard.Item, err error) error {
+	path = shardResultPath(path, s)
 	r := report.New(command)
 	r.AddMirror(mr, pipeline.ImageErrors(err))
 	if plan != nil {
@@ -60,4 +61,15 @@ func writeShardResult(path, command string, s shard.Shard, mr *mirror.Report, pl
 		return errors.Join(err, fmt.Errorf("--shard-result: %w", werr))
 	}
 	return err
+}
+
+// shardResultPath is where the result of part s goes for --shard-result
+// path: path itself, or, when path is a directory, the file
+// shard-<I>-of-<N>.json in it (one name per part, so that the parts'
+// results gather in one directory without colliding).
+func shardResultPath(path string, s shard.Shard) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() && s.Total > 0 {
+		return filepath.Join(path, fmt.Sprintf("shard-%d-of-%d.json", s.Index, s.Total))
+	}
+	return path
 }

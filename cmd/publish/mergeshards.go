@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/report"
@@ -15,6 +18,7 @@ func newMergeShardsCmd(inv *invocation) *cobra.Command {
 		o          pipeline.Options
 		reportFile string
 		key        string
+		dir        string
 	)
 	cmd := &cobra.Command{
 		Use:   "merge-shards RESULT...",
@@ -33,8 +37,11 @@ run would. A missing, failed or changed part exits non-zero naming the
 parts and images, and nothing is committed; run the part again and merge
 again. Run it as the fan-in job even when a part failed (GitHub: if:
 ${{ !cancelled() }}), so that the failure is reported where people look.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, err := resultFiles(args, dir)
+			if err != nil {
+				return err
+			}
 			if err := p.dst.require(); err != nil {
 				return err
 			}
@@ -80,7 +87,30 @@ ${{ !cancelled() }}), so that the failure is reported where people look.`,
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (as run; give the parts the same)")
 	fs.StringVar(&reportFile, "report", "", "also write the images checked at the destination, and why any is missing, as JSON to this file (docs/report.md)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
+	fs.StringVar(&dir, "shard-results", "", "also take every *.json file of this directory as a RESULT (the parts' artifacts, downloaded into one directory)")
 	fs.StringVar(&key, "key", "", "check each RESULT's signature (RESULT.sigstore.json, from run --shard-result with --cosign-key) with this public key: a file, or the key itself (PEM)")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// resultFiles is the RESULT arguments plus every *.json file of dir
+// (--shard-results), sorted; a usage error when there is none, or dir
+// cannot be read.
+func resultFiles(args []string, dir string) ([]string, error) {
+	out := append([]string{}, args...)
+	if dir != "" {
+		m, err := filepath.Glob(filepath.Join(dir, "*.json"))
+		if err != nil {
+			return nil, usagef("--shard-results %s: %v", dir, err)
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, usagef("--shard-results %s: not a directory", dir)
+		}
+		sort.Strings(m)
+		out = append(out, m...)
+	}
+	if len(out) == 0 {
+		return nil, usagef("merge-shards: give every part's result: RESULT... or --shard-results DIR")
+	}
+	return out, nil
 }

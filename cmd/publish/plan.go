@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/shard"
 	"github.com/spf13/cobra"
 )
 
@@ -28,6 +30,8 @@ func newPlanCmd(inv *invocation) *cobra.Command {
 		p        publishFlags
 		o        pipeline.PlanOptions
 		planJSON string
+		matrix   int
+		format   string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -60,6 +64,14 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					return err
 				}
 			}
+			if cmd.Flags().Changed("matrix") || cmd.Flags().Changed("matrix-format") {
+				if _, err := shard.MatrixParts(matrix, 0, format); err != nil {
+					return &usageError{err}
+				}
+				if matrix < 1 {
+					return usagef("--matrix %d: give the number of parts wanted, at least 1", matrix)
+				}
+			}
 			if err := p.options(inv, &o.Options, false); err != nil {
 				return err
 			}
@@ -83,7 +95,15 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					plan.Summary.Errors += pl.Summary.Errors
 				}
 			}
-			fmt.Fprint(cmd.OutOrStdout(), logging.Clean(md))
+			if matrix > 0 {
+				// The matrix alone on stdout, for a CI step output; the
+				// plan goes to the job summary.
+				if err := printMatrix(cmd, inv, plans, matrix, format); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), logging.Clean(md))
+			}
 			if planJSON != "" {
 				data, err := json.MarshalIndent(doc, "", "  ")
 				if err != nil {
@@ -133,6 +153,40 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	fs.StringVar(&planJSON, "plan-json", "", "also write the plan as JSON to this file (docs/plan-json.md)")
+	fs.IntVar(&matrix, "matrix", 0, "print, instead of the plan, the parts of a run split over a CI matrix (run --shard I/N) as JSON: this many, capped at the CI's limit and at the destination repositories the plan copies to (docs/scale-out.md)")
+	fs.StringVar(&format, "matrix-format", shard.FormatGitHub, "the JSON --matrix prints: github (fromJSON for strategy.matrix), tekton (matrix params), argo (withParam), gitlab (the number for parallel:)")
 	withEnvHelp(fs)
 	return cmd
+}
+
+// printMatrix prints the matrix of at most want parts (shard.Matrix in
+// format) for the plans: capped at the CI's limit and at the distinct
+// destination repositories of the images the plans copy (when the plan
+// knows the destination), and says on stderr the load the parts put on
+// each source registry. It sets the CI output "matrix".
+func printMatrix(cmd *cobra.Command, inv *invocation, plans []*report.Plan, want int, format string) error {
+	repos := map[string]bool{}
+	for _, pl := range plans {
+		for _, a := range pl.Artifacts {
+			for _, v := range a.Versions {
+				for _, im := range v.Images {
+					if r, err := name.ParseReference(im.Destination); err == nil {
+						repos[r.Context().Name()] = true
+					}
+				}
+			}
+		}
+	}
+	n, err := shard.MatrixParts(want, len(repos), format)
+	if err != nil {
+		return &usageError{err}
+	}
+	m, err := shard.Matrix(n, format)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), m)
+	inv.logf("matrix: %d parts (asked %d; %d destination repositories in the plan); each part copies with --concurrency (default 4) operations at once, so the source registries see up to %d at once", n, want, len(repos), 4*n)
+	inv.setOutputs(map[string]string{"matrix": m})
+	return nil
 }

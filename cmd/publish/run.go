@@ -211,7 +211,7 @@ func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, repor
 		}
 		err = writeShardResult(shardResult, "run", sr.Part, mr, sr.Plan, sr.Items, err)
 		if s, ok := o.Sign.(*sign.ImageSigner); ok && s != nil && err == nil {
-			if _, serr := signFile(s.Key, shardResult); serr != nil {
+			if _, serr := signFile(s.Key, shardResultPath(shardResult, sr.Part)); serr != nil {
 				err = fmt.Errorf("--shard-result: %w", serr)
 			}
 		}

@@ -1,6 +1,7 @@
-// Command tektoncheck validates Tekton Tasks as Tekton's own admission
-// webhook does (tektoncd/pipeline cmd/webhook): each YAML document is decoded
-// into a tekton.dev/v1 Task with unknown fields refused, given the default
+// Command tektoncheck validates Tekton Tasks and Pipelines as Tekton's own
+// admission webhook does (tektoncd/pipeline cmd/webhook): each YAML document
+// is decoded into a tekton.dev/v1 Task or Pipeline with unknown fields
+// refused, given the default
 // Tekton configuration (config.FromContextOrDefaults, what the webhook's
 // config store holds before any ConfigMap changes it) and the create
 // operation (apis.WithinCreate), defaulted (SetDefaults, the defaulting
@@ -8,11 +9,11 @@
 //
 // Usage: tektoncheck FILE...
 //
-// It prints nothing and exits 0 when every Task is valid. Otherwise it
-// prints one line per finding, "FILE: document N: Task NAME: ERROR" (Tekton
+// It prints nothing and exits 0 when every document is valid. Otherwise it
+// prints one line per finding, "FILE: document N: KIND NAME: ERROR" (Tekton
 // names the field path, not the line), and exits 1; 2 for a usage error or
 // an unreadable file. A document of another kind is an error: the files
-// given are meant to hold Tasks.
+// given are meant to hold Tasks and Pipelines.
 //
 // It lives in a module of its own (hack/tektoncheck/go.mod) because Tekton's
 // Kubernetes and knative versions differ from the publish module's; it is
@@ -69,30 +70,47 @@ func check(data []byte) []string {
 			out = append(out, fmt.Sprintf("document %d: %v", n, err))
 			continue
 		}
-		if meta.APIVersion != "tekton.dev/v1" || meta.Kind != "Task" {
-			out = append(out, fmt.Sprintf("document %d: %s %s, want tekton.dev/v1 Task", n, meta.APIVersion, meta.Kind))
-			continue
+		var obj interface {
+			SetDefaults(context.Context)
+			Validate(context.Context) *apis.FieldError
 		}
-		var task v1.Task
-		// The webhook refuses unknown fields ("disallow unknown fields: true").
-		if err := yaml.UnmarshalStrict(doc, &task); err != nil {
-			out = append(out, fmt.Sprintf("document %d: %v", n, err))
+		var name string
+		switch {
+		case meta.APIVersion == "tekton.dev/v1" && meta.Kind == "Task":
+			task := &v1.Task{}
+			obj, name = task, "Task"
+			// The webhook refuses unknown fields ("disallow unknown fields: true").
+			if err := yaml.UnmarshalStrict(doc, task); err != nil {
+				out = append(out, fmt.Sprintf("document %d: %v", n, err))
+				continue
+			}
+			name += " " + task.Name
+		case meta.APIVersion == "tekton.dev/v1" && meta.Kind == "Pipeline":
+			p := &v1.Pipeline{}
+			obj, name = p, "Pipeline"
+			if err := yaml.UnmarshalStrict(doc, p); err != nil {
+				out = append(out, fmt.Sprintf("document %d: %v", n, err))
+				continue
+			}
+			name += " " + p.Name
+		default:
+			out = append(out, fmt.Sprintf("document %d: %s %s, want tekton.dev/v1 Task or Pipeline", n, meta.APIVersion, meta.Kind))
 			continue
 		}
 		ctx := config.ToContext(context.Background(), config.FromContextOrDefaults(context.Background()))
 		ctx = apis.WithinCreate(ctx)
-		task.SetDefaults(ctx)
-		ferr := task.Validate(ctx)
-		// Warnings (deprecated fields) do not refuse the Task in the webhook
-		// either: they are printed on stderr.
+		obj.SetDefaults(ctx)
+		ferr := obj.Validate(ctx)
+		// Warnings (deprecated fields) do not refuse the object in the
+		// webhook either: they are printed on stderr.
 		if w := ferr.Filter(apis.WarningLevel); w != nil {
 			for _, e := range w.WrappedErrors() {
-				fmt.Fprintf(os.Stderr, "warning: document %d: Task %s: %v\n", n, task.Name, e)
+				fmt.Fprintf(os.Stderr, "warning: document %d: %s: %v\n", n, name, e)
 			}
 		}
 		if e := ferr.Filter(apis.ErrorLevel); e != nil {
 			for _, e := range e.WrappedErrors() {
-				out = append(out, fmt.Sprintf("document %d: Task %s: %v", n, task.Name, e))
+				out = append(out, fmt.Sprintf("document %d: %s: %v", n, name, e))
 			}
 		}
 	}

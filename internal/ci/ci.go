@@ -64,6 +64,7 @@ const (
 	OutputArtifacts = "artifacts" // artifacts listed, upgraded, relisted, delisted or updated in the catalog, one per line
 	OutputCommit    = "commit"    // the catalog commit, empty when none
 	OutputPlanJSON  = "plan-json" // path of the JSON plan (plan)
+	OutputMatrix    = "matrix"    // the parts of a split run as JSON (plan --matrix)
 	// OutputClusters is a JSON array, one object per cluster the run
 	// served (run): {"cluster", "delivery" (push or pull-request),
 	// "commit" (the run's commit for that cluster: on the catalog branch

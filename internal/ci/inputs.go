@@ -13,8 +13,8 @@ type Input struct {
 	// Flag is the flag the input sets; "" for "command", which action.yml
 	// passes as the container's argument.
 	Flag string
-	// Command is the only command that has the flag ("plan"), "" when
-	// `publish run` has it.
+	// Command is the only command that has the flag ("plan",
+	// "merge-shards"), "" when `publish run` has it.
 	Command string
 	// Secret inputs are masked before anything is printed.
 	Secret bool
@@ -92,6 +92,12 @@ var inputs = []Input{
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 	{Name: "report", Flag: "report"},
+	{Name: "shard", Flag: "shard"},
+	{Name: "shard-result", Flag: "shard-result"},
+	{Name: "matrix", Flag: "matrix", Command: "plan"},
+	{Name: "matrix-format", Flag: "matrix-format", Command: "plan"},
+	{Name: "shard-results", Flag: "shard-results", Command: "merge-shards"},
+	{Name: "key", Flag: "key", Command: "merge-shards"},
 }
 
 // Inputs returns the inputs of the GitHub Action (action.yml).

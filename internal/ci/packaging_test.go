@@ -166,7 +166,7 @@ func TestActionYAML(t *testing.T) {
 		}
 	}
 	outs := obj(a["outputs"])
-	if got, want := keys(outs), sortedCopy([]string{OutputChanged, OutputArtifacts, OutputCommit, OutputPlanJSON, OutputClusters}); !slices.Equal(got, want) {
+	if got, want := keys(outs), sortedCopy([]string{OutputChanged, OutputArtifacts, OutputCommit, OutputPlanJSON, OutputClusters, OutputMatrix}); !slices.Equal(got, want) {
 		t.Errorf("outputs %v, want %v", got, want)
 	}
 }
@@ -184,6 +184,7 @@ func TestInputsAreFlags(t *testing.T) {
 		t.Fatal("publish run --help failed")
 	}
 	plan := commandFlags(t, "plan")
+	merge := commandFlags(t, "merge-shards")
 	for _, in := range Inputs() {
 		if in.Flag == "" {
 			continue
@@ -202,6 +203,10 @@ func TestInputsAreFlags(t *testing.T) {
 			} else if !plan[in.Flag] {
 				t.Errorf("input %s: `publish plan` has no --%s", in.Name, in.Flag)
 			}
+		case "merge-shards":
+			if !merge[in.Flag] {
+				t.Errorf("input %s: `publish merge-shards` has no --%s", in.Name, in.Flag)
+			}
 		default:
 			t.Errorf("input %s: unknown command %q", in.Name, in.Command)
 		}
@@ -213,7 +218,7 @@ func TestInputsAreFlags(t *testing.T) {
 	for _, in := range Inputs() {
 		have[in.Flag] = true
 	}
-	for _, cmd := range []map[string]bool{run, plan} {
+	for _, cmd := range []map[string]bool{run, plan, merge} {
 		for f := range cmd {
 			if !have[f] && !noInput[f] {
 				t.Errorf("flag --%s has no action input: add it to ci.Inputs and action.yml", f)
@@ -474,6 +479,38 @@ func TestGitLabExample(t *testing.T) {
 		t.Error("plan artifacts must be kept when plan fails (findings)")
 	}
 	publishEnv(t, "examples/gitlab-ci.yml", names)
+}
+
+// TestGitLabShardsExample: the split example runs `parallel:` parts that
+// take their part from GitLab's variables and keep their results whatever
+// the outcome, and one merge job that runs after them even when one
+// failed, with their artifacts, one at a time.
+func TestGitLabShardsExample(t *testing.T) {
+	g := loadYAML(t, "examples/gitlab-ci-shards.yml")
+	shard, merge := obj(g["publish-shard"]), obj(g["publish-merge"])
+	if n, ok := shard["parallel"].(float64); !ok || n < 2 || n > 200 {
+		t.Errorf("publish-shard parallel %v, want 2 to 200", shard["parallel"])
+	}
+	script := func(j map[string]any) string {
+		var s string
+		for _, l := range list(j["script"]) {
+			s += str(l) + "\n"
+		}
+		return s
+	}
+	if s := script(shard); !strings.Contains(s, "publish run --shard-result shard-results") || strings.Contains(s, "--shard ") {
+		t.Errorf("publish-shard script %q: the part comes from CI_NODE_INDEX/CI_NODE_TOTAL", s)
+	}
+	if str(obj(shard["artifacts"])["when"]) != "always" {
+		t.Error("publish-shard must keep its result when it fails")
+	}
+	if !strings.Contains(script(merge), "publish merge-shards --shard-results shard-results") || str(merge["when"]) != "always" || str(merge["resource_group"]) == "" {
+		t.Errorf("publish-merge %v", merge)
+	}
+	if needs := list(merge["needs"]); len(needs) != 1 || str(obj(needs[0])["job"]) != "publish-shard" || obj(needs[0])["artifacts"] != true {
+		t.Errorf("publish-merge needs %v", merge["needs"])
+	}
+	publishEnv(t, "examples/gitlab-ci-shards.yml", keys(obj(g["variables"])))
 }
 
 var tektonRef = regexp.MustCompile(`\$\((params|workspaces|results)\.([a-z0-9-]+)[.)]`)

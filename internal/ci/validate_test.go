@@ -139,15 +139,37 @@ func tektoncheck(t *testing.T, files ...string) (string, bool) {
 	return string(out), err == nil
 }
 
-// The Task is valid for Tekton's admission webhook: strict decoding into
-// v1.Task, defaults, Validate with the default configuration on create.
+// The Tasks and the Pipeline of the examples are valid for Tekton's
+// admission webhook: strict decoding into v1.Task or v1.Pipeline,
+// defaults, Validate with the default configuration on create.
 func TestTektonTaskValidates(t *testing.T) {
-	const rel = "examples/tekton/task.yaml"
-	out, ok := tektoncheck(t, filepath.Join(root, rel))
-	if !ok {
-		t.Errorf("%s is not a valid Tekton Task:\n%s", rel, out)
-	} else if out != "" {
-		t.Logf("tektoncheck: %s", out)
+	for _, rel := range []string{"examples/tekton/task.yaml", "examples/tekton/pipeline-shards.yaml"} {
+		out, ok := tektoncheck(t, filepath.Join(root, rel))
+		if !ok {
+			t.Errorf("%s is not valid for Tekton:\n%s", rel, out)
+		} else if out != "" {
+			t.Logf("tektoncheck: %s", out)
+		}
+	}
+}
+
+// tektoncheck refuses a Pipeline Tekton refuses: a finally task named as
+// one of its tasks.
+func TestTektonCheckRefusesPipeline(t *testing.T) {
+	good, err := os.ReadFile(filepath.Join(root, "examples/tekton/pipeline-shards.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := "    - name: merge\n      taskRef:"
+	if !bytes.Contains(good, []byte(old)) {
+		t.Fatalf("pipeline-shards.yaml has no %q: update the case", old)
+	}
+	f := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(f, bytes.Replace(good, []byte(old), []byte("    - name: shard\n      taskRef:"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := tektoncheck(t, f); ok || !strings.Contains(out, "Pipeline operator-publish-shards") || !strings.Contains(out, "spec.finally[0].name") {
+		t.Errorf("passed %v, output %q, want a failure of the Pipeline naming spec.finally[0].name", ok, out)
 	}
 }
 
@@ -162,7 +184,7 @@ func TestTektonCheckRefuses(t *testing.T) {
 		"unknown field":      {"  steps:\n", "  stepz: []\n  steps:\n", `unknown field "stepz"`},
 		"step without image": {"      image: $(params.image)\n", "", "missing field(s): spec.steps[0].Image"},
 		"undeclared param":   {"$(params.image)", "$(params.nosuchparam)", `non-existent variable in "$(params.nosuchparam)"`},
-		"not a Task":         {"kind: Task", "kind: Pipeline", "want tekton.dev/v1 Task"},
+		"not a Task":         {"kind: Task", "kind: PipelineRun", "want tekton.dev/v1 Task or Pipeline"},
 	}
 	dir := t.TempDir()
 	for name, c := range cases {

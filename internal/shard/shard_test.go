@@ -130,3 +130,30 @@ func TestAssign(t *testing.T) {
 		t.Errorf("String: %s", got)
 	}
 }
+
+// TestMatrix: the parts are capped at the CI system's limit and at the
+// destination repositories, and printed in the shape each CI system reads.
+func TestMatrix(t *testing.T) {
+	for _, c := range []struct {
+		want, repos int
+		format      string
+		n           int
+	}{{8, 0, FormatGitHub, 8}, {300, 0, FormatGitHub, 256}, {300, 0, FormatGitLab, 200}, {8, 3, FormatTekton, 3}, {0, 5, FormatArgo, 1}} {
+		if n, err := MatrixParts(c.want, c.repos, c.format); err != nil || n != c.n {
+			t.Errorf("MatrixParts(%d, %d, %s) = %d, %v; want %d", c.want, c.repos, c.format, n, err, c.n)
+		}
+	}
+	if _, err := MatrixParts(2, 0, "jenkins"); err == nil || !strings.Contains(err.Error(), "--matrix-format") {
+		t.Errorf("an unknown format: %v", err)
+	}
+	for format, want := range map[string]string{
+		FormatGitHub: `{"shard":["1/2","2/2"]}`,
+		FormatTekton: `[{"name":"shard","value":["1/2","2/2"]}]`,
+		FormatArgo:   `["1/2","2/2"]`,
+		FormatGitLab: `2`,
+	} {
+		if got, err := Matrix(2, format); err != nil || got != want {
+			t.Errorf("Matrix(2, %s) = %s, %v; want %s", format, got, err, want)
+		}
+	}
+}
