@@ -220,3 +220,15 @@ func TestMirrorCommandShards(t *testing.T) {
 		t.Errorf("CI_NODE_TOTAL=2 without an index: %v, want a usage error naming CI_NODE_INDEX", err)
 	}
 }
+
+// TestPlanMatrixFlags: a --matrix below 1 or an unknown --matrix-format is
+// a usage error naming the flag, before anything is read.
+func TestPlanMatrixFlags(t *testing.T) {
+	var ue *usageError
+	for args, want := range map[string]string{"--matrix 0": "--matrix 0", "--matrix 3 --matrix-format jenkins": "--matrix-format"} {
+		_, err := runPublish(t, append([]string{"plan", "--catalog", t.TempDir(), "--dst-registry", "reg.example.com/m"}, strings.Fields(args)...)...)
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a usage error naming %s", args, err, want)
+		}
+	}
+}

@@ -64,13 +64,8 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 					return err
 				}
 			}
-			if cmd.Flags().Changed("matrix") || cmd.Flags().Changed("matrix-format") {
-				if _, err := shard.MatrixParts(matrix, 0, format); err != nil {
-					return &usageError{err}
-				}
-				if matrix < 1 {
-					return usagef("--matrix %d: give the number of parts wanted, at least 1", matrix)
-				}
+			if err := checkMatrixFlags(cmd, matrix, format); err != nil {
+				return err
 			}
 			if err := p.options(inv, &o.Options, false); err != nil {
 				return err
@@ -104,19 +99,8 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 			} else {
 				fmt.Fprint(cmd.OutOrStdout(), logging.Clean(md))
 			}
-			if planJSON != "" {
-				data, err := json.MarshalIndent(doc, "", "  ")
-				if err != nil {
-					return err
-				}
-				if dir := filepath.Dir(planJSON); dir != "." {
-					if err := os.MkdirAll(dir, 0o755); err != nil {
-						return fmt.Errorf("--plan-json: %w", err)
-					}
-				}
-				if err := os.WriteFile(planJSON, append(data, '\n'), 0o644); err != nil {
-					return fmt.Errorf("--plan-json: %w", err)
-				}
+			if err := writePlanJSON(planJSON, doc); err != nil {
+				return err
 			}
 			var names []string
 			seen := map[string]bool{}
@@ -188,5 +172,42 @@ func printMatrix(cmd *cobra.Command, inv *invocation, plans []*report.Plan, want
 	fmt.Fprintln(cmd.OutOrStdout(), m)
 	inv.logf("matrix: %d parts (asked %d; %d destination repositories in the plan); each part copies with --concurrency (default 4) operations at once, so the source registries see up to %d at once", n, want, len(repos), 4*n)
 	inv.setOutputs(map[string]string{"matrix": m})
+	return nil
+}
+
+// writePlanJSON writes doc (a plan, or one per cluster) as indented JSON
+// to path (--plan-json; "": nothing), making its directory. Errors name
+// the flag.
+func writePlanJSON(path string, doc any) error {
+	if path == "" {
+		return nil
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("--plan-json: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--plan-json: %w", err)
+	}
+	return nil
+}
+
+// checkMatrixFlags refuses, before anything is read, a --matrix below 1 and
+// an unknown --matrix-format (usage errors naming the flag).
+func checkMatrixFlags(cmd *cobra.Command, matrix int, format string) error {
+	if !cmd.Flags().Changed("matrix") && !cmd.Flags().Changed("matrix-format") {
+		return nil
+	}
+	if _, err := shard.MatrixParts(matrix, 0, format); err != nil {
+		return &usageError{err}
+	}
+	if matrix < 1 {
+		return usagef("--matrix %d: give the number of parts wanted, at least 1", matrix)
+	}
 	return nil
 }
