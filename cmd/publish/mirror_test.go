@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/elliptic"
 	"encoding/json"
 	"errors"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/testenv"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 func inProcessRegistry(t *testing.T) string {
@@ -210,6 +212,33 @@ func TestMirrorCommandShards(t *testing.T) {
 	}
 	if len(copied) != 3 {
 		t.Errorf("copied across the parts: %v, want each of the three images once", copied)
+	}
+	// merge-shards --key refuses a result without a valid signature
+	// before it reads anything else; one edited after it was written is
+	// refused by its sha256.
+	privPEM, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte("pw")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubFile := filepath.Join(dir, "cosign.pub")
+	os.WriteFile(pubFile, pubPEM, 0o644)
+	k, err := (&signFlags{key: string(privPEM), pass: "pw"}).load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := filepath.Join(dir, "shard-1.json")
+	if _, err := signFile(k, signed); err != nil {
+		t.Fatal(err)
+	}
+	unsigned := filepath.Join(dir, "shard-2.json")
+	var ie *pipeline.InputError
+	if _, err := runPublish(t, "merge-shards", "--key", pubFile, "--catalog", dir, "--dst-registry", dst+"/mirror", signed, unsigned); !errors.As(err, &ie) || !strings.Contains(err.Error(), unsigned) || !strings.Contains(err.Error(), "no signature") {
+		t.Errorf("an unsigned result with --key: %v, want an input error naming it", err)
+	}
+	data, _ := os.ReadFile(unsigned)
+	os.WriteFile(unsigned, []byte(strings.Replace(string(data), `"copied"`, `"present"`, 1)), 0o644)
+	if _, err := runPublish(t, "merge-shards", "--catalog", dir, "--dst-registry", dst+"/mirror", signed, unsigned); !errors.As(err, &ie) || !strings.Contains(err.Error(), "sha256") {
+		t.Errorf("an edited result: %v, want an input error about its sha256", err)
 	}
 	t.Setenv("CI_NODE_INDEX", "")
 	var ue *usageError
