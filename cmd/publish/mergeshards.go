@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,7 +70,13 @@ ${{ !cancelled() }}), so that the failure is reported where people look.`,
 				rs = append(rs, r)
 			}
 			shards, err := pipeline.CheckShardResults(rs, args)
-			if err != nil {
+			var se *pipeline.ShardsError
+			switch {
+			case errors.As(err, &se) && se.Incomplete:
+				// Parts without a result: the merge goes on to name the
+				// images none has, and commits nothing.
+				o.ShardProblems = se.Problems
+			case err != nil:
 				return &pipeline.InputError{Err: err}
 			}
 			if err := p.options(inv, &o, o.AllowEmpty); err != nil {

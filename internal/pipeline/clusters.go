@@ -170,6 +170,9 @@ type shared struct {
 	// source reference: nothing is copied, each image is checked at the
 	// destination (mergedMirror).
 	shards map[string][]mirror.Result
+	// shardProblems are why the merge cannot commit whatever the images
+	// (parts without a result): said before the images no result has.
+	shardProblems []string
 }
 
 func newShared() *shared {
@@ -486,7 +489,7 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 		t.Close()
 	}()
 	sh := newShared()
-	sh.shards = o.Shards
+	sh.shards, sh.shardProblems = o.Shards, o.ShardProblems
 	res := &Result{}
 	for i, c := range cls {
 		co := o.forCluster(c)

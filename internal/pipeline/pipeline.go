@@ -68,6 +68,10 @@ type Options struct {
 	// name are checked at the destination instead of copied, and the run
 	// renders and commits as a whole run does.
 	Shards map[string][]mirror.Result
+	// ShardProblems, with Shards, make the merge fail whatever the images
+	// (CheckShardResults' *ShardsError when Incomplete: parts without a
+	// result), after it named the images no result has.
+	ShardProblems []string
 	// Lint configures the lint rules (publish.yaml).
 	Lint lint.Config
 	// Verify checks the signatures of every bundle and related image read

@@ -141,6 +141,10 @@ func planSplitRun(ctx context.Context, o Options, crs []*clusterRun, sh *shared)
 // problem on its own line, naming the result file, the part or the image.
 type ShardsError struct {
 	Problems []string
+	// Incomplete: the only problems are parts without a result (or parts
+	// whose items are not the whole plan): the merge can still name the
+	// images no result has (Options.ShardProblems), and commits nothing.
+	Incomplete bool
 }
 
 func (e *ShardsError) Error() string {
@@ -156,7 +160,7 @@ func (e *ShardsError) Error() string {
 // destination, by source reference. Errors: *ShardsError listing every
 // problem found.
 func CheckShardResults(rs []*report.Report, names []string) (map[string][]mirror.Result, error) {
-	var probs []string
+	var probs, missingProbs []string
 	var first *report.Shard
 	byPart := map[string]string{}
 	var items []shard.Item
@@ -205,13 +209,16 @@ func CheckShardResults(rs []*report.Report, names []string) (map[string][]mirror
 			}
 		}
 		if len(missing) > 0 {
-			probs = append(probs, fmt.Sprintf("no result of part %s: run it (again) and give its --shard-result", strings.Join(missing, ", ")))
+			missingProbs = append(missingProbs, fmt.Sprintf("no result of part %s: run it (again) and give its --shard-result", strings.Join(missing, ", ")))
 		} else if got := shard.NewPlan(items); got.Digest != first.Plan || len(got.Items) != len(items) {
 			probs = append(probs, fmt.Sprintf("the parts' items are not the plan %s (an item missing or twice): a result was changed or made by another assignment", first.Plan))
 		}
 	}
 	if len(probs) > 0 {
-		return nil, &ShardsError{Problems: probs}
+		return nil, &ShardsError{Problems: append(probs, missingProbs...)}
+	}
+	if len(missingProbs) > 0 {
+		return images, &ShardsError{Problems: missingProbs, Incomplete: true}
 	}
 	return images, nil
 }
@@ -253,9 +260,9 @@ func (sh *shared) mergedMirror(ctx context.Context, mc *mirror.Client, related, 
 			probs = append(probs, fmt.Sprintf("%s: %s@%s is %s at the destination", rep.Images[i].Source, rep.Images[i].Destination, rep.Images[i].Digest, msg))
 		}
 	}
-	if len(probs) > 0 {
+	if len(probs) > 0 || len(sh.shardProblems) > 0 {
 		sort.Strings(probs)
-		return rep, &ShardsError{Problems: probs}
+		return rep, &ShardsError{Problems: append(append([]string{}, sh.shardProblems...), probs...)}
 	}
 	return rep, nil
 }

@@ -149,9 +149,41 @@ func TestShards(t *testing.T) {
 			}
 		}
 		if n == 3 {
-			out, errOut, code := e.command("merge-shards", split, append([]string{"--dst-registry", dst}, files[0], files[2])...)
-			if code == 0 || !strings.Contains(errOut, "no result of part 2/3") {
+			// Part 2 killed while it copies (SIGKILL once it planned): it
+			// leaves no result (a part that finished first loses its
+			// result, as a job whose artifact was not kept). The merge
+			// names the part and the images no result has, and commits
+			// nothing; part 2 run again and the merge converge.
+			os.Remove(files[1])
+			kdst := fmt.Sprintf("%s/killed", e.dst.Host)
+			killedSplit := e.git.NewBareRepo(t, "split-killed")
+			var kfiles []string
+			for i := 1; i <= n; i++ {
+				f := filepath.Join(results, fmt.Sprintf("killed-part-%d.json", i))
+				args := []string{"--dst-registry", kdst, "--shard", fmt.Sprintf("%d/%d", i, n), "--shard-result", f}
+				if i == 2 {
+					_, killed, log := e.runAndKill(e.source, killedSplit, "mirror: shard 2/3", args...)
+					t.Logf("part 2/3 killed: %v\n%s", killed, log)
+					os.Remove(f)
+				} else if out, errOut, code := e.command("run", killedSplit, args...); code != 0 {
+					t.Fatalf("part %d/3: exit %d\n%s\n%s", i, code, out, errOut)
+				}
+				kfiles = append(kfiles, f)
+			}
+			out, errOut, code := e.command("merge-shards", killedSplit, "--dst-registry", kdst, kfiles[0], kfiles[2])
+			if code == 0 || !strings.Contains(errOut, "no result of part 2/3") || !strings.Contains(errOut, "in no part's result") {
 				t.Errorf("a merge without part 2: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if r, err := git.Clone(memory.NewStorage(), nil, &git.CloneOptions{URL: killedSplit, Auth: &githttp.BasicAuth{Username: e.git.Username, Password: e.git.Password}}); err == nil {
+				if _, err := r.Head(); err == nil {
+					t.Fatal("a refused merge committed")
+				}
+			}
+			if out, errOut, code := e.command("run", killedSplit, "--dst-registry", kdst, "--shard", "2/3", "--shard-result", kfiles[1]); code != 0 {
+				t.Fatalf("part 2/3 again: exit %d\n%s\n%s", code, out, errOut)
+			}
+			if out, errOut, code := e.command("merge-shards", killedSplit, append([]string{"--dst-registry", kdst}, kfiles...)...); code != 0 {
+				t.Errorf("the merge after part 2 ran again: exit %d\n%s\n%s", code, out, errOut)
 			}
 			files[1] = part(2)
 		}
