@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/shard"
@@ -47,13 +48,15 @@ func writeReport(path, command string, rep *mirror.Report, err error) error {
 
 // writeShardResult writes the result of the part s of a split (--shard-result
 // FILE): the image report of mr (nil: nothing tried) with the plan of the
-// split and the part's items (report.Report.AddShard), whatever err is. A part that failed
+// split and the part's items (report.Report.AddShard) and the outcome of
+// each image's signature check (verified, nil for none), whatever err is. A part that failed
 // before it planned writes the report without its plan, which a merge
 // refuses. It returns err, joined with the write's error.
-func writeShardResult(path, command string, s shard.Shard, mr *mirror.Report, plan *shard.Plan, part []shard.Item, err error) error {
+func writeShardResult(path, command string, s shard.Shard, mr *mirror.Report, plan *shard.Plan, part []shard.Item, verified map[string]model.Verification, err error) error {
 	path = shardResultPath(path, s)
 	r := report.New(command)
 	r.AddMirror(mr, pipeline.ImageErrors(err))
+	r.AddVerification(verified)
 	if plan != nil {
 		r.AddShard(s, plan, part)
 	}

@@ -82,7 +82,7 @@ image could not be mirrored.`,
 				if res != nil {
 					plan, items = res.Plan, res.Part
 				}
-				err = writeShardResult(shards.result, "mirror", part, mr, plan, items, err)
+				err = writeShardResult(shards.result, "mirror", part, mr, plan, items, nil, err)
 			}
 			return err
 		},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/shard"
 	"github.com/operator-publish/publish/internal/sign"
@@ -203,13 +204,14 @@ func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, repor
 	err = writeReport(reportFile, "run", mr, err)
 	if shardResult != "" {
 		var sr *pipeline.ShardRun
+		var verified map[string]model.Verification
 		if res != nil {
-			sr = res.Shard
+			sr, verified = res.Shard, res.Verified
 		}
 		if sr == nil {
 			sr = &pipeline.ShardRun{Part: o.Shard}
 		}
-		err = writeShardResult(shardResult, "run", sr.Part, mr, sr.Plan, sr.Items, err)
+		err = writeShardResult(shardResult, "run", sr.Part, mr, sr.Plan, sr.Items, verified, err)
 		if s, ok := o.Sign.(*sign.ImageSigner); ok && s != nil && err == nil {
 			if _, serr := signFile(s.Key, shardResultPath(shardResult, sr.Part)); serr != nil {
 				err = fmt.Errorf("--shard-result: %w", serr)

@@ -23,6 +23,7 @@ import (
 	"sort"
 
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/redact"
 	"github.com/operator-publish/publish/internal/scratch"
 	"github.com/operator-publish/publish/internal/shard"
@@ -66,6 +67,20 @@ type Image struct {
 	// Bytes is the image's size as the plan of a split sized it (its
 	// manifests, config and layers); absent outside a split.
 	Bytes int64 `json:"bytes,omitempty"`
+	// Verification is the outcome of the signature check of the image
+	// before it was copied (publish.yaml verify: model.Verification's
+	// Status, "verified", "unsigned", …); absent when none applied.
+	Verification string `json:"verification,omitempty"`
+}
+
+// AddVerification records the status of each image's signature check
+// (by source reference, as run's Result.Verified holds them).
+func (r *Report) AddVerification(verified map[string]model.Verification) {
+	for i := range r.Images {
+		if v, ok := verified[r.Images[i].Source]; ok {
+			r.Images[i].Verification = v.Status
+		}
+	}
 }
 
 // Summary counts a report's images by State.
