@@ -34,7 +34,7 @@ func (v *shardValue) Set(s string) error {
 
 func (f *shardFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.part, "shard", "copy only part I of N of the mirror work, split by destination repository and balanced by bytes (default: from GitLab's CI_NODE_INDEX/CI_NODE_TOTAL, Buildkite's or CircleCI's parallel-job variables; docs/scale-out.md)")
-	fs.StringVar(&f.result, "shard-result", "", "write this part's result (the image report with the plan digest, the part and its items, sealed by a sha256; docs/scale-out.md) as JSON to FILE, whatever the outcome; to shard-<I>-of-<N>.json in it when FILE is a directory. Without --shard (or the CI's variables) the run is part 1/1: it copies and commits nothing, merge-shards commits")
+	fs.StringVar(&f.result, "shard-result", "", "write this part's result (the image report with the plan digest, the part and its items, sealed by a sha256; docs/scale-out.md) as JSON to FILE, whatever the outcome; to shard-<I>-of-<N>.json in it when FILE is a directory. Without --shard (or the CI's variables) the run is part 1/1: it copies everything and commits nothing; merge-shards commits")
 }
 
 // get returns the part: --shard, else the CI's variables (shard.FromEnv),
