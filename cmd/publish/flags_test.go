@@ -115,6 +115,7 @@ func TestCommandFlags(t *testing.T) {
 			[]string{"kubeconfig", "context", "kube-timeout", "manifests-dir", "dry-run", "output"}),
 		"prune":   join(logGroup, dstGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], []string{"catalog-dir", "plan", "apply", "older-than", "lookup", "pull-request", "pr-branch", "forge", "forge-api-url", "forge-repo", "forge-token"}),
 		"version": join(logGroup),
+		"list":    join(logGroup, tlsGroup, catalogGroup[:len(catalogGroup)-2], []string{"cluster", "output"}),
 	}
 	root := newRootCmd()
 	for _, c := range root.Commands() {

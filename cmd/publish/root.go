@@ -53,7 +53,7 @@ func newRoot(inv *invocation) *cobra.Command {
 	withEnvHelp(root.PersistentFlags())
 	root.AddCommand(newRunCmd(inv), newMergeShardsCmd(inv), newPlanCmd(inv), newLintCmd(inv), newRenderCmd(inv), newVersionCmd(), newMirrorCmd(inv),
 		newPackageCmd(inv), newPushCmd(inv), newVerifyCmd(inv), newCreateCmd(inv), newAdoptCmd(inv), newStatusCmd(inv), newImportCmd(inv),
-		newCheckCmd(inv), newPruneCmd(inv))
+		newCheckCmd(inv), newPruneCmd(inv), newListCmd(inv))
 	return root
 }
 
