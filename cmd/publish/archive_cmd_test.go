@@ -24,6 +24,7 @@ func TestArchiveUsageErrors(t *testing.T) {
 		// The catalog flags of publish run apply to push --catalog too.
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--catalog", ".", "--commit-message-template", "{{.Nope"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--no-auth", "--username", "u"},
+		{"push", "x.tgz", "--dst-repo", "r.example.com", "--only", "a,,b"}, // an empty artifact name
 		{"create", "dir"}, // no --artifact
 		{"verify"},
 	} {

@@ -106,7 +106,7 @@ func TestCommandFlags(t *testing.T) {
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
-			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key"}),
+			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key", "only"}),
 		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
 		"verify": join(logGroup, []string{"key"}),
 		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "kube-timeout", "dry-run", "refresh-after", "refresh-catalog-operator"}),

@@ -33,6 +33,9 @@ type Image struct {
 	// Tag is the tag the image carries at the destination when Ref is
 	// pinned by digest only ("" otherwise): a bundle's ArtifactVersion tag.
 	Tag string
+	// Artifacts are the artifacts whose versions need the image
+	// (AnnotationArtifacts); none: the entry names no artifact.
+	Artifacts []string
 	// Platforms reduces an image index to these platforms (os/arch[/variant];
 	// a platform without variant matches every variant). Nil: the index
 	// whole, with its original digest.
