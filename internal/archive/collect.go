@@ -18,7 +18,7 @@ import (
 // image reads the manifest (and, for an index, every child manifest) of one
 // image and records its blobs. It returns the index.json entry.
 func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.Descriptor, ImageResult, error) {
-	ref, err := o.Parse(im.Ref)
+	ref, err := o.Read(im.Ref)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}

@@ -68,6 +68,10 @@ type PackageOptions struct {
 	Catalogs []Catalog
 	// Parse parses a reference (plain HTTP, say); nil: name.ParseReference.
 	Parse func(string) (name.Reference, error)
+	// Read parses a reference and returns where the image is read (a
+	// source mirror's copy: registry.Client.ReadReference); nil: Parse.
+	// The archive names every image, and its signatures, as Parse does.
+	Read func(string) (name.Reference, error)
 	// Remote are the options for reading the source registries (auth,
 	// transport).
 	Remote []remote.Option
@@ -186,6 +190,9 @@ func (c *collected) cacheFailed(err error) {
 func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult, error) {
 	if o.Parse == nil {
 		o.Parse = func(s string) (name.Reference, error) { return name.ParseReference(s) }
+	}
+	if o.Read == nil {
+		o.Read = o.Parse
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8

@@ -177,7 +177,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
-		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
+		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
 		Signatures: !o.Mirror.SkipSignatures,
 	})
