@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -113,7 +114,11 @@ func TestPushOnlySubset(t *testing.T) {
 	if len(ch.Listed) != 1 || !strings.Contains(ch.Listed[0], "alpha") || len(ch.Delisted)+len(ch.Upgraded)+len(ch.Relisted) != 0 {
 		t.Errorf("--only alpha: changes %+v", ch)
 	}
-	for _, p := range headChanges(t, site) {
+	changed := headChanges(t, site)
+	if !slices.ContainsFunc(changed, func(p string) bool { return strings.HasPrefix(p, "rendered/global/alpha/") }) {
+		t.Errorf("--only alpha rendered no file of alpha: %v", changed)
+	}
+	for _, p := range changed {
 		if strings.Contains(p, "tiny") || strings.Contains(p, "beta") {
 			t.Errorf("--only alpha changed %s", p)
 		}
