@@ -35,7 +35,8 @@ func (s *pushSubset) takes(artifact string) bool { return s.names == nil || s.na
 // (archive.AnnotationArtifacts). An entry that names no artifact (an
 // archive written before that annotation) is pushed unless it is the
 // bundle of an artifact outside the subset. Errors: a *FlagError for an
-// --only name the archive does not carry, listing those it carries.
+// --only name the archive does not carry, listing those it carries, and
+// for a subset that takes none of them (the cluster's selection).
 func (s *pushSubset) selectImages(c *archive.Contents) (func(archive.IndexEntry) bool, error) {
 	bundles := map[string]bool{}
 	for _, im := range c.Images {
@@ -69,6 +70,9 @@ func (s *pushSubset) selectImages(c *archive.Contents) (func(archive.IndexEntry)
 		if (len(s.only) == 0 || slices.Contains(s.only, n)) && s.sel.selects(n) {
 			s.names[n] = true
 		}
+	}
+	if len(s.names) == 0 && len(s.only) > 0 {
+		return nil, &FlagError{Flag: "--only", Err: fmt.Errorf("%s: cluster %s (publish.yaml clusters.%s include/exclude) selects none of them: nothing to push", strings.Join(s.only, ", "), s.sel.Name, s.sel.Name)}
 	}
 	if len(s.names) == 0 {
 		return nil, &FlagError{Flag: "--cluster", Err: fmt.Errorf("cluster %s (publish.yaml clusters.%s include/exclude) selects none of the artifacts the archive carries (%s): nothing to push", s.sel.Name, s.sel.Name, orNone(sortedKeys(carried)))}

@@ -171,4 +171,17 @@ func TestPushClusterSubset(t *testing.T) {
 			t.Errorf("cluster edge changed %s", p)
 		}
 	}
+	// A selection that takes nothing the archive carries pushes nothing.
+	_, err = Push(t.Context(), PushOptions{
+		Archive: out, Mirror: mirror.Options{DstRegistry: f.dst + "/other", PlainHTTP: true},
+		Options: Options{Catalog: catalogOpts(site)}, TempDir: t.TempDir(),
+		Selection: ClusterOptions{Name: "far", Include: []string{"zeta-*"}},
+	})
+	var fe *FlagError
+	if !errors.As(err, &fe) || fe.Flag != "--cluster" || !strings.Contains(err.Error(), "alpha, beta, tiny") {
+		t.Errorf("a selection of nothing: %v", err)
+	}
+	if _, err := remote.Head(mustRef(t, f.dst+"/other/beta/bundle:v1.0.0")); err == nil {
+		t.Errorf("pushed despite the error")
+	}
 }
