@@ -24,6 +24,9 @@ func TestArchiveUsageErrors(t *testing.T) {
 		// The catalog flags of publish run apply to push --catalog too.
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--catalog", ".", "--commit-message-template", "{{.Nope"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--no-auth", "--username", "u"},
+		{"push", "x.tgz", "--dst-repo", "r.example.com", "--only", "a,,b"},                                                   // an empty artifact name
+		{"mirror", "--image", "quay.io/a/b:v1", "--dst-registry", "r.example.com", "--source-mirror", "quay.io"},             // not FROM=TO
+		{"mirror", "--image", "quay.io/a/b:v1", "--dst-registry", "r.example.com", "--source-mirror", "https://quay.io=m.c"}, // a scheme is no prefix
 		{"create", "dir"}, // no --artifact
 		{"verify"},
 	} {

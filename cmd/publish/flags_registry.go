@@ -18,6 +18,9 @@ import (
 type srcRegistryFlags struct {
 	creds mirror.Credentials
 	hosts []string
+	// mirrors are --source-mirror FROM=TO (publish.yaml sourceMirrors),
+	// for the commands that registerMirrors.
+	mirrors []string
 	// pinned: hosts are the only hosts, even when empty (a pull request's
 	// base named no registry).
 	pinned bool
@@ -30,10 +33,24 @@ func (s *srcRegistryFlags) register(fs *pflag.FlagSet) {
 	secret(fs, "src-password")
 }
 
-// apply sets the source credentials and, with --src-registry, the hosts
-// they go to. Errors are usage errors naming the flag.
+// registerMirrors adds --source-mirror (run, mirror, package).
+func (s *srcRegistryFlags) registerMirrors(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&s.mirrors, "source-mirror", nil, "FROM=TO: read the images below the registry[/path] prefix FROM from TO (a central mirror holding copies), while manifests, records and the catalog keep FROM (repeatable; the longest FROM wins; TO gets --src-username/--src-password only when it is a --src-registry host, else the docker config's; default: publish.yaml sourceMirrors)")
+}
+
+// apply sets the source credentials, the source mirrors and, with
+// --src-registry, the hosts the credentials go to. Errors are usage errors
+// naming the flag.
 func (s *srcRegistryFlags) apply(o *mirror.Options) error {
 	o.Src = s.creds
+	o.SourceMirrors = nil
+	for _, v := range s.mirrors {
+		m, err := registry.ParseSourceMirror(v)
+		if err != nil {
+			return usagef("--source-mirror %v", err)
+		}
+		o.SourceMirrors = append(o.SourceMirrors, m)
+	}
 	if len(s.hosts) == 0 && !s.pinned {
 		return nil
 	}

@@ -93,7 +93,7 @@ func join(groups ...[]string) []string {
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
 		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
-			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result"}),
+			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result", "source-mirror"}),
 		"merge-shards": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
 			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "key", "shard-results"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
@@ -102,11 +102,11 @@ func TestCommandFlags(t *testing.T) {
 		"check":  join([]string{"config", "cluster"}, logGroup, dstGroup, tlsGroup, retryGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch", "registry", "format"}),
 		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),
 		"mirror": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, logGroup,
-			[]string{"base", "no-fetch", "image", "report", "shard", "shard-result"}),
+			[]string{"base", "no-fetch", "image", "report", "shard", "shard-result", "source-mirror"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], renderGroup, logGroup,
-			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures"}, signGroup),
+			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures", "source-mirror"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
-			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key"}),
+			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key", "only"}),
 		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
 		"verify": join(logGroup, []string{"key"}),
 		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "kube-timeout", "dry-run", "refresh-after", "refresh-catalog-operator"}),

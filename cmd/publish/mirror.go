@@ -91,6 +91,7 @@ image could not be mirrored.`,
 	source.register(fs)
 	dst.register(fs, "push access")
 	src.register(fs)
+	src.registerMirrors(fs)
 	tls.register(fs)
 	retry.register(fs)
 	cp.register(fs)

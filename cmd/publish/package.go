@@ -149,6 +149,7 @@ the images.`,
 	fs.StringVar(&o.Cache, "cache", "", "`DIR`: an OCI image layout kept between runs (created if missing; the output of crane pull --format oci works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
 	fs.BoolVar(&o.VerifyCache, "verify-cache", false, "hash every blob taken from --cache (a damaged one is read from the registry again); by default a cached blob of the right size is trusted, as it was checked when cached")
 	src.register(fs)
+	src.registerMirrors(fs)
 	tls.register(fs)
 	retry.register(fs)
 	catalog.readOnly = true

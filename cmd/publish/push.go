@@ -63,10 +63,18 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		ref, _ := p.oci.resolve(inv.config, cluster)
 		return ref
 	}
+	for _, n := range o.Only {
+		if n == "" {
+			return usagef("--only: an empty artifact name; give --only NAME[,NAME...] (spec.artifact of the PackageManifests)")
+		}
+	}
 	if p.catalog.url != "" && !o.SkipCRs {
 		// The render and commit half of publish run, wired as run.
 		rs, err := p.r.resolve(inv.config)
 		if err != nil {
+			return err
+		}
+		if err := p.selection(rs); err != nil {
 			return err
 		}
 		po := &o.Options
@@ -84,6 +92,14 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		}
 	} else if o.SkipPush {
 		return usagef("--skip-push needs --catalog: it renders and commits the catalog only")
+	} else if inv.given("cluster") {
+		rs, err := p.r.resolve(inv.config)
+		if err != nil {
+			return err
+		}
+		if err := p.selection(rs); err != nil {
+			return err
+		}
 	}
 	s, err := p.sign.signer()
 	if err != nil {
@@ -94,6 +110,15 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 	}
 	o.Options.Log = inv.log
 	return nil
+}
+
+// selection takes the artifact selection of the cluster rs
+// (publish.yaml clusters.<cluster>.include/exclude) as the push's subset,
+// as publish run selects the cluster's artifacts. Errors: a pattern
+// path.Match refuses, naming publish.yaml.
+func (p *pushCmd) selection(rs renderSettings) error {
+	p.o.Selection = pipeline.ClusterOptions{Name: rs.Cluster, Include: rs.Include, Exclude: rs.Exclude}
+	return pipeline.CheckSelection(p.o.Selection)
 }
 
 func (p *pushCmd) command(inv *invocation) *cobra.Command {
@@ -119,7 +144,12 @@ An archive made with publish package --catalog carries the OCI catalog of a
 cluster: --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.<cluster>.oci)
 pushes it there with the images (tag default: the cluster name), for a site
 with a registry and no Git server. With --catalog, the catalog rendered here
-is pushed to --oci instead. --key PUBLIC.pem checks the archive's signature
+is pushed to --oci instead.
+
+One archive serves several sites: --only NAME[,NAME...] pushes the images
+of these artifacts only, and --cluster C (with publish.yaml) those that
+clusters.C.include/exclude select; the catalog change then lists and
+delists that subset only. --key PUBLIC.pem checks the archive's signature
 (FILE.tgz.sigstore.json) before anything is pushed; --cosign-key signs the
 OCI catalog pushed to --oci.`,
 		Args: cobra.ExactArgs(1),
@@ -155,6 +185,7 @@ OCI catalog pushed to --oci.`,
 	fs.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once, each buffered in a temporary file (the disk holds at most jobs+1 blobs); not --concurrency of run and mirror, which bounds every registry operation of a copy together")
 	fs.BoolVar(&o.SkipPush, "skip-push", false, "push no image: render and commit the catalog only (violet --skip-push)")
 	fs.BoolVar(&o.SkipCRs, "skip-crs", false, "push images only, no catalog (violet --skip-crs)")
+	fs.StringSliceVar(&o.Only, "only", nil, "push and publish these artifacts only (spec.artifact names; repeatable or comma-separated): their images, and a catalog change listing theirs only, every other artifact kept as the catalog has it")
 	p.catalog.register(fs, "push", "catalog Git repo (URL or local path): render and commit it after the push (publish.yaml's catalog does not switch this on)")
 	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
 	p.commit.register(fs)

@@ -181,6 +181,7 @@ are delisted (present: false), never deleted.`,
 		},
 	}
 	p.register(cmd, true)
+	p.src.registerMirrors(cmd.Flags())
 	fs := cmd.Flags()
 	shards.register(fs)
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a source without any manifest to delist every artifact")

@@ -55,6 +55,11 @@ const (
 	// entry signs or attests (its subject, or the digest its cosign tag
 	// names).
 	AnnotationSubject = "io.operator-publish.subject"
+	// AnnotationArtifacts, on a bundle or related image entry, lists
+	// (comma-separated, sorted) the artifacts (PackageManifest
+	// spec.artifact names) whose packaged versions need the image:
+	// publish push --only and --cluster push the images of a subset.
+	AnnotationArtifacts = "io.operator-publish.artifacts"
 )
 
 // Kinds of index.json entries (AnnotationKind).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -17,7 +18,7 @@ import (
 // image reads the manifest (and, for an index, every child manifest) of one
 // image and records its blobs. It returns the index.json entry.
 func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.Descriptor, ImageResult, error) {
-	ref, err := o.Parse(im.Ref)
+	ref, err := o.Read(im.Ref)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
@@ -49,6 +50,11 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 	}
 	if res.Reduced {
 		d.Annotations[AnnotationSourceDigest] = res.SourceDigest
+	}
+	if len(im.Artifacts) > 0 {
+		names := append([]string(nil), im.Artifacts...)
+		sort.Strings(names)
+		d.Annotations[AnnotationArtifacts] = strings.Join(slices.Compact(names), ",")
 	}
 	return d, res, nil
 }

@@ -43,6 +43,17 @@ func (e IndexEntry) CatalogLocations() []string {
 	return strings.Split(v, ",")
 }
 
+// Artifacts are the artifacts whose packaged versions need the image of
+// an entry (AnnotationArtifacts), nil when the entry names none (a
+// signature, an OCI catalog, or an archive written before the annotation).
+func (e IndexEntry) Artifacts() []string {
+	v := e.Desc.Annotations[AnnotationArtifacts]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
 // Manifest is an image manifest or index stored in an archive.
 type Manifest struct {
 	Raw       []byte

@@ -30,6 +30,15 @@ type PushOptions struct {
 	// PushResult.CatalogsLeft. Its error (as Map's) stops the push before
 	// anything is uploaded, as a *MapError.
 	MapCatalog func(e IndexEntry, images []IndexEntry) (name.Reference, error)
+	// Select, when set, is called once the archive's index.json and
+	// PackageManifests are read, before anything is uploaded: keep says
+	// which bundle and related image entries are pushed (a subset for one
+	// site: push --only, --cluster). A signature goes with the images it
+	// signs; OCI catalogs are MapCatalog's. The images left out are
+	// reported in PushResult.Left, their blobs are checked but not
+	// uploaded. Its error stops the push as a *MapError. nil pushes every
+	// image.
+	Select func(c *Contents) (keep func(IndexEntry) bool, err error)
 	// Remote are the options for the destination registry (auth, transport).
 	Remote []remote.Option
 	// Jobs bounds the blobs uploaded at once (default 4); each waits in a
@@ -72,6 +81,9 @@ type PushResult struct {
 	SHA256       string
 	Checksum     bool // a FILE.sha256 was there and matched
 	Contents     *Contents
+	// Left are the source references of the images Select left out, in
+	// index.json order.
+	Left []string
 	// CatalogsLeft are the clusters whose OCI catalog the archive carries
 	// and MapCatalog gave no reference for: not pushed.
 	CatalogsLeft []string
@@ -189,6 +201,15 @@ type pusher struct {
 // dest maps every index.json entry once.
 func (p *pusher) dest() error {
 	p.once.Do(func() {
+		keep := func(IndexEntry) bool { return true }
+		if p.o.Select != nil {
+			k, err := p.o.Select(p.c)
+			if err != nil {
+				p.mapErr = &MapError{Err: err}
+				return
+			}
+			keep = k
+		}
 		first := ""
 		for _, im := range p.c.Images {
 			if im.Catalog != "" {
@@ -207,6 +228,11 @@ func (p *pusher) dest() error {
 				p.dsts = append(p.dsts, d)
 				continue
 			}
+			if im.Subject == "" && !keep(im) {
+				p.res.Left = append(p.res.Left, im.Ref)
+				p.dsts = append(p.dsts, nil)
+				continue
+			}
 			if first == "" {
 				first = im.Ref
 			}
@@ -220,11 +246,34 @@ func (p *pusher) dest() error {
 			}
 			p.dsts = append(p.dsts, d)
 		}
+		if p.o.Select != nil {
+			p.dropSignatures()
+		}
 		if p.o.Check != nil && !p.o.SkipPush && first != "" {
 			p.mapErr = p.o.Check(first)
 		}
 	})
 	return p.mapErr
+}
+
+// dropSignatures leaves out each signature entry none of whose subject's
+// owners (the images that need the manifest they sign) is pushed.
+func (p *pusher) dropSignatures() {
+	for i, im := range p.c.Images {
+		if im.Subject == "" || p.dsts[i] == nil {
+			continue
+		}
+		pushed := false
+		for _, o := range p.c.Owners[im.Subject] {
+			if p.c.Images[o].Subject == "" && p.dsts[o] != nil {
+				pushed = true
+				break
+			}
+		}
+		if !pushed {
+			p.dsts[i] = nil
+		}
+	}
 }
 
 // precheck asks the destination, for every blob and repository, whether it

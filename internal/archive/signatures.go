@@ -63,8 +63,9 @@ func (c *collected) signatures(ctx context.Context, o PackageOptions, imgs []Ima
 // sigSubject is one stored image whose signatures are looked for: its
 // source repository and the digests signatures may name.
 type sigSubject struct {
-	repo    name.Repository
-	digests []v1.Hash // the image's own digest first (unless reduced), then its children
+	repo    name.Repository // where it is read (PackageOptions.Read)
+	named   name.Repository // how the archive names it (PackageOptions.Parse)
+	digests []v1.Hash       // the image's own digest first (unless reduced), then its children
 }
 
 // sigSubjects returns the subject of each image of imgs, in order: its
@@ -79,7 +80,11 @@ func (c *collected) sigSubjects(o PackageOptions, imgs []ImageResult, out *sigSe
 		if err != nil {
 			return nil, err
 		}
-		s := sigSubject{repo: ref.Context()}
+		read, err := o.Read(im.Ref)
+		if err != nil {
+			return nil, err
+		}
+		s := sigSubject{repo: read.Context(), named: ref.Context()}
 		if im.Reduced {
 			out.warnings = append(out.warnings, fmt.Sprintf("%s: --platforms reduced the image index to a new digest, so the signatures of its source digest %s are not carried (each platform's are)", im.Ref, im.SourceDigest))
 		} else {
@@ -156,11 +161,12 @@ func (sf *sigFinder) warn(s string) {
 	sf.out.warnings = append(sf.out.warnings, s)
 }
 
-// store records the signature manifest ref (a tag or digest of repo)
-// and what it names: its manifest and blobs in the collection, and an
-// entry signing subj. A manifest that is neither an image nor an index is
+// store records the signature manifest ref (a tag or digest of repo,
+// where it is read) and what it names: its manifest and blobs in the
+// collection, and an entry named named (the same tag or digest of the
+// image's own repository) signing subj. A manifest that is neither an image nor an index is
 // a warning, not an error. The error is that of reading or storing it.
-func (sf *sigFinder) store(ctx context.Context, repo name.Repository, ref name.Reference, subj v1.Hash) error {
+func (sf *sigFinder) store(ctx context.Context, repo name.Repository, ref name.Reference, named string, subj v1.Hash) error {
 	raw, mt, h, err := sf.c.get(ctx, ref)
 	if err != nil {
 		return err
@@ -169,13 +175,13 @@ func (sf *sigFinder) store(ctx context.Context, repo name.Repository, ref name.R
 		sf.warn(fmt.Sprintf("%s: a signature of media type %s, neither an image manifest nor an index: not carried", ref, mt))
 		return nil
 	}
-	d, err := sf.c.add(ctx, repo, raw, mt, ref.String(), 0)
+	d, err := sf.c.add(ctx, repo, raw, mt, named, 0)
 	if err != nil {
 		return err
 	}
 	d.Digest = h
-	d.Annotations = map[string]string{AnnotationRefName: ref.String(), AnnotationSource: ref.String(), AnnotationKind: KindSignature, AnnotationSubject: subj.String()}
-	sf.add(sigEntry{ref: ref.String(), subject: subj.String(), desc: d})
+	d.Annotations = map[string]string{AnnotationRefName: named, AnnotationSource: named, AnnotationKind: KindSignature, AnnotationSubject: subj.String()}
+	sf.add(sigEntry{ref: named, subject: subj.String(), desc: d})
 	return nil
 }
 
@@ -199,7 +205,7 @@ func (sf *sigFinder) find(ctx context.Context, o PackageOptions, s sigSubject) e
 				return fail("reading the referrers of "+d.String(), err)
 			}
 			for _, r := range im.Manifests {
-				if err := sf.store(ctx, s.repo, s.repo.Digest(r.Digest.String()), d); err != nil {
+				if err := sf.store(ctx, s.repo, s.repo.Digest(r.Digest.String()), s.named.Digest(r.Digest.String()).String(), d); err != nil {
 					return fail("referrer "+r.Digest.String(), err)
 				}
 			}
@@ -215,7 +221,7 @@ func (sf *sigFinder) find(ctx context.Context, o PackageOptions, s sigSubject) e
 			if !have[tag] {
 				continue
 			}
-			if err := sf.store(ctx, s.repo, s.repo.Tag(tag), d); err != nil {
+			if err := sf.store(ctx, s.repo, s.repo.Tag(tag), s.named.Tag(tag).String(), d); err != nil {
 				if registry.IsNotFound(err) {
 					continue // deleted since the listing
 				}

@@ -33,6 +33,9 @@ type Image struct {
 	// Tag is the tag the image carries at the destination when Ref is
 	// pinned by digest only ("" otherwise): a bundle's ArtifactVersion tag.
 	Tag string
+	// Artifacts are the artifacts whose versions need the image
+	// (AnnotationArtifacts); none: the entry names no artifact.
+	Artifacts []string
 	// Platforms reduces an image index to these platforms (os/arch[/variant];
 	// a platform without variant matches every variant). Nil: the index
 	// whole, with its original digest.
@@ -65,6 +68,10 @@ type PackageOptions struct {
 	Catalogs []Catalog
 	// Parse parses a reference (plain HTTP, say); nil: name.ParseReference.
 	Parse func(string) (name.Reference, error)
+	// Read parses a reference and returns where the image is read (a
+	// source mirror's copy: registry.Client.ReadReference); nil: Parse.
+	// The archive names every image, and its signatures, as Parse does.
+	Read func(string) (name.Reference, error)
 	// Remote are the options for reading the source registries (auth,
 	// transport).
 	Remote []remote.Option
@@ -183,6 +190,9 @@ func (c *collected) cacheFailed(err error) {
 func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult, error) {
 	if o.Parse == nil {
 		o.Parse = func(s string) (name.Reference, error) { return name.ParseReference(s) }
+	}
+	if o.Read == nil {
+		o.Read = o.Parse
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8

@@ -44,13 +44,16 @@ type Config struct {
 	DstRegistry   string `yaml:"dstRegistry,omitempty"`
 	// SrcRegistries are the source registries (host[:port]) that may
 	// receive the source credentials (--src-registry).
-	SrcRegistries    []string `yaml:"srcRegistries,omitempty"`
-	PlainHTTP        *bool    `yaml:"plainHTTP,omitempty"`
-	CAFile           string   `yaml:"caFile,omitempty"`
-	Namespace        string   `yaml:"namespace,omitempty"`
-	Library          string   `yaml:"library,omitempty"`
-	ImagePullSecrets []string `yaml:"imagePullSecrets,omitempty"`
-	Concurrency      *int     `yaml:"concurrency,omitempty"`
+	SrcRegistries []string `yaml:"srcRegistries,omitempty"`
+	// SourceMirrors move the reads of the source images to registries
+	// holding copies of them (--source-mirror): run, mirror and package.
+	SourceMirrors    []SourceMirror `yaml:"sourceMirrors,omitempty"`
+	PlainHTTP        *bool          `yaml:"plainHTTP,omitempty"`
+	CAFile           string         `yaml:"caFile,omitempty"`
+	Namespace        string         `yaml:"namespace,omitempty"`
+	Library          string         `yaml:"library,omitempty"`
+	ImagePullSecrets []string       `yaml:"imagePullSecrets,omitempty"`
+	Concurrency      *int           `yaml:"concurrency,omitempty"`
 
 	// Lint re-grades rules and waives known findings (docs/lint-rules.md).
 	Lint lint.Config `yaml:"lint,omitempty"`
@@ -323,6 +326,9 @@ func Parse(path string, data []byte) (*Config, error) {
 	default:
 		return nil, &Error{Path: path, Line: topKeyLine(data, "forge"), Msg: fmt.Sprintf("forge.kind: %q is not one of github, gitlab, gitea", c.Forge.Kind)}
 	}
+	if err := checkSourceMirrors(path, data, c); err != nil {
+		return nil, err
+	}
 	if err := loadVerify(path, data, c.Verify); err != nil {
 		return nil, err
 	}
@@ -440,6 +446,7 @@ func (c *Config) Values() map[string]string {
 	// read by the commands that serve several, not a --cluster value.
 	set("dst-registry", c.DstRegistry)
 	set("src-registry", strings.Join(c.SrcRegistries, ","))
+	set("source-mirror", c.sourceMirrorValue())
 	if c.PlainHTTP != nil {
 		set("plain-http", strconv.FormatBool(*c.PlainHTTP))
 	}

@@ -38,7 +38,8 @@ func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error 
 	g.SetLimit(8)
 	for _, v := range vs {
 		g.Go(func() error {
-			b, err := bundle.Fetch(gctx, v.Ref(), mc.SrcOptions()...)
+			read := mc.ReadRef(v.Ref()) // a source mirror's copy, or the reference
+			b, err := bundle.Fetch(gctx, read, mc.SrcOptions()...)
 			if err == nil {
 				v.SetContent(BundleContent(b))
 				return nil
@@ -49,7 +50,7 @@ func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error 
 				v.SetReadErr(err)
 				return nil
 			}
-			host := strings.SplitN(v.Ref(), "/", 2)[0]
+			host := strings.SplitN(read, "/", 2)[0]
 			mu.Lock()
 			defer mu.Unlock()
 			failed = append(failed, &readError{v: v, err: mc.Describe("reading bundle "+v.Ref(), host, errors.Unwrap(err))})

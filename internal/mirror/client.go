@@ -90,6 +90,10 @@ type Options struct {
 	// lines (nil: the system clock).
 	Logger *slog.Logger
 	Clock  registry.Clock
+	// SourceMirrors move the reads of source images to registries that
+	// hold copies of them, the references staying as they are
+	// (registry.SourceMirror; --source-mirror, publish.yaml sourceMirrors).
+	SourceMirrors []registry.SourceMirror
 }
 
 // Client holds the transport and credentials for one run.
@@ -147,7 +151,7 @@ func New(o Options) (*Client, error) {
 		CAFile: o.CAFile, Insecure: o.Insecure, PlainHTTP: o.PlainHTTP, PlainHTTPHosts: o.PlainHTTPHosts,
 		HTTP1: o.HTTP1, Retry: o.Retry, Timeout: o.Timeout, MaxConnsPerHost: 2*o.Concurrency + 8,
 		Src: o.Src, Dst: o.Dst, SrcHosts: o.SrcHosts, DstHost: c.dstHost, Flags: flags,
-		Logger: o.Logger, Clock: clock,
+		Logger: o.Logger, Clock: clock, SourceMirrors: o.SourceMirrors,
 		Sleep: func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) },
 	})
 	if err != nil {
@@ -169,6 +173,17 @@ func (c *Client) DstHost() string { return c.dstHost }
 func (c *Client) ParseReference(ref string) (name.Reference, error) {
 	return c.reg.ParseReference(ref)
 }
+
+// ReadReference parses a source reference and returns where it is read
+// from: through the source mirrors (Options.SourceMirrors), else the
+// reference itself (registry.Client.ReadReference). The reference given
+// stays the name of the image everywhere else (Destination, records).
+func (c *Client) ReadReference(ref string) (name.Reference, error) {
+	return c.reg.ReadReference(ref)
+}
+
+// ReadRef is ReadReference as a string (registry.Client.ReadRef).
+func (c *Client) ReadRef(ref string) string { return c.reg.ReadRef(ref) }
 
 // Destination maps a source reference to the destination: the host is
 // replaced by the destination host and the destination prefix is put before

@@ -577,6 +577,12 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 	if err != nil {
 		return fail(true, err)
 	}
+	// read is where src is read (a source mirror's copy, or src): the
+	// destination and the result keep src.
+	read, err := e.c.ReadReference(ref)
+	if err != nil {
+		return fail(true, err)
+	}
 	dst, err := e.c.Destination(src)
 	if err != nil {
 		return fail(true, err)
@@ -593,12 +599,12 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 			return fail(true, err)
 		}
 	} else {
-		sd, err := e.head(ctx, st, src, registry.Source)
+		sd, err := e.head(ctx, st, read, registry.Source)
 		if err != nil {
-			return fail(false, e.c.Describe("reading from source", src.Context().RegistryStr(), err))
+			return fail(false, e.c.Describe("reading from source", read.Context().RegistryStr(), err))
 		}
 		if sd == nil {
-			return fail(true, e.c.Describe("reading from source", src.Context().RegistryStr(), notFound(src)))
+			return fail(true, e.c.Describe("reading from source", read.Context().RegistryStr(), notFound(read)))
 		}
 		digest = sd.Digest
 	}
@@ -611,7 +617,7 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 	if dd != nil && dd.Digest == digest {
 		res.Skipped = true
 	} else {
-		children, err = e.copyManifest(ctx, st, src.Context(), dst.Context(), digest, dst)
+		children, err = e.copyManifest(ctx, st, read.Context(), dst.Context(), digest, dst)
 		if err == nil {
 			err = e.verify(ctx, st, dst, digest, children)
 		}
@@ -626,7 +632,7 @@ func (e *engine) copyImage(ctx context.Context, ref, tag string) (*Result, error
 		}
 	}
 	if !e.c.opts.SkipSignatures {
-		if err := e.signatures(ctx, st, src.Context(), dst.Context(), append([]v1.Hash{digest}, children...)); err != nil {
+		if err := e.signatures(ctx, st, read.Context(), dst.Context(), append([]v1.Hash{digest}, children...)); err != nil {
 			return fail(false, e.c.Describe("copying signatures", dst.Context().RegistryStr(), err))
 		}
 	}

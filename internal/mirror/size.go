@@ -15,7 +15,7 @@ import (
 // Errors are the registry's, described with the client's flags
 // (Describe), naming ref.
 func (c *Client) SourceBytes(ctx context.Context, ref string) (int64, error) {
-	r, err := c.ParseReference(ref)
+	r, err := c.ReadReference(ref)
 	if err != nil {
 		return 0, err
 	}

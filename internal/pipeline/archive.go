@@ -12,6 +12,7 @@ import (
 	"github.com/operator-publish/publish/internal/scratch"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -176,7 +177,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
-		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Remote: mc.SrcOptions(),
+		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
 		Signatures: !o.Mirror.SkipSignatures,
 	})
@@ -265,6 +266,16 @@ type PushOptions struct {
 	// leaves it in the archive. With the catalog (Options.Catalog) the
 	// site renders and pushes its own (Options.OCI) instead.
 	OCI func(cluster string) string
+	// Only, when set, restricts the push to these artifacts (spec.artifact
+	// names; push --only): their images only are pushed, and the catalog
+	// change lists and delists theirs only, every other artifact keeping
+	// what the catalog's state has. A name the archive carries no images
+	// of is a *FlagError.
+	Only []string
+	// Selection restricts the push in the same way to the artifacts a
+	// cluster's selection takes (its Include and Exclude, publish.yaml
+	// clusters.<name>; push --cluster); none: every artifact.
+	Selection ClusterOptions
 }
 
 // PushResult is what Push did: the push, and the catalog run (nil without
@@ -308,6 +319,11 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		opts = append(opts, remote.WithAuthFromKeychain(anonymous{}))
 	}
 	catalog := o.Options.Catalog.URL != "" && !o.SkipCRs
+	sub := &pushSubset{only: o.Only, sel: o.Selection}
+	var sel func(c *archive.Contents) (func(archive.IndexEntry) bool, error)
+	if !sub.whole() {
+		sel = sub.selectImages
+	}
 	check := mc.CheckDestination
 	if o.NoAuth {
 		check = nil
@@ -335,7 +351,7 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 			}
 			return tag, nil
 		},
-		Check:  check,
+		Check: check, Select: sel,
 		Remote: opts, Jobs: o.Jobs, TempDir: o.TempDir, SkipPush: o.SkipPush,
 		Limits: o.Limits, Progress: o.Progress,
 	})
@@ -343,7 +359,10 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		var re *archive.RegistryError
 		var ee *archive.EntryError
 		var me *archive.MapError
+		var fe *FlagError
 		switch {
+		case errors.As(err, &fe):
+			return nil, fe // --only, --cluster: nothing pushed
 		case errors.As(err, &me):
 			return nil, inputErr(err) // the archive has no place at this destination
 		case errors.As(err, &re):
@@ -382,7 +401,10 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	if !catalog {
 		return res, nil
 	}
-	cr, err := publishArchive(ctx, o, mc, opts, pr)
+	if len(pr.Left) > 0 {
+		o.Options.logf("push: %d images of artifacts outside %s left in the archive", len(pr.Left), sub.describe())
+	}
+	cr, err := publishArchive(ctx, o, mc, opts, pr, sub)
 	res.Catalog = cr
 	return res, err
 }
@@ -400,7 +422,7 @@ func describePush(mc *mirror.Client, err error) error {
 
 // publishArchive is the render and commit half of `publish run`, fed by the
 // archive's PackageManifests and the push's digests.
-func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstOpts []remote.Option, pr *archive.PushResult) (*Result, error) {
+func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstOpts []remote.Option, pr *archive.PushResult, sub *pushSubset) (*Result, error) {
 	o := po.Options
 	tmp, err := scratch.MkdirTemp(po.TempDir, "archive-packages")
 	if err != nil {
@@ -462,6 +484,8 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	for _, v := range vs {
 		m := v.Manifest
 		switch {
+		case !sub.takes(m.Artifact):
+			continue // outside the subset: kept as the state has it, below
 		case inArchive[m.Spec.Artifact]:
 			v.Changed = true
 		case v.Changed:
@@ -480,7 +504,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	if err != nil {
 		return res, err
 	}
-	current := p.current
+	current := append(p.current, sub.outside(state.Artifacts)...)
 	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt, dstOpts: dstOpts}, sc, current, res)
 }
 
@@ -527,8 +551,8 @@ func (o *Options) sourceCommit() (commit, origin string) {
 // holds: each related image and bundle once per reference and tag (a bundle
 // pinned by digest gets its ArtifactVersion tag, as in publish run), with
 // the platforms of every manifest that names it (platforms, or the
-// manifests' spec.arch for PlatformsFromSpec; none: the whole index),
-// sorted by reference.
+// manifests' spec.arch for PlatformsFromSpec; none: the whole index) and
+// the artifacts that need it, sorted by reference.
 func archiveImages(selected []*model.Version, platforms []string) []archive.Image {
 	// One image entry per reference; the platforms of every manifest that
 	// names it.
@@ -538,7 +562,7 @@ func archiveImages(selected []*model.Version, platforms []string) []archive.Imag
 	}
 	byRef := map[string]*entry{}
 	var refs []string
-	add := func(ref, tag string, isBundle bool, arch []string) {
+	add := func(ref, tag string, isBundle bool, arch []string, artifact string) {
 		k := ref + "\x00" + tag
 		e, ok := byRef[k]
 		if !ok {
@@ -547,6 +571,9 @@ func archiveImages(selected []*model.Version, platforms []string) []archive.Imag
 			refs = append(refs, k)
 		}
 		e.img.Bundle = e.img.Bundle || isBundle
+		if !slices.Contains(e.img.Artifacts, artifact) {
+			e.img.Artifacts = append(e.img.Artifacts, artifact)
+		}
 		plats := platforms
 		if len(plats) == 1 && plats[0] == PlatformsFromSpec {
 			plats = arch
@@ -561,7 +588,7 @@ func archiveImages(selected []*model.Version, platforms []string) []archive.Imag
 	for _, v := range selected {
 		m := v.Manifest
 		for _, r := range v.Images {
-			add(r, "", false, m.Spec.Arch)
+			add(r, "", false, m.Spec.Arch, m.Artifact)
 		}
 		// A bundle pinned by digest gets its ArtifactVersion tag at the
 		// destination, as in `publish run`.
@@ -569,7 +596,7 @@ func archiveImages(selected []*model.Version, platforms []string) []archive.Imag
 		if !hasTag(m.Spec.Artifact) {
 			tag = m.Tag()
 		}
-		add(m.Spec.Artifact, tag, true, m.Spec.Arch)
+		add(m.Spec.Artifact, tag, true, m.Spec.Arch, m.Artifact)
 	}
 	sort.Strings(refs)
 	var images []archive.Image

@@ -27,7 +27,7 @@ type describedImages struct {
 
 func newDescribedImages(mc *mirror.Client) *describedImages {
 	return &describedImages{
-		ImageChecker: lint.RegistryChecker{Parse: mc.ParseReference, Options: mc.SrcOptions()},
+		ImageChecker: lint.RegistryChecker{Parse: mc.ReadReference, Options: mc.SrcOptions()},
 		mc:           mc, failed: map[string]error{},
 	}
 }
@@ -39,7 +39,7 @@ func (d *describedImages) Platforms(ctx context.Context, ref string) ([]string, 
 		return p, err
 	}
 	host := strings.SplitN(ref, "/", 2)[0]
-	if r, perr := d.mc.ParseReference(ref); perr == nil {
+	if r, perr := d.mc.ReadReference(ref); perr == nil {
 		host = r.Context().RegistryStr()
 	}
 	err = d.mc.Describe("checking image "+ref, host, err)

@@ -32,6 +32,17 @@ type ImageVerifier interface {
 	Unmatched(refs []string) (file string, entries []config.VerifyEntry)
 }
 
+// verifyAt verifies ref read at read (a source mirror's copy of it) when
+// iv can (internal/verify's VerifyAt), else ref where it is.
+func verifyAt(ctx context.Context, iv ImageVerifier, ref, read string, opts []remote.Option) model.Verification {
+	if rv, ok := iv.(interface {
+		VerifyAt(ctx context.Context, ref, read string, opts []remote.Option) model.Verification
+	}); ok {
+		return rv.VerifyAt(ctx, ref, read, opts)
+	}
+	return iv.Verify(ctx, ref, opts)
+}
+
 // ImageSigner signs an image publish pushed (the OCI catalog artifact):
 // internal/sign's Key, known here only through this interface like
 // ImageVerifier. Sign returns a description of what it wrote, for the
@@ -110,7 +121,12 @@ func verifyStage(ctx context.Context, iv ImageVerifier, mc *mirror.Client, vs []
 		}
 		seen[t.ref] = true
 		g.Go(func() error {
-			r := iv.Verify(gctx, t.ref, mc.SrcOptions())
+			var r model.Verification
+			if read := mc.ReadRef(t.ref); read != t.ref {
+				r = verifyAt(gctx, iv, t.ref, read, mc.SrcOptions())
+			} else {
+				r = iv.Verify(gctx, t.ref, mc.SrcOptions())
+			}
 			mu.Lock()
 			results[t.ref] = r
 			mu.Unlock()

@@ -111,6 +111,9 @@ type Options struct {
 	// UserAgent is sent with every request (default "operator-publish
 	// (go-containerregistry)").
 	UserAgent string
+	// SourceMirrors move the reads of source images to the registries
+	// that hold copies of them (ReadReference; --source-mirror).
+	SourceMirrors []SourceMirror
 }
 
 // Client is the registry access of one run: safe for concurrent use.
@@ -124,6 +127,7 @@ type Client struct {
 	log       *slog.Logger
 	clock     Clock
 	mon       *monitor
+	mirrors   sourceMirrors
 }
 
 // New validates o and returns a Client. Errors name the flags of
@@ -191,6 +195,9 @@ func New(o Options) (*Client, error) {
 		c.dstReg = reg.RegistryStr()
 	}
 	c.keychain = kc
+	if c.mirrors, err = newSourceMirrors(o.SourceMirrors); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -273,15 +273,27 @@ func (v *Verifier) Covers(ref string) bool {
 // any of its signatures from being read, when no signature verified, is
 // unsigned with the failure in Err (no verdict: the caller stops with it).
 func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option) model.Verification {
+	return v.VerifyAt(ctx, ref, ref, opts)
+}
+
+// VerifyAt is Verify of ref read at read: the policy entry is that of
+// ref (the image's name), the image and its signatures are read at read
+// (a source mirror's copy of it, registry.Client.ReadRef). A read that
+// does not parse is reported as ref not parsing: not verified.
+func (v *Verifier) VerifyAt(ctx context.Context, ref, read string, opts []remote.Option) model.Verification {
 	out := model.Verification{Image: ref, Status: model.VerifyNotRequired}
 	if v == nil {
 		return out
 	}
-	r, err := name.ParseReference(ref)
+	named, err := name.ParseReference(ref)
 	if err != nil {
 		return out
 	}
-	e := v.lookup(r.Context().Name())
+	r, err := name.ParseReference(read)
+	if err != nil {
+		return out
+	}
+	e := v.lookup(named.Context().Name())
 	if e == nil || e.cfg.Mode == config.VerifyOff {
 		if e != nil {
 			out.Policy = e.where
