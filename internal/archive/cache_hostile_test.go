@@ -7,9 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -282,36 +284,58 @@ func TestPackageCacheUnwritable(t *testing.T) {
 	}
 }
 
+// diskFullEnv carries, to the child process of TestPackageCacheDiskFull,
+// the cache directory and the images (JSON) to package under a file size
+// limit.
+const diskFullEnv = "PUBLISH_TEST_DISKFULL"
+
+// diskFullResult is what the child reports of its Package.
+type diskFullResult struct {
+	SHA256          string
+	CacheAdded      int
+	Blobs           int
+	CacheErr, Error string
+}
+
 // TestPackageCacheDiskFull: writes into the cache fail half-way (a file
 // size limit, as a full disk would): the archive is the same, no blob that
 // was not written whole is renamed into place, no temporary file is left,
 // and the result says so. The next run, with room, completes the cache.
+// The limit is set in a child process (this test binary run again for
+// this test alone): a limit on this process would also fail the writes of
+// the test framework's own log.
 func TestPackageCacheDiskFull(t *testing.T) {
+	if arg := os.Getenv(diskFullEnv); arg != "" {
+		diskFullChild(arg)
+		return
+	}
 	f := newCacheFixture(t)
 	c, err := OpenCache(filepath.Join(t.TempDir(), "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		testenv.Skip(t, "getrlimit RLIMIT_FSIZE: ", err)
-	}
-	// Manifests and small blobs fit, layers of 1 KiB and more do not.
-	lim := old
-	lim.Cur = 1000
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		testenv.Skip(t, "setrlimit RLIMIT_FSIZE: ", err)
-	}
-	res, err := Package(ctx(t), io.Discard, PackageOptions{Images: f.images, Level: DefaultLevel, Cache: c})
-	syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)
+	arg, _ := json.Marshal(map[string]any{"cache": c.Dir(), "images": f.images})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPackageCacheDiskFull$")
+	cmd.Env = append(os.Environ(), diskFullEnv+"="+string(arg))
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the child: %v\n%s", err, out)
+	}
+	var res diskFullResult
+	if err := json.Unmarshal(out[:bytes.IndexByte(out, '\n')], &res); err != nil {
+		if strings.Contains(string(out), "skip:") {
+			testenv.Skip(t, strings.TrimSpace(string(out)))
+		}
+		t.Fatalf("the child said %q: %v", out, err)
+	}
+	if res.Error != "" {
+		t.Fatal(res.Error)
 	}
 	if res.SHA256 != f.plain {
 		t.Errorf("the archive differs when the cache cannot be written")
 	}
-	if res.CacheErr == nil || res.CacheAdded == 0 || res.CacheAdded >= res.Blobs {
-		t.Errorf("disk full: %d of %d blobs added, error %v", res.CacheAdded, res.Blobs, res.CacheErr)
+	if res.CacheErr == "" || res.CacheAdded == 0 || res.CacheAdded >= res.Blobs {
+		t.Errorf("disk full: %d of %d blobs added, error %q", res.CacheAdded, res.Blobs, res.CacheErr)
 	}
 	checkCache(t, c)
 	if res, _ := f.pack(t, c); res.CacheErr != nil || res.CachedBlobs+res.CacheAdded != res.Blobs {
@@ -323,6 +347,48 @@ func TestPackageCacheDiskFull(t *testing.T) {
 	}
 	f.cr.off.Store(false)
 	checkCache(t, c)
+}
+
+// diskFullChild is the child of TestPackageCacheDiskFull: it packages the
+// images of arg into the cache of arg under a file size limit of 1000
+// bytes (manifests and small blobs fit, layers of 1 KiB and more do not)
+// and prints a diskFullResult as one JSON line, or "skip: why".
+func diskFullChild(arg string) {
+	var in struct {
+		Cache  string
+		Images []Image
+	}
+	if err := json.Unmarshal([]byte(arg), &in); err != nil {
+		fmt.Printf("{\"Error\":%q}\n", err.Error())
+		return
+	}
+	c, err := OpenCache(in.Cache)
+	if err != nil {
+		fmt.Printf("{\"Error\":%q}\n", err.Error())
+		return
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Println("skip: getrlimit RLIMIT_FSIZE:", err)
+		return
+	}
+	lim.Cur = 1000
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		fmt.Println("skip: setrlimit RLIMIT_FSIZE:", err)
+		return
+	}
+	res, err := Package(context.Background(), io.Discard, PackageOptions{Images: in.Images, Level: DefaultLevel, Cache: c})
+	out := diskFullResult{}
+	if err != nil {
+		out.Error = err.Error()
+	} else {
+		out.SHA256, out.CacheAdded, out.Blobs = res.SHA256, res.CacheAdded, res.Blobs
+		if res.CacheErr != nil {
+			out.CacheErr = res.CacheErr.Error()
+		}
+	}
+	data, _ := json.Marshal(out)
+	fmt.Println(string(data))
 }
 
 // TestPackageCacheMediaType: a registry that serves a manifest with a

@@ -65,8 +65,8 @@ func TestListAgreesWithRendered(t *testing.T) {
 		t.Helper()
 		if _, err := Run(context.Background(), Options{
 			Source: f.source, Catalog: catalogOpts(f.catalog), AllowEmpty: true,
-			Lint:   lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
-			Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
+			Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
+			Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 			Clusters: []ClusterOptions{{Name: "global"}, {Name: "edge", Include: []string{"tiny"}}},
 		}); err != nil {
 			t.Fatal(err)
