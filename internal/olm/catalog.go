@@ -44,6 +44,8 @@ type Entry struct {
 	// Source names where the entry comes from in error messages, such as
 	// the PackageManifest's file:line (default: Image).
 	Source string
+	// Deprecated, when set, is its olm.deprecations message (deprecations.go).
+	Deprecated string
 	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
 	// Bundle then holds what Build needs of the CSV and channels only.
 	prebuilt *declcfg.Bundle
@@ -102,10 +104,12 @@ func ParseFormat(s string) (Format, error) {
 const csvMetadataMigration = "bundle-object-to-csv-metadata"
 
 // Package is one OLM package (= Artifact name) and its published versions;
-// delisted versions are simply not in Entries.
+// delisted versions are not in Entries, or are there with Entry.Deprecated.
 type Package struct {
 	Name    string
 	Entries []Entry
+	// Deprecated, when set, is the package's olm.deprecations message.
+	Deprecated string
 }
 
 // Build returns the file-based catalog of pkgs: for every package with at
@@ -137,6 +141,7 @@ func Build(pkgs []Package, f Format) (*declcfg.DeclarativeConfig, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	cfg.Deprecations = deprecations(sorted, cfg.Channels)
 	switch f {
 	case FormatCSVMetadata:
 		m, err := migrations.NewMigrations(csvMetadataMigration)
@@ -196,9 +201,10 @@ func hasProperty(b declcfg.Bundle, typ string) bool {
 }
 
 type versioned struct {
-	name    string
-	version semver.Version
-	b       *bundle.Bundle
+	name       string
+	version    semver.Version
+	b          *bundle.Bundle
+	deprecated bool
 }
 
 func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
@@ -224,7 +230,7 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 			return fmt.Errorf("%s: %w", e.Source, err)
 		}
 		cfg.Bundles = append(cfg.Bundles, b)
-		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle})
+		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle, deprecated: e.Deprecated != ""})
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].version.LT(vs[j].version) })
 
@@ -249,9 +255,9 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 		})
 	}
 
-	// The newest version decides the default channel, icon and
+	// The newest listed version decides the default channel, icon and
 	// description, as it does on the Alauda side.
-	newest := vs[len(vs)-1].b
+	newest := newestListed(vs).b
 	def := newest.DefaultChannel
 	if _, ok := byChannel[def]; !ok {
 		def = ""

@@ -139,6 +139,9 @@ type Options struct {
 	// files (--plan-dir); JobURL, when set, is the CI job's page, linked
 	// from the pull request's body.
 	PlanDir, JobURL string
+	// Now is the run's clock (nil: time.Now), which the olm target
+	// measures deprecation periods by (target.Settings.Now).
+	Now func() time.Time
 	// fullRead makes the engine read the whole package repo and catalog
 	// even where the incremental way applies: the equivalence tests.
 	fullRead bool

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -87,6 +88,9 @@ type OLMOptions struct {
 	// images recorded in publish/state.yaml (olm.RedirectKinds; none by
 	// default: the IDMS and ITMS CRDs exist on OpenShift only).
 	Redirect []string
+	// DeprecationPeriod is how long a delisted version stays in the
+	// catalog, deprecated (ParseDeprecationPeriod; "" is 30 days).
+	DeprecationPeriod string
 }
 
 // kinds returns the catalog kinds (default CatalogSource) and an error
@@ -134,6 +138,11 @@ type olmTarget struct {
 	reused map[model.Key]olm.Entry
 	// where names each version's manifest (file:line of spec.artifact).
 	where map[model.Key]string
+	// delisted holds the entries of the last catalog image for versions
+	// not listed by this run (olmdeprecate.go), history the catalog's
+	// history of the cluster (UseHistory).
+	delisted map[model.Key]olm.Entry
+	history  *catalog.History
 }
 
 // newOLM makes the olm target of s: s.Own is nil (the defaults) or an
@@ -213,6 +222,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		}
 		unread = append(unread, v)
 	}
+	t.keepDelisted(prev, vs, state)
 	if err := env.Read(ctx, unread); err != nil {
 		return err
 	}
@@ -312,30 +322,9 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 	if t.mc == nil {
 		return "", errors.New("olm target: the bundles were not read")
 	}
-	var pkgs []olm.Package
-	for _, a := range arts {
-		if !a.Present {
-			continue // delisted artifact: the package leaves the catalog
-		}
-		p := olm.Package{Name: a.Name}
-		for _, v := range a.Versions {
-			if !v.Present {
-				continue // delisted version: the bundle leaves the catalog
-			}
-			k := model.Key{Artifact: a.Name, Version: v.Version}
-			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
-			if e, ok := t.reused[k]; ok && e.Image == image && t.bundles[k] == nil {
-				e.Source = t.where[k]
-				p.Entries = append(p.Entries, e)
-				continue
-			}
-			b := t.bundles[k]
-			if b == nil || v.BundleDigest == "" {
-				return "", fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
-			}
-			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: t.where[k]})
-		}
-		pkgs = append(pkgs, p)
+	pkgs, err := t.catalogPackages(arts)
+	if err != nil {
+		return "", err
 	}
 	cfg, err := olm.Build(pkgs, t.s.OLM.BundleFormat)
 	if err != nil {
@@ -400,8 +389,18 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 
 // Preview renders nothing: the catalog image is built and pushed by run,
 // and the CatalogSource and ClusterCatalog change with its digest only.
-func (t *olmTarget) Preview(render.Files, []model.ArtifactRecord, string) (string, error) {
-	return "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold", nil
+// The warning says so, then, a line each, what happens to the delisted
+// versions of arts (Delisting.Line: deprecated until when, or removed).
+func (t *olmTarget) Preview(_ render.Files, arts []model.ArtifactRecord, _ string) (string, error) {
+	w := "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold"
+	ds, err := t.delistings(arts)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range ds {
+		w += "\ntarget olm: " + d.Line()
+	}
+	return w, nil
 }
 
 // RenderFromState renders the CatalogSource from the catalog image

@@ -50,6 +50,11 @@ type olmBlock struct {
 	// ImageTagMirrorSet (OpenShift; in rendered/<cluster>/), containerd,
 	// CRI-O (node files, in node-config/<cluster>/). None by default.
 	ImageRedirection []string `yaml:"imageRedirection,omitempty"`
+	// DeprecationPeriod is how long a delisted version stays in the
+	// catalog with an olm.deprecations entry before it leaves it: days
+	// ("30d") or a Go duration ("720h"); default 30 days, "0" at once
+	// (ParseDeprecationPeriod).
+	DeprecationPeriod string `yaml:"deprecationPeriod,omitempty"`
 }
 
 // olmCatalogSource is clusters.<cluster>.olm.catalogSource: the rendered
@@ -110,7 +115,8 @@ func (y olmBlock) options() OLMOptions {
 		ClusterCatalog: olm.CatalogOptions{
 			Name: y.ClusterCatalog.Name, PollIntervalMinutes: y.ClusterCatalog.PollIntervalMinutes, Priority: y.ClusterCatalog.Priority,
 		},
-		Redirect: y.ImageRedirection,
+		Redirect:          y.ImageRedirection,
+		DeprecationPeriod: y.DeprecationPeriod,
 	}
 	for _, e := range y.ClusterExtensions {
 		o.Extensions = append(o.Extensions, olm.ExtensionOptions{
@@ -169,6 +175,9 @@ func (o OLMOptions) problems(cluster string) []olmProblem {
 	add := func(msg string, keys ...string) { ps = append(ps, olmProblem{keys: keys, msg: msg}) }
 	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
 		add(fmt.Sprintf("bundleFormat: %v", err), "bundleFormat")
+	}
+	if _, err := ParseDeprecationPeriod(o.DeprecationPeriod); err != nil {
+		add(err.Error(), "deprecationPeriod")
 	}
 	// One CatalogSource field at a time, so that the problem names it
 	// (catalogSource.pollInterval).

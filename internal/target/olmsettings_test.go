@@ -64,6 +64,8 @@ func TestDecodeOLMProblems(t *testing.T) {
 		want       string
 	}{
 		{"bundle format", "bundleFormat: csv\n", 1, "bundleFormat: "},
+		{"deprecation period", "bundleFormat: olm.csv.metadata\ndeprecationPeriod: a month\n", 2, `deprecationPeriod: "a month": want a number of days (30d) or a Go duration (720h); 0 removes delisted versions at once`},
+		{"negative deprecation period", "deprecationPeriod: -3d\n", 1, `deprecationPeriod: "-3d": want 0 or more days`},
 		{"source name", "catalogSource:\n  name: Not_A_Name\n", 2, "catalogSource.name: CatalogSource name"},
 		{"source namespace", "catalogSource:\n  namespace: a.b\n", 2, "catalogSource.namespace: CatalogSource namespace"},
 		{"poll interval", "catalogSource:\n  pollInterval: soon\n", 2, `catalogSource.pollInterval: poll interval "soon"`},
