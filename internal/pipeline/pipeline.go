@@ -177,6 +177,16 @@ type run struct {
 	dstOpts []remote.Option
 }
 
+// now is the run's time: Options.Now, else time.Now. The catalog commit
+// of a run is dated by it, so that an injected clock dates both the
+// catalog history and what the olm target judges by it.
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
 // newClient builds the registry client of a run: the source credentials go
 // to the registries the manifests name, unless o.SrcHosts says otherwise.
 func newClient(o mirror.Options, ms []*manifest.PackageManifest) (*mirror.Client, error) {

@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-publish/publish/internal/olm/olmtest"
+	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/target"
+	"sigs.k8s.io/yaml"
+)
+
+// catalogConfigs extracts the catalog layer of the image the CatalogSource
+// of edge names and returns its root (configs/ below it) and the catalog.
+func (f *fixture) catalogConfigs(t *testing.T) (string, *declcfg.DeclarativeConfig) {
+	t.Helper()
+	var cs struct {
+		Spec struct {
+			Image string `json:"image"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile)), &cs); err != nil {
+		t.Fatal(err)
+	}
+	root := olmtest.ExtractLayer(t, cs.Spec.Image)
+	cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(filepath.Join(root, "configs")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, cfg
+}
+
+// planOLMAt is the plan of the olm cluster edge at the clock now, its
+// warnings one string.
+func (f *fixture) planOLMAt(t *testing.T, period string, now func() time.Time) (*report.Plan, string) {
+	t.Helper()
+	var log bytes.Buffer
+	p, err := PlanRun(context.Background(), PlanOptions{Options: f.olmOptions(period, now, &log)})
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, log.String())
+	}
+	return p, strings.Join(p.Source.Warnings, "\n")
+}
+
+// TestRunOLMDeprecation is the delisting story on the olm target with a
+// deprecation period of 30 days and an injected clock: the run that
+// delists tiny 1.0.0 keeps its bundle in the catalog with an
+// olm.deprecations entry naming the replacement, the catalog passes `opm
+// validate`, and `opm serve` still gives 1.1.0 as the replacement of the
+// deprecated 1.0.0 (an upgrade from it resolves), with the deprecation;
+// 10 days later nothing changes; 31 days later, with no new commit in the
+// package repo, a run removes the bundle (the olm target renders the whole
+// catalog on every run, so a period that ends needs no change) and the
+// run after that commits nothing. The plan says what happens each time.
+func TestRunOLMDeprecation(t *testing.T) {
+	f := newFixture(t)
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
+	day := 24 * time.Hour
+	start := time.Date(2026, 11, 2, 8, 30, 0, 0, time.UTC)
+	at := start
+	clock := func() time.Time { return at }
+
+	if res, _ := f.runOLMAt(t, "30d", clock); res.Commit == "" {
+		t.Fatal("first run committed nothing")
+	}
+	if err := os.RemoveAll(filepath.Join(f.source, "packages", "tiny", "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "delist tiny 1.0.0")
+
+	at = start.Add(day)
+	if _, w := f.planOLMAt(t, "30d", clock); !strings.Contains(w, "target olm: tiny 1.0.0: deprecated until 2026-12-03T08:30Z, then removed") {
+		t.Errorf("plan of the delisting:\n%s", w)
+	}
+	if _, w := f.planOLMAt(t, "0", clock); !strings.Contains(w, "target olm: tiny 1.0.0: removed") {
+		t.Errorf("plan of the delisting, period 0:\n%s", w)
+	}
+	res, log := f.runOLMAt(t, "30d", clock)
+	if len(res.Changes.Delisted) != 1 || res.Commit == "" {
+		t.Fatalf("delist run: commit %q changes %+v\n%s", res.Commit, res.Changes, log)
+	}
+	root, cfg := f.catalogConfigs(t)
+	wantMsg := "tiny 1.0.0 is no longer published and leaves this catalog after 2026-12-03: upgrade to 1.1.0, the newest published version"
+	if len(cfg.Bundles) != 2 || len(cfg.Deprecations) != 1 || len(cfg.Deprecations[0].Entries) != 1 ||
+		cfg.Deprecations[0].Entries[0].Reference.Name != "tiny.v1.0.0" || cfg.Deprecations[0].Entries[0].Message != wantMsg {
+		t.Fatalf("catalog after the delisting: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+	t.Run("opm validate and serve", func(t *testing.T) {
+		opm := olmtest.RequireOPM(t)
+		if out, err := exec.Command(opm, "validate", filepath.Join(root, "configs")).CombinedOutput(); err != nil {
+			t.Fatalf("opm validate: %v\n%s", err, out)
+		}
+		ctx := context.Background()
+		c, _ := olmtest.Serve(t, ctx, opm, root)
+		var old string
+		for _, b := range olmtest.Bundles(t, ctx, c) {
+			if b.CsvName == "tiny.v1.0.0" {
+				old = b.ChannelName
+				if b.Deprecation == nil || b.Deprecation.Message != wantMsg {
+					t.Errorf("opm serve: tiny.v1.0.0 deprecation %+v", b.Deprecation)
+				}
+			}
+		}
+		if old == "" {
+			t.Fatal("opm serve does not list the deprecated tiny.v1.0.0")
+		}
+		next, err := c.GetReplacementBundleInPackageChannel(ctx, "tiny.v1.0.0", "tiny", old)
+		if err != nil || next.CsvName != "tiny.v1.1.0" {
+			t.Errorf("upgrade from the deprecated tiny.v1.0.0 in channel %s: %v %v", old, next, err)
+		}
+	})
+
+	at = start.Add(11 * day)
+	if res, log := f.runOLMAt(t, "30d", clock); res.Commit != "" {
+		t.Errorf("10 days after the delisting: commit %q\n%s", res.Commit, log)
+	}
+	if _, w := f.planOLMAt(t, "30d", clock); !strings.Contains(w, "deprecated until 2026-12-03T08:30Z, then removed") {
+		t.Errorf("plan 10 days after:\n%s", w)
+	}
+
+	at = start.Add(32 * day)
+	if _, w := f.planOLMAt(t, "30d", clock); !strings.Contains(w, "target olm: tiny 1.0.0: removed") {
+		t.Errorf("plan 31 days after:\n%s", w)
+	}
+	if res, log := f.runOLMAt(t, "30d", clock); res.Commit == "" {
+		t.Fatalf("31 days after the delisting, nothing committed\n%s", log)
+	}
+	if _, cfg := f.catalogConfigs(t); len(cfg.Bundles) != 1 || cfg.Bundles[0].Name != "tiny.v1.1.0" || len(cfg.Deprecations) != 0 {
+		t.Errorf("catalog after the period: bundles %d, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+	at = start.Add(33 * day)
+	if res, _ := f.runOLMAt(t, "30d", clock); res.Commit != "" {
+		t.Errorf("a run after the removal committed %s", res.Commit)
+	}
+	if _, w := f.planOLMAt(t, "30d", clock); strings.Contains(w, "tiny 1.0.0") {
+		t.Errorf("plan after the removal still names tiny 1.0.0:\n%s", w)
+	}
+}
