@@ -381,7 +381,7 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 		}
 		rules[p.Name] = olm.Merge(rs...)
 	}
-	if err := t.writeObjects(cat, digest.String(), arts, rules); err != nil {
+	if err := t.writeObjects(cat, digest.String(), arts, rules, t.watchNamespaces(pkgs)); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
@@ -413,7 +413,7 @@ func (t *olmTarget) RenderFromState(cat render.Files, arts []model.ArtifactRecor
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeObjects(cat, strings.TrimPrefix(key, olmKeyPrefix), arts, nil)
+	return t.writeObjects(cat, strings.TrimPrefix(key, olmKeyPrefix), arts, nil, nil)
 }
 
 // installerRulesAt reads the rules of the ClusterRole and Role
@@ -462,9 +462,10 @@ func (t *olmTarget) installerRulesAt(cat render.Files, e olm.ExtensionOptions, f
 // images the present versions of arts need.
 //
 // rules are the installer rules of each package whose ClusterExtension
-// derives them; nil takes them from the files already in cat
-// (RenderFromState).
-func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules) error {
+// derives them, watch the watch namespaces of the ClusterExtensions
+// without their own (watchNamespaces); nil takes them from the files
+// already in cat (RenderFromState).
+func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules, watch map[int]string) error {
 	o := t.s.OLM
 	v0, v1, err := o.kinds()
 	if err != nil {
@@ -506,6 +507,13 @@ func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.Ar
 				n = e.Package
 			}
 			p := dir + "/" + ClusterExtensionFile(n)
+			if e.WatchNamespace == "" && watch != nil {
+				e.WatchNamespace = watch[i]
+			} else if e.WatchNamespace == "" {
+				if e.WatchNamespace, err = watchNamespaceAt(cat, p); err != nil {
+					return err
+				}
+			}
 			if t.derivesInstaller(e.Package) && e.ServiceAccount != "" && e.InstallerRBAC != olm.InstallerRBACClusterAdmin {
 				if rules != nil {
 					e.Rules = rules[e.Package]

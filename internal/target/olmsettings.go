@@ -100,8 +100,15 @@ type olmClusterExtension struct {
 	InstallerRBAC string `yaml:"installerRBAC,omitempty"`
 	// WatchNamespace is spec.config.inline.watchNamespace, for a bundle
 	// without the AllNamespaces install mode: the install namespace
-	// (OwnNamespace) or another one (SingleNamespace).
+	// (OwnNamespace) or another one (SingleNamespace). Default: the
+	// install namespace when the bundles the entry may pick all support
+	// OwnNamespace and some not AllNamespaces (olm.DefaultWatchNamespace),
+	// else none.
 	WatchNamespace string `yaml:"watchNamespace,omitempty"`
+	// UpgradeConstraintPolicy is
+	// spec.source.catalog.upgradeConstraintPolicy: CatalogProvided (the
+	// default) or SelfCertified.
+	UpgradeConstraintPolicy string `yaml:"upgradeConstraintPolicy,omitempty"`
 }
 
 // options returns the target's settings the block sets.
@@ -123,6 +130,7 @@ func (y olmBlock) options() OLMOptions {
 			Name: e.Name, Package: e.Package, Namespace: e.Namespace,
 			Channels: e.Channels, Version: e.Version, ServiceAccount: e.ServiceAccount,
 			InstallerRBAC: e.InstallerRBAC, WatchNamespace: e.WatchNamespace,
+			UpgradeConstraintPolicy: e.UpgradeConstraintPolicy,
 		})
 	}
 	return o

@@ -77,6 +77,7 @@ func TestDecodeOLMProblems(t *testing.T) {
 		{"extensions without v1", "clusterExtensions:\n- package: etcd\n  namespace: etcd\n", 1, "clusterExtensions need catalogKinds to include ClusterCatalog"},
 		{"extension", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n- package: flux\n", 5, "clusterExtensions[1]: "},
 		{"extension version", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n  version: \"> = 1\"\n", 3, "clusterExtensions[0]: "},
+		{"extension upgrade policy", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n  upgradeConstraintPolicy: Never\n", 3, `clusterExtensions[0]: ClusterExtension etcd: upgradeConstraintPolicy "Never": want CatalogProvided (the default) or SelfCertified`},
 		{"extension twice", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n- package: etcd\n  namespace: other\n", 5, "clusterExtensions[1]: a second ClusterExtension named etcd: give one a name"},
 	} {
 		b := testBlock(t, tc.text)
