@@ -381,7 +381,7 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 		}
 		rules[p.Name] = olm.Merge(rs...)
 	}
-	if err := t.writeObjects(cat, digest.String(), arts, rules, t.watchNamespaces(pkgs)); err != nil {
+	if err := t.writeObjects(cat, digest.String(), withKept(arts, pkgs), rules, t.watchNamespaces(pkgs)); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil

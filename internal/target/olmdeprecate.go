@@ -297,3 +297,35 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 	}
 	return pkgs, nil
 }
+
+// withKept returns arts with the delisted versions that pkgs (the built
+// catalog, catalogPackages) keep, deprecated, marked present, and their
+// artifacts too: the image redirection then keeps covering the related
+// images of every bundle the catalog holds. arts is not changed.
+func withKept(arts []model.ArtifactRecord, pkgs []olm.Package) []model.ArtifactRecord {
+	kept := map[string]bool{}
+	for _, p := range pkgs {
+		for _, e := range p.Entries {
+			if e.Deprecated != "" {
+				kept[e.Image] = true
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return arts
+	}
+	out := make([]model.ArtifactRecord, len(arts))
+	for i, a := range arts {
+		a.Versions = append([]model.VersionRecord(nil), a.Versions...)
+		whole, some := !a.Present, false
+		for j, v := range a.Versions {
+			k := kept[a.Registry+"/"+a.Repository+"@"+v.BundleDigest]
+			some = some || k
+			// Of an artifact delisted whole, only the kept versions.
+			a.Versions[j].Present = k || v.Present && !whole
+		}
+		a.Present = a.Present || some
+		out[i] = a
+	}
+	return out
+}

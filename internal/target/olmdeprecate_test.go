@@ -13,6 +13,7 @@ import (
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/olm"
 )
 
 // tinyRecord is artifact tiny (present or delisted whole) with versions
@@ -147,5 +148,22 @@ func TestParseDeprecationPeriod(t *testing.T) {
 		if _, err := ParseDeprecationPeriod(in); err == nil {
 			t.Errorf("%q: no error", in)
 		}
+	}
+}
+
+// TestWithKept: the image redirection sees the versions the catalog keeps
+// deprecated as present, the others as they are, and of an artifact
+// delisted whole only the kept ones.
+func TestWithKept(t *testing.T) {
+	a := tinyRecord(false, true)
+	kept := olm.Entry{Image: a.Registry + "/" + a.Repository + "@" + a.Versions[1].BundleDigest, Deprecated: "gone"}
+	got := withKept([]model.ArtifactRecord{a}, []olm.Package{{Name: "tiny", Entries: []olm.Entry{kept}}})
+	if !got[0].Present || got[0].Versions[0].Present || !got[0].Versions[1].Present || a.Present {
+		t.Errorf("withKept: %+v (input %+v)", got[0], a)
+	}
+	listed := tinyRecord(true, false)
+	got = withKept([]model.ArtifactRecord{listed}, []olm.Package{{Name: "tiny", Entries: []olm.Entry{kept}}})
+	if !got[0].Versions[0].Present || !got[0].Versions[1].Present || listed.Versions[1].Present {
+		t.Errorf("withKept, listed artifact: %+v", got[0])
 	}
 }
