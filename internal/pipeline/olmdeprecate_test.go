@@ -59,6 +59,8 @@ func (f *fixture) planOLMAt(t *testing.T, period string, now func() time.Time) (
 // package repo, a run removes the bundle (the olm target renders the whole
 // catalog on every run, so a period that ends needs no change) and the
 // run after that commits nothing. The plan says what happens each time.
+// Then the whole artifact is delisted: its package stays, deprecated, and
+// leaves after its period.
 func TestRunOLMDeprecation(t *testing.T) {
 	f := newFixture(t)
 	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
@@ -142,5 +144,34 @@ func TestRunOLMDeprecation(t *testing.T) {
 	}
 	if _, w := f.planOLMAt(t, "30d", clock); strings.Contains(w, "tiny 1.0.0") {
 		t.Errorf("plan after the removal still names tiny 1.0.0:\n%s", w)
+	}
+
+	// The whole artifact delisted: the package stays, deprecated, with
+	// its bundle, and leaves after the period.
+	if err := os.RemoveAll(filepath.Join(f.source, "packages", "tiny")); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "delist tiny")
+	at = start.Add(34 * day)
+	if res, log := f.runOLMAt(t, "30d", clock); len(res.Changes.Delisted) != 1 || res.Commit == "" {
+		t.Fatalf("delisting tiny: commit %q changes %+v\n%s", res.Commit, res.Changes, log)
+	}
+	root, cfg = f.catalogConfigs(t)
+	if len(cfg.Packages) != 1 || len(cfg.Bundles) != 1 || len(cfg.Deprecations) != 1 || len(cfg.Deprecations[0].Entries) != 2 ||
+		cfg.Deprecations[0].Entries[0].Reference.Schema != "olm.package" || cfg.Deprecations[0].Entries[0].Message != "tiny is no longer published: its bundles leave this catalog by 2027-01-05" {
+		t.Fatalf("catalog after delisting tiny: %d packages, %d bundles, deprecations %+v", len(cfg.Packages), len(cfg.Bundles), cfg.Deprecations)
+	}
+	t.Run("opm validate, package deprecated", func(t *testing.T) {
+		opm := olmtest.RequireOPM(t)
+		if out, err := exec.Command(opm, "validate", filepath.Join(root, "configs")).CombinedOutput(); err != nil {
+			t.Fatalf("opm validate: %v\n%s", err, out)
+		}
+	})
+	at = start.Add(65 * day)
+	if res, _ := f.runOLMAt(t, "30d", clock); res.Commit == "" {
+		t.Fatal("the period of tiny ended: nothing committed")
+	}
+	if pkgs, imgs := f.catalogBundles(t); len(pkgs) != 0 || len(imgs) != 0 {
+		t.Errorf("after the period of tiny: packages %v bundles %v", pkgs, imgs)
 	}
 }
