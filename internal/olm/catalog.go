@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	semver "github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/action/migrations"
@@ -44,8 +45,10 @@ type Entry struct {
 	// Source names where the entry comes from in error messages, such as
 	// the PackageManifest's file:line (default: Image).
 	Source string
-	// Deprecated, when set, is its olm.deprecations message (deprecations.go).
-	Deprecated string
+	// Deprecated, when set, is its olm.deprecations message (deprecations.go),
+	// DelistedSince when it was delisted (kept in NotesFile for the next run).
+	Deprecated    string
+	DelistedSince time.Time
 	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
 	// Bundle then holds what Build needs of the CSV and channels only.
 	prebuilt *declcfg.Bundle
@@ -188,16 +191,6 @@ func loaded(b *declcfg.Bundle) error {
 	}
 	b.Properties = c.Bundles[0].Properties
 	return nil
-}
-
-// hasProperty reports whether b has a property of type typ.
-func hasProperty(b declcfg.Bundle, typ string) bool {
-	for _, p := range b.Properties {
-		if p.Type == typ {
-			return true
-		}
-	}
-	return false
 }
 
 type versioned struct {

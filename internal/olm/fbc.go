@@ -77,3 +77,13 @@ func sortedKeys(m map[string][]byte) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// hasProperty reports whether b has a property of type typ.
+func hasProperty(b declcfg.Bundle, typ string) bool {
+	for _, p := range b.Properties {
+		if p.Type == typ {
+			return true
+		}
+	}
+	return false
+}

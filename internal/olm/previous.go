@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	semver "github.com/blang/semver/v4"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -149,12 +150,16 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 		prebuilt := b
 		prebuilt.CsvJSON = csvJSON
 		var installer *InstallerRules
+		var delisted time.Time
 		if n != nil {
 			installer = n.Bundles[b.Image].Installer
+			if d := n.Bundles[b.Image].DelistedSince; d != nil {
+				delisted = *d
+			}
 		}
 		p.entries[b.Image] = Entry{
-			installer: installer,
-			Image:     b.Image,
+			installer: installer, DelistedSince: delisted,
+			Image: b.Image,
 			Bundle: &bundle.Bundle{
 				CSV: csv, CSVName: csv.Name, Version: csv.Spec.Version.String(), Package: b.Package,
 				Channels: chs, DefaultChannel: def, Description: csv.Annotations["description"], DisplayName: csv.Spec.DisplayName,

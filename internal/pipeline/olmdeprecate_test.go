@@ -95,6 +95,11 @@ func TestRunOLMDeprecation(t *testing.T) {
 		cfg.Deprecations[0].Entries[0].Reference.Name != "tiny.v1.0.0" || cfg.Deprecations[0].Entries[0].Message != wantMsg {
 		t.Fatalf("catalog after the delisting: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
 	}
+	// The catalog image records when it was delisted, for a later run
+	// whose catalog history is cut short (a remote catalog's).
+	if notes, err := os.ReadFile(filepath.Join(root, "operator-publish", "bundles.json")); err != nil || !strings.Contains(string(notes), `"delistedSince":"2026-11-03T08:30:00Z"`) {
+		t.Errorf("the catalog image's notes do not record the delisting (%v):\n%s", err, notes)
+	}
 	t.Run("opm validate and serve", func(t *testing.T) {
 		opm := olmtest.RequireOPM(t)
 		if out, err := exec.Command(opm, "validate", filepath.Join(root, "configs")).CombinedOutput(); err != nil {

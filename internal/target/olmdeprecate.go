@@ -78,13 +78,18 @@ func (d Delisting) Line() string {
 // Delistings returns what happens to every delisted version of arts with
 // a bundle digest, by artifact and version, given the catalog history h of
 // the cluster (nil: none, so every delisted version counts as delisted
-// now), the time now and the deprecation period. A version h records as
-// delisted counts from that event's time; one h records as listed, or not
-// at all, is delisted by this run and counts from now. It is Kept while
-// now is before Since plus period; it is Removed when not kept but still
-// in the catalog at the last publish (delisted by this run, or with Until
-// after h.Last). Versions removed at an earlier publish are left out.
-func Delistings(arts []model.ArtifactRecord, h *catalog.History, now time.Time, period time.Duration) []Delisting {
+// now), the times recorded for the versions the last catalog image kept
+// deprecated (olm.Entry.DelistedSince; nil: none), the time now and the
+// deprecation period. A version h records as delisted counts from that
+// event's time; when h is cut short (Truncated) and that event is the
+// first h has of the version, the delisting may be older than the walk,
+// and an earlier recorded time is taken instead. A version h records as
+// listed, or not at all, is delisted by this run and counts from now. It
+// is Kept while now is before Since plus period; it is Removed when not
+// kept but still in the catalog at the last publish (delisted by this
+// run, or with Until after h.Last). Versions removed at an earlier publish
+// are left out.
+func Delistings(arts []model.ArtifactRecord, h *catalog.History, recorded map[model.Key]time.Time, now time.Time, period time.Duration) []Delisting {
 	var out []Delisting
 	for _, a := range arts {
 		for _, v := range a.Versions {
@@ -97,6 +102,10 @@ func Delistings(arts []model.ArtifactRecord, h *catalog.History, now time.Time, 
 			if h != nil {
 				if ev, ok := h.Since(a.Name, v.Version); ok && !ev.Present {
 					d.Since, byRun = ev.Time, false
+					r, ok := recorded[model.Key{Artifact: a.Name, Version: v.Version}]
+					if h.Truncated && len(h.Events(a.Name, v.Version)) == 1 && ok && r.Before(d.Since) {
+						d.Since = r
+					}
 				}
 				last = h.Last
 			}
@@ -189,12 +198,13 @@ func (t *olmTarget) WantsHistory() bool { return t.period() > 0 }
 
 // UseHistory keeps h, the catalog history of the cluster, for the
 // deprecation periods (HistoryUser). A history cut short (a remote catalog
-// is fetched at depth 1) dates the versions delisted before its oldest
-// commit by that commit: the warning says that their period counts from it.
+// is fetched at depth 1) cannot date the versions delisted before its
+// oldest commit: a run takes the time the last catalog image recorded
+// (Delistings), a plan that commit's time; the log says so.
 func (t *olmTarget) UseHistory(h *catalog.History) {
 	t.history = h
 	if h != nil && h.Truncated {
-		t.s.warnf("olm: the catalog history is shallow (%d commits read): the deprecation period of a version delisted before them counts from the oldest one", h.Commits)
+		t.s.logf("olm: the catalog history is shallow (%d commits read): a version delisted before them is dated by the last catalog image (run) or the oldest commit read (plan)", h.Commits)
 	}
 }
 
@@ -206,7 +216,13 @@ func (t *olmTarget) delistings(arts []model.ArtifactRecord) ([]Delisting, error)
 	if err != nil {
 		return nil, model.Input(fmt.Errorf("publish.yaml clusters.%s.olm.%w", t.s.Cluster, err))
 	}
-	ds := Delistings(arts, t.history, t.s.now(), p)
+	recorded := map[model.Key]time.Time{}
+	for k, e := range t.delisted {
+		if !e.DelistedSince.IsZero() {
+			recorded[k] = e.DelistedSince
+		}
+	}
+	ds := Delistings(arts, t.history, recorded, t.s.now(), p)
 	sortDelistings(ds)
 	return ds, nil
 }
@@ -251,10 +267,10 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 	if err != nil {
 		return nil, err
 	}
-	kept := map[model.Key]bool{}
+	kept := map[model.Key]time.Time{} // the kept versions: when delisted
 	for _, d := range ds {
 		if d.Kept {
-			kept[model.Key{Artifact: d.Artifact, Version: d.Version}] = true
+			kept[model.Key{Artifact: d.Artifact, Version: d.Version}] = d.Since
 		}
 	}
 	msgs, pkgMsgs := deprecationMessages(ds, arts)
@@ -265,7 +281,8 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 			k := model.Key{Artifact: a.Name, Version: v.Version}
 			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
 			if !a.Present || !v.Present {
-				if !kept[k] {
+				since, ok := kept[k]
+				if !ok {
 					continue // delisted: the bundle leaves the catalog
 				}
 				e, ok := t.delisted[k]
@@ -273,7 +290,7 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 					t.s.warnf("olm: %s %s is delisted and within its deprecation period, but the last catalog image has no entry for %s: it leaves the catalog now", a.Name, v.Version, image)
 					continue
 				}
-				e.Source, e.Deprecated = gitops.StatePath(t.s.Cluster)+": "+a.Name+" "+v.Version+" (delisted)", msgs[k]
+				e.Source, e.Deprecated, e.DelistedSince = gitops.StatePath(t.s.Cluster)+": "+a.Name+" "+v.Version+" (delisted)", msgs[k], since
 				p.Entries = append(p.Entries, e)
 				continue
 			}

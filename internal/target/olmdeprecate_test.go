@@ -29,6 +29,14 @@ func tinyRecord(present, v11 bool) model.ArtifactRecord {
 // holding each of arts at its time, and returns the repo's History.
 func historyOf(t *testing.T, states []model.ArtifactRecord, at []time.Time) *catalog.History {
 	t.Helper()
+	return cutHistoryOf(t, states, at, -1)
+}
+
+// cutHistoryOf is historyOf with the commit of states[cut] (a loose
+// object) deleted, so that the walk stops at its child, as at the
+// boundary of a shallow clone; cut < 0 deletes none.
+func cutHistoryOf(t *testing.T, states []model.ArtifactRecord, at []time.Time, cut int) *catalog.History {
+	t.Helper()
 	dir := t.TempDir()
 	repo, err := git.PlainInit(dir, false)
 	if err != nil {
@@ -38,6 +46,7 @@ func historyOf(t *testing.T, states []model.ArtifactRecord, at []time.Time) *cat
 	if err != nil {
 		t.Fatal(err)
 	}
+	var commits []string
 	for i, a := range states {
 		st := &gitops.State{APIVersion: gitops.StateAPIVersion, Kind: gitops.StateKind, Artifacts: []model.ArtifactRecord{a}}
 		data, err := st.Marshal()
@@ -55,7 +64,18 @@ func historyOf(t *testing.T, states []model.ArtifactRecord, at []time.Time) *cat
 			t.Fatal(err)
 		}
 		sig := &object.Signature{Name: "publish", Email: "publish@example.com", When: at[i]}
-		if _, err := wt.Commit("publish", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		c, err := wt.Commit("publish", &git.CommitOptions{Author: sig, Committer: sig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		commits = append(commits, c.String())
+	}
+	if cut >= 0 {
+		h := commits[cut]
+		if err := os.Remove(filepath.Join(dir, ".git", "objects", h[:2], h[2:])); err != nil {
+			t.Fatal(err)
+		}
+		if repo, err = git.PlainOpen(dir); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,6 +88,34 @@ func historyOf(t *testing.T, states []model.ArtifactRecord, at []time.Time) *cat
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestDelistingsShallowHistory: when the history is cut short and the
+// version is delisted at the first commit it reads, the time the last
+// catalog image recorded (olm.Entry.DelistedSince) dates the delisting,
+// when earlier; without one, the first commit read does.
+func TestDelistingsShallowHistory(t *testing.T) {
+	day := 24 * time.Hour
+	t0 := time.Date(2026, 10, 1, 9, 0, 0, 0, time.UTC)
+	later := tinyRecord(true, false)
+	later.Description = "a later publish"
+	h := cutHistoryOf(t, []model.ArtifactRecord{tinyRecord(true, true), tinyRecord(true, false), later}, []time.Time{t0, t0.Add(20 * day), t0.Add(40 * day)}, 1)
+	if !h.Truncated || !h.Last.Equal(t0.Add(40*day)) {
+		t.Fatalf("history: truncated %v, last %v", h.Truncated, h.Last)
+	}
+	arts := []model.ArtifactRecord{later}
+	recorded := map[model.Key]time.Time{{Artifact: "tiny", Version: "1.1.0"}: t0.Add(20 * day)}
+	if ds := Delistings(arts, h, nil, t0.Add(55*day), 30*day); len(ds) != 1 || !ds[0].Kept || !ds[0].Since.Equal(t0.Add(40*day)) {
+		t.Errorf("no recorded time: %+v", ds)
+	}
+	if ds := Delistings(arts, h, recorded, t0.Add(55*day), 30*day); len(ds) != 1 || ds[0].Kept || !ds[0].Removed || !ds[0].Since.Equal(t0.Add(20*day)) {
+		t.Errorf("recorded time: %+v", ds)
+	}
+	// A whole history: the recorded time is not needed, nor taken.
+	full := historyOf(t, []model.ArtifactRecord{tinyRecord(true, true), tinyRecord(true, false)}, []time.Time{t0, t0.Add(30 * day)})
+	if ds := Delistings(arts, full, recorded, t0.Add(55*day), 30*day); len(ds) != 1 || !ds[0].Kept || !ds[0].Since.Equal(t0.Add(30*day)) {
+		t.Errorf("full history: %+v", ds)
+	}
 }
 
 // TestDelistingsPeriod: the deprecation period counts from the catalog
@@ -85,7 +133,7 @@ func TestDelistingsPeriod(t *testing.T) {
 	arts := []model.ArtifactRecord{tinyRecord(true, false)}
 	period := 30 * day
 
-	ds := Delistings(arts, h, delisted.Add(10*day), period)
+	ds := Delistings(arts, h, nil, delisted.Add(10*day), period)
 	if len(ds) != 1 || !ds[0].Kept || ds[0].Removed || !ds[0].Since.Equal(delisted) || !ds[0].Until.Equal(delisted.Add(period)) {
 		t.Fatalf("10 days after: %+v", ds)
 	}
@@ -97,7 +145,7 @@ func TestDelistingsPeriod(t *testing.T) {
 		t.Errorf("messages %q %v", got, pkgs)
 	}
 
-	ds = Delistings(arts, h, delisted.Add(31*day), period)
+	ds = Delistings(arts, h, nil, delisted.Add(31*day), period)
 	if len(ds) != 1 || ds[0].Kept || !ds[0].Removed || ds[0].Line() != "tiny 1.1.0: removed" {
 		t.Fatalf("31 days after: %+v", ds)
 	}
@@ -108,24 +156,24 @@ func TestDelistingsPeriod(t *testing.T) {
 		a.Description = "a later publish"
 		return a
 	}()}, []time.Time{listed, delisted, delisted.Add(31 * day)})
-	if ds := Delistings(arts, later, delisted.Add(32*day), period); len(ds) != 0 {
+	if ds := Delistings(arts, later, nil, delisted.Add(32*day), period); len(ds) != 0 {
 		t.Errorf("after the removal was published: %+v", ds)
 	}
 
 	// Delisted by this run: the history still lists it.
 	before := historyOf(t, []model.ArtifactRecord{tinyRecord(true, true)}, []time.Time{listed})
 	now := listed.Add(day)
-	if ds := Delistings(arts, before, now, 0); len(ds) != 1 || ds[0].Kept || !ds[0].Removed {
+	if ds := Delistings(arts, before, nil, now, 0); len(ds) != 1 || ds[0].Kept || !ds[0].Removed {
 		t.Errorf("period 0: %+v", ds)
 	}
-	if ds := Delistings(arts, before, now, period); len(ds) != 1 || !ds[0].Kept || !ds[0].Since.Equal(now) {
+	if ds := Delistings(arts, before, nil, now, period); len(ds) != 1 || !ds[0].Kept || !ds[0].Since.Equal(now) {
 		t.Errorf("delisted now, 30 days: %+v", ds)
 	}
 
 	// The whole artifact delisted now: both versions kept, and a package
 	// message.
 	whole := []model.ArtifactRecord{tinyRecord(false, true)}
-	ds = Delistings(whole, before, now, period)
+	ds = Delistings(whole, before, nil, now, period)
 	if len(ds) != 2 || !ds[0].Whole || !ds[0].Kept || !ds[1].Kept {
 		t.Fatalf("whole artifact: %+v", ds)
 	}
