@@ -46,7 +46,8 @@ type Entry struct {
 	// the PackageManifest's file:line (default: Image).
 	Source string
 	// Deprecated, when set, is its olm.deprecations message (deprecations.go),
-	// DelistedSince when it was delisted (kept in NotesFile for the next run).
+	// DelistedSince when a delisted entry kept for its deprecation period
+	// was delisted (zero for a listed one; kept in NotesFile).
 	Deprecated    string
 	DelistedSince time.Time
 	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
@@ -194,10 +195,10 @@ func loaded(b *declcfg.Bundle) error {
 }
 
 type versioned struct {
-	name       string
-	version    semver.Version
-	b          *bundle.Bundle
-	deprecated bool
+	name     string
+	version  semver.Version
+	b        *bundle.Bundle
+	delisted bool
 }
 
 func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
@@ -223,7 +224,7 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 			return fmt.Errorf("%s: %w", e.Source, err)
 		}
 		cfg.Bundles = append(cfg.Bundles, b)
-		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle, deprecated: e.Deprecated != ""})
+		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle, delisted: !e.DelistedSince.IsZero()})
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].version.LT(vs[j].version) })
 

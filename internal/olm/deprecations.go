@@ -18,7 +18,8 @@ import (
 //   - Entry.Deprecated is an entry with reference {schema: olm.bundle,
 //     name: the bundle's CSV name}.
 //   - A channel of channels (the built olm.channel blobs) whose every
-//     bundle is deprecated, in a package that is not deprecated whole, is
+//     bundle is delisted (Entry.DelistedSince set), in a package that is
+//     not deprecated whole, is
 //     an entry with reference {schema: olm.channel, name: the channel}: no
 //     listed version remains in it. Its message names the channel, and the
 //     default channel to move to.
@@ -37,19 +38,19 @@ func deprecations(pkgs []Package, channels []declcfg.Channel) []declcfg.Deprecat
 				Reference: declcfg.PackageScopedReference{Schema: declcfg.SchemaPackage}, Message: p.Deprecated,
 			})
 		}
-		deprecated := map[string]bool{}
+		delisted := map[string]bool{}
 		var bundles []declcfg.DeprecationEntry
 		for _, e := range p.Entries {
 			if e.Deprecated == "" || e.Bundle == nil {
 				continue
 			}
-			deprecated[e.Bundle.CSVName] = true
+			delisted[e.Bundle.CSVName] = !e.DelistedSince.IsZero()
 			bundles = append(bundles, declcfg.DeprecationEntry{
 				Reference: declcfg.PackageScopedReference{Schema: declcfg.SchemaBundle, Name: e.Bundle.CSVName}, Message: e.Deprecated,
 			})
 		}
-		if p.Deprecated == "" && len(deprecated) > 0 {
-			d.Entries = append(d.Entries, channelDeprecations(p.Name, channels, deprecated)...)
+		if p.Deprecated == "" && len(delisted) > 0 {
+			d.Entries = append(d.Entries, channelDeprecations(p.Name, channels, delisted)...)
 		}
 		sort.Slice(bundles, func(i, j int) bool { return bundles[i].Reference.Name < bundles[j].Reference.Name })
 		d.Entries = append(d.Entries, bundles...)
@@ -62,9 +63,10 @@ func deprecations(pkgs []Package, channels []declcfg.Channel) []declcfg.Deprecat
 
 // channelDeprecations returns the olm.channel deprecation entries of
 // package pkg: one per channel of channels (sorted by name, as Build
-// makes them) whose every bundle is in deprecated (CSV names), naming a
-// channel that still has a listed bundle to switch to, when there is one.
-func channelDeprecations(pkg string, channels []declcfg.Channel, deprecated map[string]bool) []declcfg.DeprecationEntry {
+// makes them) whose every bundle is delisted (true in delisted, by CSV
+// name), naming a channel that still has a listed bundle to switch to,
+// when there is one.
+func channelDeprecations(pkg string, channels []declcfg.Channel, delisted map[string]bool) []declcfg.DeprecationEntry {
 	var gone, kept []string
 	for _, ch := range channels {
 		if ch.Package != pkg {
@@ -72,7 +74,7 @@ func channelDeprecations(pkg string, channels []declcfg.Channel, deprecated map[
 		}
 		all := len(ch.Entries) > 0
 		for _, e := range ch.Entries {
-			all = all && deprecated[e.Name]
+			all = all && delisted[e.Name]
 		}
 		if all {
 			gone = append(gone, ch.Name)
@@ -94,11 +96,11 @@ func channelDeprecations(pkg string, channels []declcfg.Channel, deprecated map[
 }
 
 // newestListed returns the newest of vs (sorted by version) that is not
-// deprecated, or the newest of all when every one is: the version whose
+// delisted, or the newest of all when every one is: the version whose
 // metadata the olm.package takes.
 func newestListed(vs []versioned) versioned {
 	for i := len(vs) - 1; i >= 0; i-- {
-		if !vs[i].deprecated {
+		if !vs[i].delisted {
 			return vs[i]
 		}
 	}

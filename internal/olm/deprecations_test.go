@@ -5,13 +5,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 )
 
 // deprecatedCatalog is package op: 0.9.0 in channel alpha only, 1.0.0,
 // 1.1.0 (replaces 1.0.0) and 1.2.0 (replaces 1.1.0) in stable; 0.9.0 and
-// 1.1.0 deprecated. Package gone: 2.0.0 in stable, deprecated whole.
+// 1.1.0 delisted and kept deprecated, 1.2.0 listed and deprecated (a
+// PackageManifest's spec.deprecation.message). Package gone: 2.0.0 in
+// stable, deprecated whole.
 func deprecatedCatalog(t *testing.T) []Package {
 	t.Helper()
 	op := entries(
@@ -20,10 +23,12 @@ func deprecatedCatalog(t *testing.T) []Package {
 		csvBundle(t, "op", "1.1.0", "op.v1.0.0", nil, "", "stable"),
 		csvBundle(t, "op", "1.2.0", "op.v1.1.0", nil, "", "stable"),
 	)
-	op[0].Deprecated = "op 0.9.0 is no longer published"
-	op[2].Deprecated = "op 1.1.0 is no longer published: upgrade to 1.2.0"
+	delisted := time.Date(2026, 11, 2, 8, 30, 0, 0, time.UTC)
+	op[0].Deprecated, op[0].DelistedSince = "op 0.9.0 is no longer published", delisted
+	op[2].Deprecated, op[2].DelistedSince = "op 1.1.0 is no longer published: upgrade to 1.2.0", delisted
+	op[3].Deprecated = "op 1.2.0 is deprecated: use op 2" // listed, deprecated by its PackageManifest
 	gone := entries(csvBundle(t, "gone", "2.0.0", "", nil, "", "stable"))
-	gone[0].Deprecated = "gone 2.0.0 is no longer published"
+	gone[0].Deprecated, gone[0].DelistedSince = "gone 2.0.0 is no longer published", delisted
 	return []Package{{Name: "op", Entries: op}, {Name: "gone", Entries: gone, Deprecated: "gone is no longer published"}}
 }
 
@@ -32,7 +37,7 @@ func deprecatedCatalog(t *testing.T) []Package {
 // declcfg.Deprecation): a package deprecated whole has the package entry
 // and its bundles', a channel whose every bundle is deprecated (alpha) has
 // a channel entry naming the channel to move to, and each deprecated
-// bundle its own. The deprecated 1.1.0 stays in the graph, with its
+// bundle its own (a listed one too, which deprecates no channel). The deprecated 1.1.0 stays in the graph, with its
 // replaces edges (1.2.0 replaces it, it replaces 1.0.0), so a cluster
 // running it still upgrades; operator-registry's model carries each
 // message where OLM reads it, and the catalog on disk passes the real
@@ -54,6 +59,7 @@ func TestBuildDeprecations(t *testing.T) {
 			{Reference: ref("olm.channel", "alpha"), Message: "channel alpha of op has no published version left: its bundles leave this catalog at the end of their deprecation period; subscribe to channel stable instead"},
 			{Reference: ref("olm.bundle", "op.v0.9.0"), Message: "op 0.9.0 is no longer published"},
 			{Reference: ref("olm.bundle", "op.v1.1.0"), Message: "op 1.1.0 is no longer published: upgrade to 1.2.0"},
+			{Reference: ref("olm.bundle", "op.v1.2.0"), Message: "op 1.2.0 is deprecated: use op 2"},
 		}},
 	}
 	if !reflect.DeepEqual(cfg.Deprecations, want) {

@@ -104,6 +104,7 @@ func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option
 		cfg.Packages = append(cfg.Packages, c.Packages...)
 		cfg.Channels = append(cfg.Channels, c.Channels...)
 		cfg.Bundles = append(cfg.Bundles, c.Bundles...)
+		cfg.Deprecations = append(cfg.Deprecations, c.Deprecations...)
 	}
 	n, err := parseNotes(notesData)
 	if err != nil {
@@ -128,6 +129,16 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 	defaults := map[string]string{}
 	for _, p := range cfg.Packages {
 		defaults[p.Name] = p.DefaultChannel
+	}
+	// The bundles' deprecation messages, which the next catalog keeps
+	// for a bundle still deprecated (Entry.Deprecated).
+	messages := map[[2]string]string{}
+	for _, d := range cfg.Deprecations {
+		for _, e := range d.Entries {
+			if e.Reference.Schema == declcfg.SchemaBundle {
+				messages[[2]string{d.Package, e.Reference.Name}] = e.Message
+			}
+		}
 	}
 	p := &Previous{entries: map[string]Entry{}}
 	for i := range cfg.Bundles {
@@ -158,7 +169,7 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 			}
 		}
 		p.entries[b.Image] = Entry{
-			installer: installer, DelistedSince: delisted,
+			installer: installer, DelistedSince: delisted, Deprecated: messages[[2]string{b.Package, b.Name}],
 			Image: b.Image,
 			Bundle: &bundle.Bundle{
 				CSV: csv, CSVName: csv.Name, Version: csv.Spec.Version.String(), Package: b.Package,

@@ -180,3 +180,63 @@ func TestRunOLMDeprecation(t *testing.T) {
 		t.Errorf("after the period of tiny: packages %v bundles %v", pkgs, imgs)
 	}
 }
+
+// TestRunOLMManifestDeprecation: a listed version whose PackageManifest
+// has spec.deprecation.message is deprecated in the catalog with that
+// message while it stays listed (the channels keep it as they were); once
+// its manifest is removed, the bundle kept for the deprecation period
+// keeps that message (read from the last catalog image); and a message
+// that is removed from a listed manifest undeprecates the version.
+func TestRunOLMManifestDeprecation(t *testing.T) {
+	f := newFixture(t)
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
+	start := time.Date(2026, 11, 2, 8, 30, 0, 0, time.UTC)
+	at := start
+	clock := func() time.Time { return at }
+	p := filepath.Join(f.source, "packages", "tiny", "1.0.0", "manifest.yaml")
+	plain, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const msg = "tiny 1.0.0 has a known data-loss bug: upgrade to 1.1.0"
+	if err := os.WriteFile(p, append(append([]byte(nil), plain...), "  deprecation:\n    message: \""+msg+"\"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "deprecate tiny 1.0.0")
+	if res, log := f.runOLMAt(t, "30d", clock); res.Commit == "" {
+		t.Fatalf("first run committed nothing\n%s", log)
+	}
+	_, cfg := f.catalogConfigs(t)
+	if len(cfg.Bundles) != 2 || len(cfg.Deprecations) != 1 || len(cfg.Deprecations[0].Entries) != 1 ||
+		cfg.Deprecations[0].Entries[0].Reference.Name != "tiny.v1.0.0" || cfg.Deprecations[0].Entries[0].Message != msg {
+		t.Fatalf("listed and deprecated: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+
+	if err := os.RemoveAll(filepath.Dir(p)); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "delist tiny 1.0.0")
+	at = start.Add(24 * time.Hour)
+	if res, log := f.runOLMAt(t, "30d", clock); res.Commit == "" || len(res.Changes.Delisted) != 1 {
+		t.Fatalf("delist run: commit %q changes %+v\n%s", res.Commit, res.Changes, log)
+	}
+	_, cfg = f.catalogConfigs(t)
+	if len(cfg.Bundles) != 2 || len(cfg.Deprecations) != 1 || cfg.Deprecations[0].Entries[0].Message != msg {
+		t.Errorf("delisted, kept: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+
+	// Relisted without the message: listed, not deprecated.
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "relist tiny 1.0.0")
+	at = start.Add(48 * time.Hour)
+	f.runOLMAt(t, "30d", clock)
+	if _, cfg = f.catalogConfigs(t); len(cfg.Bundles) != 2 || len(cfg.Deprecations) != 0 {
+		t.Errorf("relisted: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+}

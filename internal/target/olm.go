@@ -143,6 +143,8 @@ type olmTarget struct {
 	// history of the cluster (UseHistory).
 	delisted map[model.Key]olm.Entry
 	history  *catalog.History
+	// messages are the PackageManifests' spec.deprecation.message.
+	messages map[model.Key]string
 }
 
 // newOLM makes the olm target of s: s.Own is nil (the defaults) or an
@@ -196,8 +198,12 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	mc := env.Client
 	t.mc = mc
 	t.bundles, t.reused, t.where = map[model.Key]*bundle.Bundle{}, map[model.Key]olm.Entry{}, map[model.Key]string{}
+	t.messages = map[model.Key]string{}
 	for _, v := range vs {
 		t.where[v.Key()] = v.Where()
+		if v.Manifest != nil {
+			t.messages[v.Key()] = v.Manifest.Spec.Deprecation.Message
+		}
 	}
 	prev := t.previousCatalog(ctx, state)
 	digests := map[[2]string]string{} // artifact, tag -> bundle digest at the last publish

@@ -255,9 +255,12 @@ func (t *olmTarget) keepDelisted(prev *olm.Previous, vs []*model.Version, state 
 
 // catalogPackages returns the packages of the catalog of arts: each
 // listed version, its bundle read in this run or its entry reused from
-// the last catalog image, and each delisted version its deprecation
-// period keeps (Delistings), from the last catalog image, with its
-// olm.deprecations message; an artifact delisted whole keeps its package,
+// the last catalog image, deprecated when its PackageManifest has a
+// spec.deprecation.message; and each delisted version its deprecation
+// period keeps (Delistings), from the last catalog image, with the
+// olm.deprecations message it had there (its PackageManifest's, or the
+// first default) or the default (deprecationMessages); an artifact
+// delisted whole keeps its package,
 // deprecated, while it has such versions. A kept version whose entry the
 // last catalog image does not have (it could not be read) leaves the
 // catalog now, with a warning. Errors: a listed version whose bundle was
@@ -290,12 +293,15 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 					t.s.warnf("olm: %s %s is delisted and within its deprecation period, but the last catalog image has no entry for %s: it leaves the catalog now", a.Name, v.Version, image)
 					continue
 				}
-				e.Source, e.Deprecated, e.DelistedSince = gitops.StatePath(t.s.Cluster)+": "+a.Name+" "+v.Version+" (delisted)", msgs[k], since
+				if e.Deprecated == "" { // the last catalog's message, else the default
+					e.Deprecated = msgs[k]
+				}
+				e.Source, e.DelistedSince = gitops.StatePath(t.s.Cluster)+": "+a.Name+" "+v.Version+" (delisted)", since
 				p.Entries = append(p.Entries, e)
 				continue
 			}
 			if e, ok := t.reused[k]; ok && e.Image == image && t.bundles[k] == nil {
-				e.Source = t.where[k]
+				e.Source, e.Deprecated, e.DelistedSince = t.where[k], t.messages[k], time.Time{}
 				p.Entries = append(p.Entries, e)
 				continue
 			}
@@ -303,7 +309,7 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 			if b == nil || v.BundleDigest == "" {
 				return nil, fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
 			}
-			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: t.where[k]})
+			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: t.where[k], Deprecated: t.messages[k]})
 		}
 		if !a.Present && len(p.Entries) > 0 {
 			p.Deprecated = pkgMsgs[a.Name]
