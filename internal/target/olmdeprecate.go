@@ -158,7 +158,7 @@ func deprecationMessages(ds []Delisting, arts []model.ArtifactRecord) (bundles m
 			continue
 		}
 		date := d.Until.UTC().Format("2006-01-02")
-		msg := fmt.Sprintf("%s %s is no longer published and leaves this catalog after %s", d.Artifact, d.Version, date)
+		msg := defaultPrefix(d.Artifact, d.Version) + date
 		if n := newestListed(byName[d.Artifact]); n != "" {
 			msg += fmt.Sprintf(": upgrade to %s, the newest published version", n)
 		}
@@ -173,6 +173,13 @@ func deprecationMessages(ds []Delisting, arts []model.ArtifactRecord) (bundles m
 		pkgs[p] = fmt.Sprintf("%s is no longer published: its bundles leave this catalog by %s", p, date)
 	}
 	return bundles, pkgs
+}
+
+// defaultPrefix starts the default message of a delisted version
+// (deprecationMessages), which names the end of its period: such a
+// message in the last catalog is written anew, with the period of now.
+func defaultPrefix(artifact, version string) string {
+	return fmt.Sprintf("%s %s is no longer published and leaves this catalog after ", artifact, version)
 }
 
 // sortDelistings orders ds by artifact, then version.
@@ -293,8 +300,8 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 					t.s.warnf("olm: %s %s is delisted and within its deprecation period, but the last catalog image has no entry for %s: it leaves the catalog now", a.Name, v.Version, image)
 					continue
 				}
-				if e.Deprecated == "" { // the last catalog's message, else the default
-					e.Deprecated = msgs[k]
+				if e.Deprecated == "" || strings.HasPrefix(e.Deprecated, defaultPrefix(a.Name, v.Version)) {
+					e.Deprecated = msgs[k] // the default, anew; else the last catalog's (its PackageManifest's)
 				}
 				e.Source, e.DelistedSince = gitops.StatePath(t.s.Cluster)+": "+a.Name+" "+v.Version+" (delisted)", since
 				p.Entries = append(p.Entries, e)
