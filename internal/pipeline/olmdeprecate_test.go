@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/olm/olmtest"
 	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/target"
+	"github.com/operator-publish/publish/internal/testenv"
 	"sigs.k8s.io/yaml"
 )
 
@@ -21,15 +23,21 @@ import (
 // of edge names and returns its root (configs/ below it) and the catalog.
 func (f *fixture) catalogConfigs(t *testing.T) (string, *declcfg.DeclarativeConfig) {
 	t.Helper()
-	var cs struct {
+	return configsOf(t, f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile))
+}
+
+// configsOf is catalogConfigs of the CatalogSource cs (YAML).
+func configsOf(t *testing.T, cs string) (string, *declcfg.DeclarativeConfig) {
+	t.Helper()
+	var obj struct {
 		Spec struct {
 			Image string `json:"image"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal([]byte(f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile)), &cs); err != nil {
+	if err := yaml.Unmarshal([]byte(cs), &obj); err != nil {
 		t.Fatal(err)
 	}
-	root := olmtest.ExtractLayer(t, cs.Spec.Image)
+	root := olmtest.ExtractLayer(t, obj.Spec.Image)
 	cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(filepath.Join(root, "configs")))
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +246,76 @@ func TestRunOLMManifestDeprecation(t *testing.T) {
 	f.runOLMAt(t, "30d", clock)
 	if _, cfg = f.catalogConfigs(t); len(cfg.Bundles) != 2 || len(cfg.Deprecations) != 0 {
 		t.Errorf("relisted: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+}
+
+// TestRunOLMDeprecationRemoteCatalog: with a remote catalog, which a run
+// fetches at depth 1, the catalog history holds the tip only; after a
+// later commit the delisting is older than the tip, and the run dates it
+// by the time the catalog image recorded: 20 days after the delisting the
+// catalog is the same (no commit), 31 days after the bundle leaves it.
+func TestRunOLMDeprecationRemoteCatalog(t *testing.T) {
+	f := newFixture(t)
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
+	gs := testenv.StartGitServer(t)
+	url := gs.NewBareRepo(t, "catalog")
+	day := 24 * time.Hour
+	start := time.Date(2026, 11, 2, 8, 30, 0, 0, time.UTC)
+	at := start
+	run := func(what string) *Result {
+		t.Helper()
+		var log bytes.Buffer
+		o := f.olmOptions("30d", func() time.Time { return at }, &log)
+		o.Catalog = gitops.Options{URL: url, Branch: "main", Username: gs.Username, Password: gs.Password}
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", what, err, log.String())
+		}
+		return res
+	}
+	catalog := func() *declcfg.DeclarativeConfig {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(cloneCatalog(t, url, gs), "rendered", "edge", target.CatalogSourceFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, cfg := configsOf(t, string(data))
+		return cfg
+	}
+	run("first run")
+	if err := os.RemoveAll(filepath.Join(f.source, "packages", "tiny", "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "delist tiny 1.0.0")
+	at = start.Add(day)
+	run("delisting")
+	// A later catalog commit: the next fetch no longer has the delisting.
+	p := filepath.Join(f.source, "packages", "tiny", "1.1.0", "manifest.yaml")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, bytes.Replace(data, []byte("displayName: Tiny"), []byte("displayName: Tiny Two"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "rename tiny")
+	at = start.Add(2 * day)
+	if res := run("rename"); res.Commit == "" {
+		t.Fatal("the rename committed nothing")
+	}
+	at = start.Add(20 * day)
+	if res := run("20 days after"); res.Commit != "" {
+		t.Errorf("20 days after the delisting: commit %s (the delisting was dated by the shallow tip?)", res.Commit)
+	}
+	if cfg := catalog(); len(cfg.Bundles) != 2 || len(cfg.Deprecations) != 1 {
+		t.Errorf("20 days after: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
+	}
+	at = start.Add(31*day + time.Hour)
+	if res := run("31 days after"); res.Commit == "" {
+		t.Fatal("31 days after the delisting: nothing committed")
+	}
+	if cfg := catalog(); len(cfg.Bundles) != 1 || len(cfg.Deprecations) != 0 {
+		t.Errorf("31 days after: %d bundles, deprecations %+v", len(cfg.Bundles), cfg.Deprecations)
 	}
 }

@@ -82,8 +82,10 @@ func (d Delisting) Line() string {
 // deprecated (olm.Entry.DelistedSince; nil: none), the time now and the
 // deprecation period. A version h records as delisted counts from that
 // event's time; when h is cut short (Truncated) and that event is the
-// first h has of the version, the delisting may be older than the walk,
-// and an earlier recorded time is taken instead. A version h records as
+// first h has of the version, the delisting may be older than the walk:
+// the recorded time counts when there is one (and is earlier), and a
+// version without one was not kept by the last catalog, so it is left
+// out. A version h records as
 // listed, or not at all, is delisted by this run and counts from now. It
 // is Kept while now is before Since plus period; it is Removed when not
 // kept but still in the catalog at the last publish (delisted by this
@@ -102,9 +104,14 @@ func Delistings(arts []model.ArtifactRecord, h *catalog.History, recorded map[mo
 			if h != nil {
 				if ev, ok := h.Since(a.Name, v.Version); ok && !ev.Present {
 					d.Since, byRun = ev.Time, false
-					r, ok := recorded[model.Key{Artifact: a.Name, Version: v.Version}]
-					if h.Truncated && len(h.Events(a.Name, v.Version)) == 1 && ok && r.Before(d.Since) {
-						d.Since = r
+					if h.Truncated && len(h.Events(a.Name, v.Version)) == 1 {
+						r, ok := recorded[model.Key{Artifact: a.Name, Version: v.Version}]
+						if !ok {
+							continue // delisted before the walk, and not kept
+						}
+						if r.Before(d.Since) {
+							d.Since = r
+						}
 					}
 				}
 				last = h.Last
@@ -207,11 +214,12 @@ func (t *olmTarget) WantsHistory() bool { return t.period() > 0 }
 // deprecation periods (HistoryUser). A history cut short (a remote catalog
 // is fetched at depth 1) cannot date the versions delisted before its
 // oldest commit: a run takes the time the last catalog image recorded
-// (Delistings), a plan that commit's time; the log says so.
+// (Delistings), a plan, which reads no image, leaves them out; the log
+// says so.
 func (t *olmTarget) UseHistory(h *catalog.History) {
 	t.history = h
 	if h != nil && h.Truncated {
-		t.s.logf("olm: the catalog history is shallow (%d commits read): a version delisted before them is dated by the last catalog image (run) or the oldest commit read (plan)", h.Commits)
+		t.s.logf("olm: the catalog history is shallow (%d commits read): a version delisted before them is dated by the last catalog image (run; the plan leaves it out)", h.Commits)
 	}
 }
 
