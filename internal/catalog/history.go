@@ -43,7 +43,11 @@ type History struct {
 	Truncated bool
 	// Commits is how many commits the walk read.
 	Commits int
-	events  map[[2]string][]VersionEvent
+	// Last is the committer time of the newest commit that changed the
+	// cluster's state file: the cluster's last publish that committed
+	// anything. Zero when no commit has the file.
+	Last   time.Time
+	events map[[2]string][]VersionEvent
 }
 
 // Events returns the events of one version, oldest first; none when the
@@ -114,6 +118,9 @@ func ReadHistory(ctx context.Context, s storer.EncodedObjectStorer, head plumbin
 			return nil, fmt.Errorf("catalog history of cluster %s: reading commit %s: %w", cluster, c.ParentHashes[0], err)
 		}
 		c = parent
+	}
+	if len(line) > 0 && !line[0].blob.IsZero() {
+		h.Last = line[0].commit.Committer.When
 	}
 	prev := map[[2]string]VersionEvent{}
 	for i := len(line) - 1; i >= 0; i-- {

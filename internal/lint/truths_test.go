@@ -72,11 +72,12 @@ func TestCountPlural(t *testing.T) {
 // (derived from its yaml tags, no hand-kept copy to drift).
 func TestSchemaDerived(t *testing.T) {
 	want := map[string]map[string]fieldKind{
-		"":          {"apiVersion": kText, "kind": kText, "metadata": kMap, "spec": kMap},
-		"metadata":  {"name": kText, "labels": kTextMap, "annotations": kTextMap},
-		"spec":      {"type": kText, "artifact": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList},
-		"spec.info": {"displayName": kText, "icon": kText, "keywords": kList, "links": kLinks, "description": kText},
-		"link":      {"name": kText, "url": kText},
+		"":                 {"apiVersion": kText, "kind": kText, "metadata": kMap, "spec": kMap},
+		"metadata":         {"name": kText, "labels": kTextMap, "annotations": kTextMap},
+		"spec":             {"type": kText, "artifact": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList, "deprecation": kMap},
+		"spec.info":        {"displayName": kText, "icon": kText, "keywords": kList, "links": kLinks, "description": kText},
+		"spec.deprecation": {"message": kText},
+		"link":             {"name": kText, "url": kText},
 	}
 	if !reflect.DeepEqual(schema, want) {
 		t.Errorf("schema %v\nwant %v", schema, want)

@@ -12,6 +12,7 @@
 //	  arch: [linux/amd64]
 //	  info: {displayName, icon, keywords, links: [{name, url}], description}
 //	  relatedImages: [<image reference>, ...]
+//	  deprecation: {message}
 //
 // Parsing is strict: an unknown field, a value of the wrong type or a missing
 // required field is an error that names the file and the line.
@@ -85,6 +86,17 @@ type Spec struct {
 	Info Info `yaml:"info"`
 	// RelatedImages lists every image the operator needs.
 	RelatedImages []string `yaml:"relatedImages,omitempty"`
+	// Deprecation, when its message is set, deprecates the version on
+	// the OLM target (an olm.deprecations entry while it is listed, kept
+	// when it is delisted; docs/olm.md).
+	Deprecation Deprecation `yaml:"deprecation,omitempty"`
+}
+
+// Deprecation is spec.deprecation of a PackageManifest.
+type Deprecation struct {
+	// Message is what OLM shows of the deprecated version (the
+	// olm.deprecations entry's message).
+	Message string `yaml:"message,omitempty"`
 }
 
 // Info is the display information of a PackageManifest.

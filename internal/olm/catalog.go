@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	semver "github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/action/migrations"
@@ -44,6 +45,11 @@ type Entry struct {
 	// Source names where the entry comes from in error messages, such as
 	// the PackageManifest's file:line (default: Image).
 	Source string
+	// Deprecated, when set, is its olm.deprecations message (deprecations.go),
+	// DelistedSince when a delisted entry kept for its deprecation period
+	// was delisted (zero for a listed one; kept in NotesFile).
+	Deprecated    string
+	DelistedSince time.Time
 	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
 	// Bundle then holds what Build needs of the CSV and channels only.
 	prebuilt *declcfg.Bundle
@@ -102,10 +108,12 @@ func ParseFormat(s string) (Format, error) {
 const csvMetadataMigration = "bundle-object-to-csv-metadata"
 
 // Package is one OLM package (= Artifact name) and its published versions;
-// delisted versions are simply not in Entries.
+// delisted versions are not in Entries, or are there with Entry.Deprecated.
 type Package struct {
 	Name    string
 	Entries []Entry
+	// Deprecated, when set, is the package's olm.deprecations message.
+	Deprecated string
 }
 
 // Build returns the file-based catalog of pkgs: for every package with at
@@ -137,6 +145,7 @@ func Build(pkgs []Package, f Format) (*declcfg.DeclarativeConfig, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	cfg.Deprecations = deprecations(sorted, cfg.Channels)
 	switch f {
 	case FormatCSVMetadata:
 		m, err := migrations.NewMigrations(csvMetadataMigration)
@@ -185,20 +194,11 @@ func loaded(b *declcfg.Bundle) error {
 	return nil
 }
 
-// hasProperty reports whether b has a property of type typ.
-func hasProperty(b declcfg.Bundle, typ string) bool {
-	for _, p := range b.Properties {
-		if p.Type == typ {
-			return true
-		}
-	}
-	return false
-}
-
 type versioned struct {
-	name    string
-	version semver.Version
-	b       *bundle.Bundle
+	name     string
+	version  semver.Version
+	b        *bundle.Bundle
+	delisted bool
 }
 
 func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
@@ -224,7 +224,7 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 			return fmt.Errorf("%s: %w", e.Source, err)
 		}
 		cfg.Bundles = append(cfg.Bundles, b)
-		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle})
+		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle, delisted: !e.DelistedSince.IsZero()})
 	}
 	sort.SliceStable(vs, func(i, j int) bool { return vs[i].version.LT(vs[j].version) })
 
@@ -249,9 +249,9 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 		})
 	}
 
-	// The newest version decides the default channel, icon and
+	// The newest listed version decides the default channel, icon and
 	// description, as it does on the Alauda side.
-	newest := vs[len(vs)-1].b
+	newest := newestListed(vs).b
 	def := newest.DefaultChannel
 	if _, ok := byChannel[def]; !ok {
 		def = ""

@@ -33,7 +33,8 @@ func Validate(cfg *declcfg.DeclarativeConfig) error {
 
 // Files returns the catalog as files below ConfigsDir: one
 // <package>/catalog.json per package, written by declcfg.WriteJSON (the
-// olm.package, its channels sorted by name, its bundles sorted by name),
+// olm.package, its channels sorted by name, its bundles sorted by name,
+// then its olm.deprecations),
 // keyed by slash-separated path relative to the image root
 // ("configs/etcd/catalog.json").
 func Files(cfg *declcfg.DeclarativeConfig) (map[string][]byte, error) {
@@ -52,6 +53,9 @@ func Files(cfg *declcfg.DeclarativeConfig) (map[string][]byte, error) {
 	}
 	for _, b := range cfg.Bundles {
 		get(b.Package).Bundles = append(get(b.Package).Bundles, b)
+	}
+	for _, d := range cfg.Deprecations {
+		get(d.Package).Deprecations = append(get(d.Package).Deprecations, d)
 	}
 	out := map[string][]byte{}
 	for name, c := range per {
@@ -72,4 +76,14 @@ func sortedKeys(m map[string][]byte) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// hasProperty reports whether b has a property of type typ.
+func hasProperty(b declcfg.Bundle, typ string) bool {
+	for _, p := range b.Properties {
+		if p.Type == typ {
+			return true
+		}
+	}
+	return false
 }

@@ -65,6 +65,33 @@ func InstallModeProblem(modes []v1alpha1.InstallMode, namespace, watch, field st
 	return ""
 }
 
+// DefaultWatchNamespace returns the watch namespace a ClusterExtension
+// installing into namespace, with none set, is rendered with for bundles
+// whose CSVs have the install modes of modes (one CSV's spec.installModes
+// each, every bundle the ClusterExtension may pick): namespace, the
+// OwnNamespace install mode, when some CSV lacks AllNamespaces and every
+// one supports OwnNamespace (operator-controller v1.11.0 then requires
+// watchNamespace equal to the install namespace,
+// rukpak/bundle/registryv1.go buildBundleConfigSchema); "" otherwise:
+// every CSV supports AllNamespaces, or no one namespace fits them all
+// (a SingleNamespace-only CSV needs the namespace to watch named, which
+// InstallModeProblem asks for).
+func DefaultWatchNamespace(modes [][]v1alpha1.InstallMode, namespace string) string {
+	all, own := true, true
+	for _, ms := range modes {
+		has := map[v1alpha1.InstallModeType]bool{}
+		for _, m := range ms {
+			has[m.Type] = has[m.Type] || m.Supported
+		}
+		all = all && has[v1alpha1.InstallModeTypeAllNamespaces]
+		own = own && has[v1alpha1.InstallModeTypeOwnNamespace]
+	}
+	if len(modes) == 0 || all || !own {
+		return ""
+	}
+	return namespace
+}
+
 // Selects reports whether the ClusterExtension e may install the bundle of
 // version (its CSV's spec.version) in channels: e's channels, when it
 // names some, include one of them, and e's version range, when it has one,

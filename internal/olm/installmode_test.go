@@ -140,3 +140,69 @@ func TestClusterExtensionWatchNamespaceCRD(t *testing.T) {
 		t.Errorf("standard CRD, no watchNamespace: %v", err)
 	}
 }
+
+// TestDefaultWatchNamespace: a ClusterExtension without watchNamespace
+// gets the install namespace when its bundles all support OwnNamespace and
+// some not AllNamespaces; none when all support AllNamespaces, when one
+// supports only SingleNamespace (the namespace to watch must be named),
+// or when it picks no bundle.
+func TestDefaultWatchNamespace(t *testing.T) {
+	const (
+		own    = v1alpha1.InstallModeTypeOwnNamespace
+		single = v1alpha1.InstallModeTypeSingleNamespace
+		all    = v1alpha1.InstallModeTypeAllNamespaces
+	)
+	for _, tc := range []struct {
+		name  string
+		modes [][]v1alpha1.InstallMode
+		want  string
+	}{
+		{"own only", [][]v1alpha1.InstallMode{modes(own)}, "etcd"},
+		{"own and single", [][]v1alpha1.InstallMode{modes(own, single)}, "etcd"},
+		{"own only and own with all", [][]v1alpha1.InstallMode{modes(own), modes(own, all)}, "etcd"},
+		{"all", [][]v1alpha1.InstallMode{modes(own, all), modes(all)}, ""},
+		{"single only", [][]v1alpha1.InstallMode{modes(single)}, ""},
+		{"own only and all only", [][]v1alpha1.InstallMode{modes(own), modes(all)}, ""},
+		{"no bundle", nil, ""},
+	} {
+		if got := DefaultWatchNamespace(tc.modes, "etcd"); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestClusterExtensionUpgradeConstraintPolicy: the policy is rendered in
+// spec.source.catalog as operator-controller v1.11.0's CRD has it (its
+// standard CRD takes it; crdcheck), none by default, and a value outside
+// the CRD's enum is refused, naming the two values.
+func TestClusterExtensionUpgradeConstraintPolicy(t *testing.T) {
+	for _, p := range []string{UpgradeCatalogProvided, UpgradeSelfCertified} {
+		data, err := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", UpgradeConstraintPolicy: p})
+		if err != nil || !strings.Contains(string(data), "    catalog:\n      packageName: etcd\n      upgradeConstraintPolicy: "+p+"\n") {
+			t.Errorf("%s (%v):\n%s", p, err, data)
+		}
+	}
+	if data, _ := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd"}); strings.Contains(string(data), "upgradeConstraintPolicy") {
+		t.Errorf("no policy set:\n%s", data)
+	}
+	_, err := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", UpgradeConstraintPolicy: "Never"})
+	if err == nil || !strings.Contains(err.Error(), `upgradeConstraintPolicy "Never": want CatalogProvided (the default) or SelfCertified`) {
+		t.Errorf("Never: %v", err)
+	}
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/operator-framework/operator-controller@v1.11.0").Output()
+	var mod struct{ Dir string }
+	if err == nil {
+		err = json.Unmarshal(out, &mod)
+	}
+	if err != nil || mod.Dir == "" {
+		testenv.Skipf(t, "this test needs the operator-controller v1.11.0 module (go mod download): %v", err)
+	}
+	std, err := crdcheck.Load(filepath.Join(mod.Dir, "helm", "olmv1", "base", "operator-controller", "crd", "standard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := ClusterExtension(ExtensionOptions{Package: "etcd", Namespace: "etcd", UpgradeConstraintPolicy: UpgradeSelfCertified, Catalog: DefaultSourceName})
+	if err := std.Validate(data); err != nil {
+		t.Errorf("standard CRD: %v\n%s", err, data)
+	}
+}

@@ -5,13 +5,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // NotesFile is where the catalog image keeps, beside /configs and outside
 // what OLM reads, the facts of each bundle's CSV that an olm.csv.metadata
 // entry leaves out and the next catalog needs: spec.replaces, spec.skips
-// and spec.icon[0]; and the rules its ClusterExtension's installer
-// service account needs (Installer). With them a run reuses an unchanged bundle's entry
+// and spec.icon[0]; the rules its ClusterExtension's installer
+// service account needs (Installer); and, for a bundle kept deprecated,
+// when it was delisted. With them a run reuses an unchanged bundle's entry
 // from the last catalog image in either format instead of reading the
 // bundle image again (LoadPrevious). Path relative to the image root.
 const NotesFile = "operator-publish/bundles.json"
@@ -32,6 +34,9 @@ type bundleNote struct {
 	// Installer are the bundle's installer rules (nil in catalog images
 	// written before they were recorded).
 	Installer *InstallerRules `json:"installer,omitempty"`
+	// DelistedSince is Entry.DelistedSince of a bundle the catalog keeps
+	// deprecated (RFC 3339, UTC): when it was delisted.
+	DelistedSince *time.Time `json:"delistedSince,omitempty"`
 }
 
 type iconNote struct {
@@ -58,6 +63,10 @@ func Notes(pkgs []Package) ([]byte, error) {
 			}
 			if r, ok := e.Installer(); ok {
 				bn.Installer = &r
+			}
+			if !e.DelistedSince.IsZero() {
+				t := e.DelistedSince.UTC()
+				bn.DelistedSince = &t
 			}
 			n.Bundles[e.Image] = bn
 		}

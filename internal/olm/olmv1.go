@@ -20,6 +20,13 @@ import (
 // v1.11.0 (helm/olmv1/base/*/crd/standard), group olm.operatorframework.io,
 // version v1.
 
+// The values of ExtensionOptions.UpgradeConstraintPolicy, as the
+// ClusterExtension CRD's enum names them.
+const (
+	UpgradeCatalogProvided = "CatalogProvided"
+	UpgradeSelfCertified   = "SelfCertified"
+)
+
 // CatalogNameLabel is the label catalogd sets on every ClusterCatalog to
 // its name; a ClusterExtension's catalog selector matches on it.
 const CatalogNameLabel = "olm.operatorframework.io/metadata.name"
@@ -118,6 +125,13 @@ type ExtensionOptions struct {
 	// operator-controller v1.11 reads it only with its experimental CRDs
 	// and the SingleOwnNamespaceInstallSupport feature gate.
 	WatchNamespace string
+	// UpgradeConstraintPolicy is
+	// spec.source.catalog.upgradeConstraintPolicy: CatalogProvided (the
+	// CRD's default; "" renders none) follows the catalog's upgrade graph,
+	// SelfCertified lets the ClusterExtension move to any version of its
+	// range, downgrades included (operator-controller v1.11.0,
+	// api/v1/clusterextension_types.go).
+	UpgradeConstraintPolicy string
 	// Where names the ClusterExtension's entry in error messages, such as
 	// publish.yaml:12 (default: its publish.yaml key).
 	Where string
@@ -161,6 +175,11 @@ func extensionErrors(o ExtensionOptions) []error {
 	if msgs := validation.IsDNS1123Subdomain(o.ServiceAccount); o.ServiceAccount != "" && len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("ClusterExtension %s: serviceAccount %q: %v", o.Name, o.ServiceAccount, msgs))
 	}
+	switch o.UpgradeConstraintPolicy {
+	case "", UpgradeCatalogProvided, UpgradeSelfCertified:
+	default:
+		errs = append(errs, fmt.Errorf("ClusterExtension %s: upgradeConstraintPolicy %q: want %s (the default) or %s", o.Name, o.UpgradeConstraintPolicy, UpgradeCatalogProvided, UpgradeSelfCertified))
+	}
 	switch o.InstallerRBAC {
 	case "", InstallerRBACBundle, InstallerRBACClusterAdmin:
 	default:
@@ -197,6 +216,9 @@ func ClusterExtension(o ExtensionOptions) ([]byte, error) {
 	}
 	if o.Version != "" {
 		catalog["version"] = o.Version
+	}
+	if o.UpgradeConstraintPolicy != "" {
+		catalog["upgradeConstraintPolicy"] = o.UpgradeConstraintPolicy
 	}
 	if o.Catalog != "" {
 		catalog["selector"] = map[string]any{"matchLabels": map[string]any{CatalogNameLabel: o.Catalog}}

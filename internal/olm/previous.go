@@ -10,6 +10,7 @@ import (
 	"io"
 	"path"
 	"strings"
+	"time"
 
 	semver "github.com/blang/semver/v4"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -103,6 +104,7 @@ func LoadPrevious(ctx context.Context, ref name.Reference, opts ...remote.Option
 		cfg.Packages = append(cfg.Packages, c.Packages...)
 		cfg.Channels = append(cfg.Channels, c.Channels...)
 		cfg.Bundles = append(cfg.Bundles, c.Bundles...)
+		cfg.Deprecations = append(cfg.Deprecations, c.Deprecations...)
 	}
 	n, err := parseNotes(notesData)
 	if err != nil {
@@ -128,6 +130,16 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 	for _, p := range cfg.Packages {
 		defaults[p.Name] = p.DefaultChannel
 	}
+	// The bundles' deprecation messages, which the next catalog keeps
+	// for a bundle still deprecated (Entry.Deprecated).
+	messages := map[[2]string]string{}
+	for _, d := range cfg.Deprecations {
+		for _, e := range d.Entries {
+			if e.Reference.Schema == declcfg.SchemaBundle {
+				messages[[2]string{d.Package, e.Reference.Name}] = e.Message
+			}
+		}
+	}
 	p := &Previous{entries: map[string]Entry{}}
 	for i := range cfg.Bundles {
 		b := cfg.Bundles[i]
@@ -149,12 +161,16 @@ func previousOf(cfg *declcfg.DeclarativeConfig, n *notes) (*Previous, error) {
 		prebuilt := b
 		prebuilt.CsvJSON = csvJSON
 		var installer *InstallerRules
+		var delisted time.Time
 		if n != nil {
 			installer = n.Bundles[b.Image].Installer
+			if d := n.Bundles[b.Image].DelistedSince; d != nil {
+				delisted = *d
+			}
 		}
 		p.entries[b.Image] = Entry{
-			installer: installer,
-			Image:     b.Image,
+			installer: installer, DelistedSince: delisted, Deprecated: messages[[2]string{b.Package, b.Name}],
+			Image: b.Image,
 			Bundle: &bundle.Bundle{
 				CSV: csv, CSVName: csv.Name, Version: csv.Spec.Version.String(), Package: b.Package,
 				Channels: chs, DefaultChannel: def, Description: csv.Annotations["description"], DisplayName: csv.Spec.DisplayName,

@@ -406,7 +406,7 @@ func publishOnce(ctx context.Context, o Options, f forge.Forge, crs []*clusterRu
 		return inputErr(err)
 	}
 	tip := crs[0].s.tip
-	w, err := tip.Commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, time.Now()))
+	w, err := tip.Commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, o.now()))
 	if err != nil {
 		return fmt.Errorf("committing catalog: %w", err)
 	}

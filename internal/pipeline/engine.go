@@ -138,7 +138,8 @@ func openCatalogScope(ctx context.Context, o Options, tgt target.Target) (*scope
 }
 
 // openTip opens the catalog branch tip, unless the scope was given one
-// (openScopeOn), and reads the cluster's state file from it.
+// (openScopeOn), gives a target.HistoryUser that wants it the cluster's
+// catalog history, and reads the cluster's state file from the tip.
 func (s *scope) openTip(ctx context.Context) error {
 	if s.tip == nil {
 		tip, err := catalog.OpenTip(ctx, s.o.Catalog)
@@ -148,6 +149,13 @@ func (s *scope) openTip(ctx context.Context) error {
 		s.tip = tip
 	}
 	tip := s.tip
+	if hu, ok := s.tgt.(target.HistoryUser); ok && hu.WantsHistory() {
+		h, err := tip.History(ctx, s.o.Cluster)
+		if err != nil {
+			return err
+		}
+		hu.UseHistory(h)
+	}
 	var err error
 	s.oldState, _, err = tip.ReadFile(gitops.StatePath(s.o.Cluster))
 	if err != nil {

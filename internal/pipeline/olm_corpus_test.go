@@ -143,6 +143,9 @@ func TestRunOLMCorpus(t *testing.T) {
 			CatalogKinds: []string{target.KindCatalogSource, target.KindClusterCatalog},
 			Redirect:     olm.RedirectKinds,
 			Extensions:   []olm.ExtensionOptions{{Package: installPkg, Namespace: "keycloak", ServiceAccount: "keycloak-installer"}},
+			// The delisting below removes at once (TestRunOLMDeprecation
+			// covers the deprecation period).
+			DeprecationPeriod: "0",
 		},
 	}
 	res, err := Run(ctx, opts)

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -29,24 +30,39 @@ func (f *fixture) runOLM(t *testing.T) *Result {
 	return res
 }
 
-// runOLMLog is runOLM, also returning the run's log.
+// runOLMLog is runOLM, also returning the run's log; delisted versions
+// leave the catalog at once (deprecationPeriod 0).
 func (f *fixture) runOLMLog(t *testing.T) (*Result, string) {
 	t.Helper()
-	var log bytes.Buffer
-	res, err := Run(context.Background(), Options{
-		Log:        slog.New(slog.NewTextHandler(&log, nil)),
+	return f.runOLMAt(t, "0", nil)
+}
+
+// olmOptions are the options of runOLMAt.
+func (f *fixture) olmOptions(period string, now func() time.Time, log io.Writer) Options {
+	return Options{
+		Log:        slog.New(slog.NewTextHandler(log, nil)),
 		Source:     f.source,
 		Cluster:    "edge",
 		Target:     target.OLM,
 		Mirror:     mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 		Catalog:    catalogOpts(f.catalog),
 		AllowEmpty: true,
+		Now:        now,
 		TargetSettings: target.OLMOptions{
-			BaseImage: f.src + "/operator-framework/opm:v1.60.0",
-			Images:    []string{f.src + "/operator-framework/olm:v0.38.0"},
-			Source:    olm.SourceOptions{PollInterval: "30m"},
+			BaseImage:         f.src + "/operator-framework/opm:v1.60.0",
+			Images:            []string{f.src + "/operator-framework/olm:v0.38.0"},
+			Source:            olm.SourceOptions{PollInterval: "30m"},
+			DeprecationPeriod: period,
 		},
-	})
+	}
+}
+
+// runOLMAt is runOLMLog with the deprecation period and the clock (nil:
+// time.Now) given.
+func (f *fixture) runOLMAt(t *testing.T, period string, now func() time.Time) (*Result, string) {
+	t.Helper()
+	var log bytes.Buffer
+	res, err := Run(context.Background(), f.olmOptions(period, now, &log))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}

@@ -143,6 +143,9 @@ type Options struct {
 	// files (--plan-dir); JobURL, when set, is the CI job's page, linked
 	// from the pull request's body.
 	PlanDir, JobURL string
+	// Now is the run's clock (nil: time.Now), which the olm target
+	// measures deprecation periods by (target.Settings.Now).
+	Now func() time.Time
 	// fullRead makes the engine read the whole package repo and catalog
 	// even where the incremental way applies: the equivalence tests.
 	fullRead bool
@@ -176,6 +179,16 @@ type run struct {
 	// dstOpts, when set, are the remote options for the destination
 	// registry instead of mc's (push --no-auth).
 	dstOpts []remote.Option
+}
+
+// now is the run's time: Options.Now, else time.Now. The catalog commit
+// of a run is dated by it, so that an injected clock dates both the
+// catalog history and what the olm target judges by it.
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
 }
 
 // newClient builds the registry client of a run: the source credentials go

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
@@ -95,7 +96,9 @@ func planOn(ctx context.Context, o PlanOptions, tip *catalog.Tip) (*report.Plan,
 		return nil, err
 	}
 	if warning != "" {
-		p.Source.Warnings = append(p.Source.Warnings, warning)
+		// One warning per line: the olm target says a line per
+		// delisted version.
+		p.Source.Warnings = append(p.Source.Warnings, strings.Split(warning, "\n")...)
 	}
 	files, patch, err := s.preview(changes)
 	if err != nil {

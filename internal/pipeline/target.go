@@ -10,7 +10,7 @@ import (
 func (o *Options) newTarget() (target.Target, error) {
 	s := target.Settings{
 		Cluster: o.Cluster, Render: o.Render, Own: o.TargetSettings, PlainHTTP: o.Mirror.PlainHTTP,
-		Logf: o.logf, Warnf: o.warnf,
+		Logf: o.logf, Warnf: o.warnf, Now: o.Now,
 	}
 	if o.Sign != nil {
 		s.Sign = o.Sign.Sign

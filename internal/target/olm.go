@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -87,6 +88,9 @@ type OLMOptions struct {
 	// images recorded in publish/state.yaml (olm.RedirectKinds; none by
 	// default: the IDMS and ITMS CRDs exist on OpenShift only).
 	Redirect []string
+	// DeprecationPeriod is how long a delisted version stays in the
+	// catalog, deprecated (ParseDeprecationPeriod; "" is 30 days).
+	DeprecationPeriod string
 }
 
 // kinds returns the catalog kinds (default CatalogSource) and an error
@@ -134,6 +138,13 @@ type olmTarget struct {
 	reused map[model.Key]olm.Entry
 	// where names each version's manifest (file:line of spec.artifact).
 	where map[model.Key]string
+	// delisted holds the entries of the last catalog image for versions
+	// not listed by this run (olmdeprecate.go), history the catalog's
+	// history of the cluster (UseHistory).
+	delisted map[model.Key]olm.Entry
+	history  *catalog.History
+	// messages are the PackageManifests' spec.deprecation.message.
+	messages map[model.Key]string
 }
 
 // newOLM makes the olm target of s: s.Own is nil (the defaults) or an
@@ -187,8 +198,12 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	mc := env.Client
 	t.mc = mc
 	t.bundles, t.reused, t.where = map[model.Key]*bundle.Bundle{}, map[model.Key]olm.Entry{}, map[model.Key]string{}
+	t.messages = map[model.Key]string{}
 	for _, v := range vs {
 		t.where[v.Key()] = v.Where()
+		if v.Manifest != nil {
+			t.messages[v.Key()] = v.Manifest.Spec.Deprecation.Message
+		}
 	}
 	prev := t.previousCatalog(ctx, state)
 	digests := map[[2]string]string{} // artifact, tag -> bundle digest at the last publish
@@ -213,6 +228,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 		}
 		unread = append(unread, v)
 	}
+	t.keepDelisted(prev, vs, state)
 	if err := env.Read(ctx, unread); err != nil {
 		return err
 	}
@@ -312,30 +328,9 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 	if t.mc == nil {
 		return "", errors.New("olm target: the bundles were not read")
 	}
-	var pkgs []olm.Package
-	for _, a := range arts {
-		if !a.Present {
-			continue // delisted artifact: the package leaves the catalog
-		}
-		p := olm.Package{Name: a.Name}
-		for _, v := range a.Versions {
-			if !v.Present {
-				continue // delisted version: the bundle leaves the catalog
-			}
-			k := model.Key{Artifact: a.Name, Version: v.Version}
-			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest
-			if e, ok := t.reused[k]; ok && e.Image == image && t.bundles[k] == nil {
-				e.Source = t.where[k]
-				p.Entries = append(p.Entries, e)
-				continue
-			}
-			b := t.bundles[k]
-			if b == nil || v.BundleDigest == "" {
-				return "", fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
-			}
-			p.Entries = append(p.Entries, olm.Entry{Bundle: b, Image: image, Source: t.where[k]})
-		}
-		pkgs = append(pkgs, p)
+	pkgs, err := t.catalogPackages(arts)
+	if err != nil {
+		return "", err
 	}
 	cfg, err := olm.Build(pkgs, t.s.OLM.BundleFormat)
 	if err != nil {
@@ -392,7 +387,7 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 		}
 		rules[p.Name] = olm.Merge(rs...)
 	}
-	if err := t.writeObjects(cat, digest.String(), arts, rules); err != nil {
+	if err := t.writeObjects(cat, digest.String(), withKept(arts, pkgs), rules, t.watchNamespaces(pkgs)); err != nil {
 		return "", err
 	}
 	return olmKeyPrefix + digest.String(), nil
@@ -400,8 +395,18 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 
 // Preview renders nothing: the catalog image is built and pushed by run,
 // and the CatalogSource and ClusterCatalog change with its digest only.
-func (t *olmTarget) Preview(render.Files, []model.ArtifactRecord, string) (string, error) {
-	return "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold", nil
+// The warning says so, then, a line each, what happens to the delisted
+// versions of arts (Delisting.Line: deprecated until when, or removed).
+func (t *olmTarget) Preview(_ render.Files, arts []model.ArtifactRecord, _ string) (string, error) {
+	w := "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold"
+	ds, err := t.delistings(arts)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range ds {
+		w += "\ntarget olm: " + d.Line()
+	}
+	return w, nil
 }
 
 // RenderFromState renders the CatalogSource from the catalog image
@@ -414,7 +419,7 @@ func (t *olmTarget) RenderFromState(cat render.Files, arts []model.ArtifactRecor
 	if !strings.HasPrefix(key, olmKeyPrefix) {
 		return model.Input(fmt.Errorf("cluster %s has no catalog image in publish/state.yaml yet: `publish run --target olm` builds and pushes it first", t.s.Cluster))
 	}
-	return t.writeObjects(cat, strings.TrimPrefix(key, olmKeyPrefix), arts, nil)
+	return t.writeObjects(cat, strings.TrimPrefix(key, olmKeyPrefix), arts, nil, nil)
 }
 
 // installerRulesAt reads the rules of the ClusterRole and Role
@@ -463,9 +468,10 @@ func (t *olmTarget) installerRulesAt(cat render.Files, e olm.ExtensionOptions, f
 // images the present versions of arts need.
 //
 // rules are the installer rules of each package whose ClusterExtension
-// derives them; nil takes them from the files already in cat
-// (RenderFromState).
-func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules) error {
+// derives them, watch the watch namespaces of the ClusterExtensions
+// without their own (watchNamespaces); nil takes them from the files
+// already in cat (RenderFromState).
+func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.ArtifactRecord, rules map[string]olm.InstallerRules, watch map[int]string) error {
 	o := t.s.OLM
 	v0, v1, err := o.kinds()
 	if err != nil {
@@ -507,6 +513,13 @@ func (t *olmTarget) writeObjects(cat render.Files, image string, arts []model.Ar
 				n = e.Package
 			}
 			p := dir + "/" + ClusterExtensionFile(n)
+			if e.WatchNamespace == "" && watch != nil {
+				e.WatchNamespace = watch[i]
+			} else if e.WatchNamespace == "" {
+				if e.WatchNamespace, err = watchNamespaceAt(cat, p); err != nil {
+					return err
+				}
+			}
 			if t.derivesInstaller(e.Package) && e.ServiceAccount != "" && e.InstallerRBAC != olm.InstallerRBACClusterAdmin {
 				if rules != nil {
 					e.Rules = rules[e.Package]

@@ -50,6 +50,11 @@ type olmBlock struct {
 	// ImageTagMirrorSet (OpenShift; in rendered/<cluster>/), containerd,
 	// CRI-O (node files, in node-config/<cluster>/). None by default.
 	ImageRedirection []string `yaml:"imageRedirection,omitempty"`
+	// DeprecationPeriod is how long a delisted version stays in the
+	// catalog with an olm.deprecations entry before it leaves it: days
+	// ("30d") or a Go duration ("720h"); default 30 days, "0" at once
+	// (ParseDeprecationPeriod).
+	DeprecationPeriod string `yaml:"deprecationPeriod,omitempty"`
 }
 
 // olmCatalogSource is clusters.<cluster>.olm.catalogSource: the rendered
@@ -95,8 +100,15 @@ type olmClusterExtension struct {
 	InstallerRBAC string `yaml:"installerRBAC,omitempty"`
 	// WatchNamespace is spec.config.inline.watchNamespace, for a bundle
 	// without the AllNamespaces install mode: the install namespace
-	// (OwnNamespace) or another one (SingleNamespace).
+	// (OwnNamespace) or another one (SingleNamespace). Default: the
+	// install namespace when the bundles the entry may pick all support
+	// OwnNamespace and some not AllNamespaces (olm.DefaultWatchNamespace),
+	// else none.
 	WatchNamespace string `yaml:"watchNamespace,omitempty"`
+	// UpgradeConstraintPolicy is
+	// spec.source.catalog.upgradeConstraintPolicy: CatalogProvided (the
+	// default) or SelfCertified.
+	UpgradeConstraintPolicy string `yaml:"upgradeConstraintPolicy,omitempty"`
 }
 
 // options returns the target's settings the block sets.
@@ -110,13 +122,15 @@ func (y olmBlock) options() OLMOptions {
 		ClusterCatalog: olm.CatalogOptions{
 			Name: y.ClusterCatalog.Name, PollIntervalMinutes: y.ClusterCatalog.PollIntervalMinutes, Priority: y.ClusterCatalog.Priority,
 		},
-		Redirect: y.ImageRedirection,
+		Redirect:          y.ImageRedirection,
+		DeprecationPeriod: y.DeprecationPeriod,
 	}
 	for _, e := range y.ClusterExtensions {
 		o.Extensions = append(o.Extensions, olm.ExtensionOptions{
 			Name: e.Name, Package: e.Package, Namespace: e.Namespace,
 			Channels: e.Channels, Version: e.Version, ServiceAccount: e.ServiceAccount,
 			InstallerRBAC: e.InstallerRBAC, WatchNamespace: e.WatchNamespace,
+			UpgradeConstraintPolicy: e.UpgradeConstraintPolicy,
 		})
 	}
 	return o
@@ -169,6 +183,9 @@ func (o OLMOptions) problems(cluster string) []olmProblem {
 	add := func(msg string, keys ...string) { ps = append(ps, olmProblem{keys: keys, msg: msg}) }
 	if _, err := olm.ParseFormat(string(o.BundleFormat)); err != nil {
 		add(fmt.Sprintf("bundleFormat: %v", err), "bundleFormat")
+	}
+	if _, err := ParseDeprecationPeriod(o.DeprecationPeriod); err != nil {
+		add(err.Error(), "deprecationPeriod")
 	}
 	// One CatalogSource field at a time, so that the problem names it
 	// (catalogSource.pollInterval).

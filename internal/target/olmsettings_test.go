@@ -64,6 +64,8 @@ func TestDecodeOLMProblems(t *testing.T) {
 		want       string
 	}{
 		{"bundle format", "bundleFormat: csv\n", 1, "bundleFormat: "},
+		{"deprecation period", "bundleFormat: olm.csv.metadata\ndeprecationPeriod: a month\n", 2, `deprecationPeriod: "a month": want a number of days (30d) or a Go duration (720h); 0 removes delisted versions at once`},
+		{"negative deprecation period", "deprecationPeriod: -3d\n", 1, `deprecationPeriod: "-3d": want 0 or more days`},
 		{"source name", "catalogSource:\n  name: Not_A_Name\n", 2, "catalogSource.name: CatalogSource name"},
 		{"source namespace", "catalogSource:\n  namespace: a.b\n", 2, "catalogSource.namespace: CatalogSource namespace"},
 		{"poll interval", "catalogSource:\n  pollInterval: soon\n", 2, `catalogSource.pollInterval: poll interval "soon"`},
@@ -75,6 +77,7 @@ func TestDecodeOLMProblems(t *testing.T) {
 		{"extensions without v1", "clusterExtensions:\n- package: etcd\n  namespace: etcd\n", 1, "clusterExtensions need catalogKinds to include ClusterCatalog"},
 		{"extension", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n- package: flux\n", 5, "clusterExtensions[1]: "},
 		{"extension version", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n  version: \"> = 1\"\n", 3, "clusterExtensions[0]: "},
+		{"extension upgrade policy", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n  upgradeConstraintPolicy: Never\n", 3, `clusterExtensions[0]: ClusterExtension etcd: upgradeConstraintPolicy "Never": want CatalogProvided (the default) or SelfCertified`},
 		{"extension twice", v1 + "clusterExtensions:\n- package: etcd\n  namespace: etcd\n- package: etcd\n  namespace: other\n", 5, "clusterExtensions[1]: a second ClusterExtension named etcd: give one a name"},
 	} {
 		b := testBlock(t, tc.text)

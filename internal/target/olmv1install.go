@@ -1,6 +1,7 @@
 package target
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,6 +12,8 @@ import (
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/olm"
+	"github.com/operator-publish/publish/internal/render"
+	"sigs.k8s.io/yaml"
 )
 
 // BundleChecker is implemented by a target that checks the bundles read
@@ -69,11 +72,19 @@ func (t *olmTarget) checkInstallModes(bs []installable) error {
 			where = "publish.yaml " + field
 		}
 		byProblem := map[string][]string{}
+		var picked []installable
+		var modes [][]v1alpha1.InstallMode
 		for _, b := range bs {
-			if b.key.Artifact != e.Package || !e.Selects(b.key.Version, b.channels) {
-				continue
+			if b.key.Artifact == e.Package && e.Selects(b.key.Version, b.channels) {
+				picked, modes = append(picked, b), append(modes, b.modes)
 			}
-			if p := olm.InstallModeProblem(b.modes, e.Namespace, e.WatchNamespace, field); p != "" {
+		}
+		watch := e.WatchNamespace
+		if watch == "" {
+			watch = olm.DefaultWatchNamespace(modes, e.Namespace)
+		}
+		for _, b := range picked {
+			if p := olm.InstallModeProblem(b.modes, e.Namespace, watch, field); p != "" {
 				byProblem[p] = append(byProblem[p], fmt.Sprintf("%s (%s, %s)", b.key.Version, b.csv, b.where))
 			}
 		}
@@ -91,6 +102,60 @@ func (t *olmTarget) checkInstallModes(bs []installable) error {
 		return model.Input(errors.Join(errs...))
 	}
 	return nil
+}
+
+// watchNamespaces returns, by index of the ClusterExtensions, the watch
+// namespace each one without its own is rendered with
+// (olm.DefaultWatchNamespace over the entries of pkgs it may pick); none
+// for the others.
+func (t *olmTarget) watchNamespaces(pkgs []olm.Package) map[int]string {
+	out := map[int]string{}
+	for i, e := range t.s.OLM.Extensions {
+		if e.WatchNamespace != "" {
+			continue
+		}
+		var modes [][]v1alpha1.InstallMode
+		for _, p := range pkgs {
+			for _, en := range p.Entries {
+				if b := en.Bundle; p.Name == e.Package && b != nil && b.CSV != nil && e.Selects(b.Version, b.Channels) {
+					modes = append(modes, b.CSV.Spec.InstallModes)
+				}
+			}
+		}
+		if w := olm.DefaultWatchNamespace(modes, e.Namespace); w != "" {
+			out[i] = w
+		}
+	}
+	return out
+}
+
+// watchNamespaceAt reads spec.config.inline.watchNamespace of the
+// ClusterExtension in file of the catalog cat ("" when the file or the
+// field is absent): what the last run derived, for RenderFromState.
+func watchNamespaceAt(cat render.Files, file string) (string, error) {
+	data, ok := cat[file]
+	if !ok {
+		return "", nil
+	}
+	for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+		var obj struct {
+			Kind string `json:"kind"`
+			Spec struct {
+				Config struct {
+					Inline struct {
+						WatchNamespace string `json:"watchNamespace"`
+					} `json:"inline"`
+				} `json:"config"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return "", fmt.Errorf("%s: %w", file, err)
+		}
+		if obj.Kind == "ClusterExtension" {
+			return obj.Spec.Config.Inline.WatchNamespace, nil
+		}
+	}
+	return "", nil
 }
 
 // checkPrepared runs checkInstallModes on every present version of vs,

@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -211,6 +212,17 @@ type Settings struct {
 	// image) in repo, with the destination's remote options; it returns
 	// what it wrote, for the log (pipeline.ImageSigner, --cosign-key).
 	Sign func(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error)
+	// Now is the run's clock, which the olm target measures deprecation
+	// periods by; nil: time.Now.
+	Now func() time.Time
+}
+
+// now returns the time by s.Now, else time.Now.
+func (s Settings) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 func (s Settings) logf(format string, args ...any) {
@@ -260,6 +272,21 @@ type Target interface {
 	// RenderFromState is `publish render`: rendered/<cluster> from arts and
 	// publish/state.yaml, without registry access, into the catalog cat.
 	RenderFromState(cat render.Files, arts []model.ArtifactRecord, state *gitops.State) error
+}
+
+// HistoryUser is implemented by a target that judges the delisted
+// versions by the catalog's history of its cluster (the olm target's
+// deprecation period). The engine asks WantsHistory after the target is
+// made and, when it is true, gives it the history (catalog.Tip.History of
+// the branch tip the run or plan reads) with UseHistory before Prepare,
+// Render and Preview.
+type HistoryUser interface {
+	Target
+	// WantsHistory reports whether the target reads the history (the olm
+	// target: when its deprecation period is not 0).
+	WantsHistory() bool
+	// UseHistory gives the target the history of its cluster.
+	UseHistory(h *catalog.History)
 }
 
 // Incremental is implemented by a target whose objects of one artifact

@@ -120,6 +120,7 @@ clusters:
         namespace: etcd
         channels: [singlenamespace-alpha]
         version: ">=0.9.0 <1"
+        upgradeConstraintPolicy: SelfCertified
       - package: flux
         namespace: flux
         serviceAccount: flux-installer
@@ -179,6 +180,9 @@ clusters:
 	if kinds["CatalogSource"] != 0 {
 		t.Errorf("catalogKinds [ClusterCatalog] rendered a CatalogSource")
 	}
+	if got := etcdExtension(t, cfg, arts, state); !strings.Contains(got, "upgradeConstraintPolicy: SelfCertified") {
+		t.Errorf("the etcd ClusterExtension has no upgradeConstraintPolicy:\n%s", got)
+	}
 
 	t.Run("installer RBAC derived from a bundle", func(t *testing.T) { installerRBAC(t, ctx, srv, k) })
 
@@ -194,6 +198,35 @@ spec:
 	if err := k.apply(ctx, bad, true); err == nil || !strings.Contains(err.Error(), "pollIntervalMinutes") {
 		t.Errorf("a ClusterCatalog polling a digest: %v, want the CRD's refusal", err)
 	}
+	// An upgradeConstraintPolicy outside the CRD's enum, which
+	// publish.yaml refuses (olm.ClusterExtension), is the CRD's refusal too.
+	never := objects(t, "never", []byte(`apiVersion: olm.operatorframework.io/v1
+kind: ClusterExtension
+metadata: {name: never}
+spec:
+  namespace: etcd
+  source:
+    sourceType: Catalog
+    catalog: {packageName: etcd, upgradeConstraintPolicy: Never}
+`))[0]
+	if err := k.apply(ctx, never, true); err == nil || !strings.Contains(err.Error(), "upgradeConstraintPolicy") {
+		t.Errorf("a ClusterExtension with upgradeConstraintPolicy Never: %v, want the CRD's refusal", err)
+	}
+}
+
+// etcdExtension renders cluster edge of cfg from state and returns its
+// etcd ClusterExtension file.
+func etcdExtension(t *testing.T, cfg *config.Config, arts []model.ArtifactRecord, state *gitops.State) string {
+	t.Helper()
+	tg, err := target.New(target.OLM, target.Settings{Cluster: "edge", Own: cfg.TargetSettings("edge", target.OLM)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := render.Files{}
+	if err := tg.RenderFromState(cat, arts, state); err != nil {
+		t.Fatal(err)
+	}
+	return string(cat["rendered/edge/"+target.ClusterExtensionFile("etcd")])
 }
 
 // installerRBAC: the installer service account, ClusterRole, Role and
