@@ -70,3 +70,20 @@ func FieldOf(err error) string {
 	}
 	return "spec.artifact"
 }
+
+// Reference is the chart as an OCI reference: OCI for an OCI chart; for a
+// chart of a classic repository, the repository's host and path, the
+// chart's name and version as tag (charts.example.com/stable/web:1.2.3),
+// the reference under which it would be an OCI chart (what the
+// destination mapping and the records name). Version is the manifest's
+// version (without v).
+func (s ChartSource) Reference(version string) string {
+	if s.OCI != "" {
+		return s.OCI
+	}
+	u, err := url.Parse(s.RepoURL)
+	if err != nil {
+		return s.RepoURL
+	}
+	return u.Host + strings.TrimSuffix(u.Path, "/") + "/" + s.Name + ":" + strings.ReplaceAll(version, "+", "_")
+}
