@@ -60,7 +60,8 @@ func pushTestChart(t *testing.T, ref string) {
 // plan reads it for the cluster with the cluster's values file and
 // plans; run stops at the chart manifest's spec.type line with an input
 // error and commits nothing (charts are not published to the catalog
-// yet); and on an olm cluster the chart is a chart/target lint error.
+// yet), and mirror refuses it the same way; and on an olm cluster the
+// chart is a chart/target lint error.
 func TestChartsLintPlanRun(t *testing.T) {
 	f := newFixture(t)
 	pushTestChart(t, f.src+"/charts/web:1.0.0")
@@ -117,6 +118,11 @@ func TestChartsLintPlanRun(t *testing.T) {
 		t.Fatal(err)
 	} else if head, err := cat.Head(); err == nil {
 		t.Errorf("a run that stopped committed %s", head.Hash())
+	}
+
+	_, err = Mirror(context.Background(), MirrorOptions{Source: f.source, Paths: []string{"packages/web"}, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}})
+	if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "packages/web/1.0.0/manifest.yaml:6: web 1.0.0: charts are linted and read; mirroring and packaging them is not supported yet") {
+		t.Errorf("mirror of a chart: %v, want an input error at spec.type", err)
 	}
 
 	_, _, err = f.runOpts(t, func(o *Options) { o.Cluster = "edge"; o.Target = "olm"; o.ChartValues = values })
