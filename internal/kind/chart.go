@@ -98,15 +98,15 @@ func (chartKind) Read(ctx context.Context, env Env, vs []*model.Version) error {
 // Helm's checks, render. Errors: *ChartError for the chart's own
 // problems, anything else for the registry or repository.
 func readChart(ctx context.Context, env Env, v *model.Version) error {
-	src, err := manifest.ParseChartSource(v.Ref(), v.Manifest.Spec.Chart)
+	src, err := manifest.ParseChartSource(v.Manifest.Spec.Artifact, v.Manifest.Spec.Chart)
 	if err != nil {
-		return &ChartError{Ref: v.Ref(), Err: err}
+		return &ChartError{Ref: v.Manifest.Spec.Artifact, Err: err}
 	}
 	archive, err := pullChart(ctx, env, src, v.Manifest.Version.String())
 	if err != nil {
 		return err
 	}
-	c, err := loadChart(v.Ref(), archive)
+	c, err := loadChart(v.Manifest.Spec.Artifact, archive)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"sort"
@@ -27,6 +28,7 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // chartFiles packs files (path in the archive → content) as a chart
@@ -163,6 +165,13 @@ spec:
 // chartPM parses a chart manifest at packages/<artifact>/<version>/manifest.yaml.
 func chartPM(t *testing.T, artifact, version, ref string, related ...string) (*manifest.PackageManifest, manifest.File) {
 	t.Helper()
+	return chartRepoPM(t, artifact, version, ref, "", related...)
+}
+
+// chartRepoPM is chartPM with spec.chart (a chart of a chart repository;
+// "" for none).
+func chartRepoPM(t *testing.T, artifact, version, ref, chart string, related ...string) (*manifest.PackageManifest, manifest.File) {
+	t.Helper()
 	var rel strings.Builder
 	for _, r := range related {
 		rel.WriteString("  - " + r + "\n")
@@ -171,6 +180,9 @@ func chartPM(t *testing.T, artifact, version, ref string, related ...string) (*m
 		rel.WriteString("  - registry.example.com/unused:1\n")
 	}
 	data := fmt.Sprintf(chartManifest, artifact, version, ref, version, artifact, rel.String())
+	if chart != "" {
+		data = strings.Replace(data, "  version: v", "  chart: "+chart+"\n  version: v", 1)
+	}
 	path := "packages/" + artifact + "/" + version + "/manifest.yaml"
 	m, err := manifest.Parse(path, []byte(data))
 	if err != nil {
@@ -350,4 +362,61 @@ func keysOf(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestChartKindTLSAuthAndRepository: a chart is read from a registry that
+// wants TLS and a password (the Debian docker-registry) with the
+// command's source credentials and CA, and from a classic chart
+// repository (index.yaml, then the archive it names); a version the
+// index does not list is the version's read error.
+func TestChartKindTLSAuthAndRepository(t *testing.T) {
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
+	archive := webChart(t)
+	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer(archive, "application/vnd.cncf.helm.chart.content.v1.tar+gzip")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), "application/vnd.cncf.helm.config.v1+json")
+	ref, err := name.ParseReference(reg.Ref("charts/web:1.2.3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, reg.Options()...); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := mirror.New(mirror.Options{CAFile: reg.CAFile, Src: mirror.Credentials{Username: reg.Username, Password: reg.Password}, SrcHosts: []string{reg.Host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/stable/index.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.2.3\n    urls: [archives/web-1.2.3.tgz]\n")
+	})
+	mux.HandleFunc("/stable/archives/web-1.2.3.tgz", func(w http.ResponseWriter, _ *http.Request) { w.Write(archive) })
+	repo := httptest.NewServer(mux)
+	t.Cleanup(repo.Close)
+
+	oci, _ := chartPM(t, "web", "1.2.3", "oci://"+reg.Ref("charts/web:1.2.3"))
+	classic, _ := chartRepoPM(t, "web", "1.2.3", repo.URL+"/stable", "web")
+	missing, _ := chartRepoPM(t, "web", "1.2.4", repo.URL+"/stable", "web")
+	vs := model.NewVersions([]*manifest.PackageManifest{oci, classic, missing})
+	if err := kind.Read(context.Background(), kind.Env{Client: mc}, vs); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs[:2] {
+		c := kind.ChartOf(v)
+		if c == nil {
+			t.Fatalf("%s: not read: %v", v.Manifest.Spec.Artifact, v.ReadErr)
+		}
+		if len(c.Images) != 6 || c.Name != "web" {
+			t.Errorf("%s: %+v", v.Manifest.Spec.Artifact, c)
+		}
+	}
+	if want := strings.TrimPrefix(repo.URL, "http://") + "/stable/web:1.2.3"; vs[1].Ref() != want {
+		t.Errorf("the repository chart's reference is %q, want %q", vs[1].Ref(), want)
+	}
+	if vs[2].ReadErr == nil || !strings.Contains(vs[2].ReadErr.Error(), "chart web version 1.2.4 is not in the repository's index.yaml") {
+		t.Errorf("a version the index does not list: %v", vs[2].ReadErr)
+	}
 }
