@@ -93,6 +93,9 @@ annotations:
   helm.sh/images: |
     - name: sidecar
       image: registry.example.com/web/sidecar:1.0
+    - name: cache-backup
+      image: registry.example.com/web/cache-backup:3
+      dependency: cache
 dependencies:
 - name: cache
   version: 0.1.0
@@ -194,8 +197,9 @@ func chartRepoPM(t *testing.T, artifact, version, ref, chart string, related ...
 // TestChartKindImagesPerCluster: a chart pushed as an OCI artifact is read
 // through the chart kind once per cluster, with each cluster's values
 // file: the images are those of every workload (init containers and the
-// CronJob's included), of the annotations of the chart and its subchart,
-// and the values switch an image and the subchart per cluster; the
+// CronJob's included), of the annotations of the chart and its subchart
+// (an entry of a disabled subchart left out), and the values switch an
+// image and the subchart per cluster; the
 // clusters of a run share a read only when their values are the same.
 func TestChartKindImagesPerCluster(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
@@ -220,10 +224,10 @@ func TestChartKindImagesPerCluster(t *testing.T) {
 	}
 	base := []string{"registry.example.com/web/backup:2", "registry.example.com/web/init:1", "registry.example.com/web/sidecar:1.0"}
 	want := map[string][]string{
-		"":      append([]string{"registry.example.com/web/nginx:1.27", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7"}, base...),
-		"east":  append([]string{"registry.example.com/web/nginx:1.27-east", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7"}, base...),
+		"":      append([]string{"registry.example.com/web/nginx:1.27", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7", "registry.example.com/web/cache-backup:3"}, base...),
+		"east":  append([]string{"registry.example.com/web/nginx:1.27-east", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7", "registry.example.com/web/cache-backup:3"}, base...),
 		"west":  append([]string{"registry.example.com/web/nginx:1.27"}, base...),
-		"north": append([]string{"registry.example.com/web/nginx:1.27", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7"}, base...),
+		"north": append([]string{"registry.example.com/web/nginx:1.27", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7", "registry.example.com/web/cache-backup:3"}, base...),
 	}
 	cache := kind.NewCache()
 	keys := map[string]string{}
@@ -409,7 +413,7 @@ func TestChartKindTLSAuthAndRepository(t *testing.T) {
 		if c == nil {
 			t.Fatalf("%s: not read: %v", v.Manifest.Spec.Artifact, v.ReadErr)
 		}
-		if len(c.Images) != 6 || c.Name != "web" {
+		if len(c.Images) != 7 || c.Name != "web" {
 			t.Errorf("%s: %+v", v.Manifest.Spec.Artifact, c)
 		}
 	}

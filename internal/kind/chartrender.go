@@ -167,21 +167,31 @@ func dig(m map[string]any, path ...string) map[string]any {
 // Image annotations of Chart.yaml: helm.sh/images (Helm's HIP-0015,
 // https://helm.sh/community/hips/hip-0015) and artifacthub.io/images
 // (https://artifacthub.io/docs/topics/annotations/helm). Both are a YAML
-// list of entries with an image field (name and other fields ignored).
+// list of entries with an image field; HIP-0015's optional dependency
+// field names the subchart an image belongs to (other fields ignored).
 var imageAnnotations = []string{"helm.sh/images", "artifacthub.io/images"}
 
 // annotatedImages gives add the images the image annotations of c and of
-// its dependencies (those ProcessDependencies kept: enabled) list. An
+// its dependencies (those ProcessDependencies kept: enabled by their
+// conditions and tags) list; an entry naming a dependency (HIP-0015's
+// dependency field) counts only when that dependency is enabled. An
 // annotation that is not such a list is skipped.
 func annotatedImages(c *chart.Chart, add func(string)) {
+	enabled := map[string]bool{}
+	for _, d := range c.Dependencies() {
+		enabled[d.Name()] = true
+	}
 	if c.Metadata != nil {
 		for _, a := range imageAnnotations {
 			var entries []struct {
-				Image string `yaml:"image"`
+				Image      string `yaml:"image"`
+				Dependency string `yaml:"dependency"`
 			}
 			if s := c.Metadata.Annotations[a]; s != "" && yaml.Unmarshal([]byte(s), &entries) == nil {
 				for _, e := range entries {
-					add(e.Image)
+					if e.Dependency == "" || enabled[e.Dependency] {
+						add(e.Image)
+					}
 				}
 			}
 		}
