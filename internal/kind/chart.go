@@ -146,6 +146,7 @@ type ChartError struct {
 	Err error
 }
 
+// Error is "chart <reference>: <why>".
 func (e *ChartError) Error() string { return fmt.Sprintf("chart %s: %v", e.Ref, e.Err) }
 
 // Unwrap returns e.Err.

@@ -97,6 +97,9 @@ func TestChartsLintPlanRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
+	if md := plan.Markdown(); !strings.Contains(md, "| `web` | listed | 1.0.0 (added) | 3 (3) |") {
+		t.Errorf("the plan does not list the chart with its images (spec.relatedImages, the one the cluster's values render, the chart):\n%s", md)
+	}
 	var missing []string
 	for _, x := range plan.Findings {
 		if x.Rule == lint.RuleChartMissingRelated {
