@@ -132,6 +132,8 @@ spec:
           containers:
           - name: backup
             image: registry.example.com/web/backup:2
+          - name: shell
+            image: busybox:1.36
 `,
 		"web/templates/NOTES.txt":     "Installed {{ .Release.Name }}.\n",
 		"web/charts/cache/Chart.yaml": "apiVersion: v2\nname: cache\nversion: 0.1.0\nannotations:\n  artifacthub.io/images: |\n    - name: exporter\n      image: registry.example.com/web/redis-exporter:1\n",
@@ -197,7 +199,7 @@ func chartRepoPM(t *testing.T, artifact, version, ref, chart string, related ...
 // TestChartKindImagesPerCluster: a chart pushed as an OCI artifact is read
 // through the chart kind once per cluster, with each cluster's values
 // file: the images are those of every workload (init containers and the
-// CronJob's included), of the annotations of the chart and its subchart
+// CronJob's included, a short name written in full), of the annotations of the chart and its subchart
 // (an entry of a disabled subchart left out), and the values switch an
 // image and the subchart per cluster; the
 // clusters of a run share a read only when their values are the same.
@@ -222,7 +224,7 @@ func TestChartKindImagesPerCluster(t *testing.T) {
 			return values[c], nil
 		}}
 	}
-	base := []string{"registry.example.com/web/backup:2", "registry.example.com/web/init:1", "registry.example.com/web/sidecar:1.0"}
+	base := []string{"docker.io/library/busybox:1.36", "registry.example.com/web/backup:2", "registry.example.com/web/init:1", "registry.example.com/web/sidecar:1.0"}
 	want := map[string][]string{
 		"":      append([]string{"registry.example.com/web/nginx:1.27", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7", "registry.example.com/web/cache-backup:3"}, base...),
 		"east":  append([]string{"registry.example.com/web/nginx:1.27-east", "registry.example.com/web/redis-exporter:1", "registry.example.com/web/redis:7", "registry.example.com/web/cache-backup:3"}, base...),
@@ -413,7 +415,7 @@ func TestChartKindTLSAuthAndRepository(t *testing.T) {
 		if c == nil {
 			t.Fatalf("%s: not read: %v", v.Manifest.Spec.Artifact, v.ReadErr)
 		}
-		if len(c.Images) != 7 || c.Name != "web" {
+		if len(c.Images) != 8 || c.Name != "web" {
 			t.Errorf("%s: %+v", v.Manifest.Spec.Artifact, c)
 		}
 	}

@@ -57,7 +57,9 @@ type rendered struct {
 // ReplicaSet, Job, CronJob: containers, initContainers,
 // ephemeralContainers), and those the helm.sh/images and
 // artifacthub.io/images annotations of Chart.yaml list, of the chart and
-// of every subchart enabled. The error says why it does not render.
+// of every subchart enabled, each written in full (lint.FullImage:
+// docker.io/library/nginx:1.27 for nginx:1.27). The error says why it does
+// not render.
 func renderChart(archive []byte, release string, vals map[string]any) (*rendered, error) {
 	c, err := loadChart("", archive) // a chart of its own: dependencies are processed in place
 	if err != nil {
@@ -77,7 +79,7 @@ func renderChart(archive []byte, release string, vals map[string]any) (*rendered
 	r := &rendered{objects: len(c.CRDObjects())}
 	seen := map[string]bool{}
 	add := func(img string) {
-		if img = strings.TrimSpace(img); img != "" && !seen[img] {
+		if img = lint.FullImage(strings.TrimSpace(img)); img != "" && !seen[img] {
 			seen[img] = true
 			r.images = append(r.images, img)
 		}

@@ -87,17 +87,17 @@ func (f *mfile) chartRules(c *Chart, m *manifest.PackageManifest, refuse string)
 	}
 	related := map[string]bool{}
 	for _, r := range m.Spec.RelatedImages {
-		related[r] = true
+		related[FullImage(r)] = true
 	}
 	rendered := map[string]bool{}
 	for _, img := range c.Images {
-		rendered[img] = true
-		if !related[img] {
+		rendered[FullImage(img)] = true
+		if !related[FullImage(img)] {
 			add(RuleChartMissingRelated, "templates/", fmt.Sprintf("the chart renders image %s%s, which spec.relatedImages does not list", img, on))
 		}
 	}
 	for _, r := range m.Spec.RelatedImages {
-		if !rendered[r] {
+		if !rendered[FullImage(r)] {
 			add(RuleChartUnusedRelated, "", fmt.Sprintf("spec.relatedImages lists %s, which the chart never renders%s", r, on))
 		}
 	}

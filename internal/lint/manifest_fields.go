@@ -235,6 +235,18 @@ var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 // fullReference returns s with the registry, repository and tag defaults
 // written out (memcached:1.5: docker.io/library/memcached:1.5) when s is a
 // valid short reference, else "".
+// FullImage returns the image reference ref written in full, as
+// spec.relatedImages must write it (registry, repository, tag or digest:
+// docker.io/library/nginx:1.27 for nginx:1.27), or ref itself when it is
+// full already or cannot be completed (no tag, not a reference). The
+// chart kind writes the images a chart renders this way.
+func FullImage(ref string) string {
+	if f := fullReference(ref); f != "" {
+		return f
+	}
+	return ref
+}
+
 func fullReference(s string) string {
 	r, err := name.ParseReference(s)
 	if err != nil {
