@@ -21,6 +21,7 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/scratch"
 )
 
 // KubeVersion is the Kubernetes version charts are rendered and linted
@@ -206,11 +207,12 @@ func annotatedImages(c *chart.Chart, add func(string)) {
 // helmLint runs Helm's own chart checks (the Helm SDK's lint.RunAll, as
 // `helm lint` does: Chart.yaml, values and schema, templates rendered
 // with vals, dependencies, CRDs) on the chart archive, expanded in a
-// temporary directory, for KubeVersion. INFO messages are left out;
+// temporary directory (internal/scratch: what a killed run left is
+// removed by the next), for KubeVersion. INFO messages are left out;
 // ERROR is lint.Error, the rest lint.Warning. A chart that cannot be
 // expanded is one error message.
 func helmLint(archive []byte, name string, vals map[string]any) []lint.HelmMessage {
-	dir, err := os.MkdirTemp("", "publish-chart-lint-")
+	dir, err := scratch.MkdirTemp("", "chart")
 	if err != nil {
 		return []lint.HelmMessage{{Severity: lint.Error, Message: "cannot run Helm's checks: " + err.Error()}}
 	}
