@@ -20,7 +20,7 @@ func newCreateCmd(inv *invocation) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "create DIR --artifact REF",
-		Short: "Write a PackageManifest for a bundle image into DIR/manifest.yaml (violet create)",
+		Short: "Write a PackageManifest for a bundle image or a Helm chart into DIR/manifest.yaml (violet create)",
 		Long: `create reads the bundle image REF and writes DIR/manifest.yaml: a complete
 PackageManifest with metadata.name <package>.v<version>, spec.version from the
 CSV, spec.info (displayName, description, icon, keywords, links) from the CSV,
@@ -29,11 +29,17 @@ of the bundle's image index, or --platforms). It passes publish lint's
 manifest rules: a value of the CSV they would refuse (an icon over 192 KiB, a
 description over 128 KiB, a link without name or absolute URL) is left out,
 with a warning naming the field and the rule. An existing manifest.yaml is
-kept unless --force.`,
+kept unless --force.
+
+A Helm chart is given as --artifact oci://HOST/REPO/NAME:VERSION, or as a
+chart repository URL with --chart NAME --version VERSION: the manifest is of
+spec.type chart, with the chart's name and version from Chart.yaml and
+spec.relatedImages every image the chart renders with its own values or lists
+in its image annotations (docs/charts.md).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Artifact == "" {
-				return usagef("--artifact REF is required (the bundle image)")
+				return usagef("--artifact REF is required (the bundle image, or the chart)")
 			}
 			reg := registryFlags{src: &src, tls: &tls, retry: &retry}
 			if err := reg.apply(&o.Mirror); err != nil {
@@ -55,7 +61,9 @@ kept unless --force.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Artifact, "artifact", "", "bundle image reference")
+	fs.StringVar(&o.Artifact, "artifact", "", "bundle image reference, or a chart: oci://HOST/REPO/NAME:VERSION or a chart repository URL")
+	fs.StringVar(&o.Chart, "chart", "", "the chart's name in the chart repository --artifact names")
+	fs.StringVar(&o.Version, "version", "", "the chart version to read from the chart repository --artifact names")
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "spec.arch (default: the platforms of the bundle's image index)")
 	fs.BoolVar(&o.Force, "force", false, "overwrite DIR/manifest.yaml")
 	source.registerConfig(fs)

@@ -107,7 +107,7 @@ func TestCommandFlags(t *testing.T) {
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures", "source-mirror"}, signGroup),
 		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key", "only"}),
-		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "platforms", "force"}),
+		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "chart", "version", "platforms", "force"}),
 		"verify": join(logGroup, []string{"key"}),
 		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "kube-timeout", "dry-run", "refresh-after", "refresh-catalog-operator"}),
 		"status": join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "kube-timeout", "output", "summary", "wait", "refresh-after", "refresh-catalog-operator"}),

@@ -91,6 +91,9 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
 	o.Cluster, o.Target, o.TargetSettings, o.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
 	o.Lint = inv.lintConfig()
+	if inv.config != nil {
+		o.ChartValues = inv.config.ValuesFile
+	}
 	if p.oci != nil {
 		if o.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
 			return err

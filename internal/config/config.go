@@ -116,6 +116,11 @@ type Cluster struct {
 	// PullRequest configures the pull request of a cluster whose delivery
 	// is pull-request.
 	PullRequest PullRequest `yaml:"pullRequest,omitempty"`
+	// Values are the Helm values files of the cluster's charts, by
+	// artifact: a path in the package repo (relative, slash-separated,
+	// no ".."), merged over the chart's own values when the chart is
+	// rendered for this cluster (docs/charts.md).
+	Values map[string]string `yaml:"values,omitempty"`
 
 	// own holds the settings each target's Decode returned for its block
 	// of Blocks, by target name (set by Parse).
@@ -195,6 +200,73 @@ func (c *Config) Target(cluster string) string {
 		return ""
 	}
 	return c.Clusters[cluster].Target
+}
+
+// ValuesFile returns the path in the package repo of the values file
+// publish.yaml gives the chart artifact on cluster
+// (clusters.<cluster>.values.<artifact>), "" when none (or c is nil).
+func (c *Config) ValuesFile(cluster, artifact string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Clusters[cluster].Values[artifact]
+}
+
+// checkValues checks clusters.<cluster>.values: each key an artifact
+// name, each value a clean relative path in the package repo that stays
+// in it. The error is at the entry's line.
+func checkValues(path string, data []byte, cluster string, values map[string]string) error {
+	names := make([]string, 0, len(values))
+	for a := range values {
+		names = append(names, a)
+	}
+	sort.Strings(names)
+	for _, a := range names {
+		p := values[a]
+		line := valuesLine(data, cluster, a)
+		switch {
+		case a == "" || !validName(a):
+			return &Error{Path: path, Line: line, Msg: fmt.Sprintf("clusters.%s.values: %q is not an artifact name", cluster, a)}
+		case p == "" || pathpkg.IsAbs(p) || pathpkg.Clean(p) != p || p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "\\"):
+			return &Error{Path: path, Line: line, Msg: fmt.Sprintf("clusters.%s.values.%s: %q is not a path in the package repo (relative, slash-separated, clean, no ..), e.g. values/%s/%s.yaml", cluster, a, p, cluster, a)}
+		}
+	}
+	return nil
+}
+
+// validName reports whether s can be an artifact name (a DNS-1123
+// subdomain, as manifest.Parse checks metadata.name's).
+func validName(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return len(s) <= 253
+}
+
+// valuesLine returns the line of clusters.<cluster>.values.<artifact>, or
+// of clusters.<cluster>.values when not found.
+func valuesLine(data []byte, cluster, artifact string) int {
+	var root yaml.Node
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return 0
+	}
+	n := root.Content[0]
+	line := 0
+	for _, k := range []string{"clusters", cluster, "values", artifact} {
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return line
 }
 
 // TargetSettings returns the settings of the target named name for
@@ -314,6 +386,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if cl.Delivery == "pull-request" && cl.OCI != "" {
 			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with oci: the cluster pulls the OCI catalog, which would change before the pull request is reviewed; use delivery: push for this cluster, or sync it from Git", name)}
+		}
+		if err := checkValues(path, data, name, cl.Values); err != nil {
+			return nil, err
 		}
 		if cl.OCI != "" {
 			if _, err := ocicatalog.Tag(cl.OCI, name); err != nil {

@@ -3,7 +3,7 @@
 // Artifact"): what reading a version's artifact means, what it gives the
 // version (model.Content: the images it deploys, the display facts) and
 // what the lint engine checks of it. Bundles (spec.type bundle, bundle.go)
-// are the one kind today. The stages dispatch through Read and Lint and a
+// and Helm charts (spec.type chart, chart.go) are the kinds today. The stages dispatch through Read and Lint and a
 // version's Content, so that a new kind is one new file and its
 // registration, not a branch in every stage.
 package kind
@@ -52,11 +52,16 @@ type Env struct {
 	// cluster (lint, mirror, package), which reads what every cluster
 	// shares.
 	Cluster string
+	// Values returns the values file publish.yaml gives a chart artifact
+	// on a cluster (clusters.<cluster>.values.<artifact>), nil when there
+	// is none; the error is the file that cannot be read (an input
+	// error). Nil: no values file anywhere (the charts' own values).
+	Values func(cluster, artifact string) (*ValuesFile, error)
 }
 
 var (
 	mu    sync.RWMutex
-	kinds = map[string]Kind{bundleKind{}.Name(): bundleKind{}}
+	kinds = map[string]Kind{bundleKind{}.Name(): bundleKind{}, chartKind{}.Name(): chartKind{}}
 )
 
 // Register makes k the kind of the manifests whose spec.type is k.Name(),

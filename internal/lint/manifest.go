@@ -443,7 +443,7 @@ func clip(s string, n int) string {
 }
 
 // lenientManifest builds the PackageManifest from the YAML tree when the
-// identity of the version is sound (apiVersion/kind, type bundle, name,
+// identity of the version is sound (apiVersion/kind, type, name,
 // semver version, a valid spec.artifact) although manifest.Parse rejects the
 // file, so that the bundle and repo rules still run. It returns nil
 // otherwise.
@@ -467,6 +467,7 @@ func (f *mfile) lenientManifest() *manifest.PackageManifest {
 	m.Metadata.Name, _ = f.str("metadata.name")
 	m.Spec.Type, _ = f.str("spec.type")
 	m.Spec.Artifact, _ = f.str("spec.artifact")
+	m.Spec.Chart, _ = f.str("spec.chart")
 	m.Spec.Version, _ = f.str("spec.version")
 	m.Spec.Info.DisplayName, _ = f.str("spec.info.displayName")
 	m.Spec.Arch = f.arch

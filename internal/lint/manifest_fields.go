@@ -63,11 +63,9 @@ func (f *mfile) checkIdentity() {
 	// spec.type.
 	if t, ok := f.str("spec.type"); ok && strings.TrimSpace(t) != "" {
 		switch t {
-		case "bundle":
-		case "chart":
-			f.addAt(RuleManifestType, f.node("spec.type"), "spec.type chart is not supported yet: only bundle (an OLM bundle image) can be published", "")
+		case manifest.TypeBundle, manifest.TypeChart:
 		default:
-			f.addAt(RuleManifestType, f.node("spec.type"), fmt.Sprintf("spec.type %q is not valid: use bundle", t), "")
+			f.addAt(RuleManifestType, f.node("spec.type"), fmt.Sprintf("spec.type %q is not valid: use bundle or chart", t), "")
 		}
 	}
 }
@@ -101,8 +99,27 @@ func (f *mfile) checkVersionName() {
 }
 
 // checkArtifact checks that spec.artifact is a full image reference with a
-// tag or digest. It reads f.vals and adds findings to f.
+// tag or digest, or for a chart a chart source with spec.chart
+// (manifest.ParseChartSource). It reads f.vals and adds findings to f.
 func (f *mfile) checkArtifact() {
+	if t, _ := f.str("spec.type"); t == manifest.TypeChart {
+		s, _ := f.str("spec.artifact")
+		c, _ := f.str("spec.chart")
+		if strings.TrimSpace(s) == "" {
+			return // manifest/required
+		}
+		if _, err := manifest.ParseChartSource(s, c); err != nil {
+			n := f.node(manifest.FieldOf(err))
+			if n == nil {
+				n = f.node("spec.artifact")
+			}
+			f.addAt(RuleManifestArtifact, n, err.Error(), "")
+		}
+		return
+	}
+	if c, ok := f.str("spec.chart"); ok && c != "" {
+		f.addAt(RuleManifestArtifact, f.node("spec.chart"), "spec.chart is for spec.type chart (a chart in a chart repository): remove it from a bundle", "")
+	}
 	if s, ok := f.str("spec.artifact"); ok && strings.TrimSpace(s) != "" {
 		if _, err := registry.ParseStrict(s); err != nil {
 			msg := fmt.Sprintf("spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", s, err)
@@ -218,6 +235,18 @@ var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 // fullReference returns s with the registry, repository and tag defaults
 // written out (memcached:1.5: docker.io/library/memcached:1.5) when s is a
 // valid short reference, else "".
+// FullImage returns the image reference ref written in full, as
+// spec.relatedImages must write it (registry, repository, tag or digest:
+// docker.io/library/nginx:1.27 for nginx:1.27), or ref itself when it is
+// full already or cannot be completed (no tag, not a reference). The
+// chart kind writes the images a chart renders this way.
+func FullImage(ref string) string {
+	if f := fullReference(ref); f != "" {
+		return f
+	}
+	return ref
+}
+
 func fullReference(s string) string {
 	r, err := name.ParseReference(s)
 	if err != nil {

@@ -48,6 +48,14 @@ const (
 	RuleManifestFileSize          = "manifest/file-size"
 	RuleManifestFieldSize         = "manifest/field-size"
 	RuleManifestObjectSize        = "manifest/object-size"
+	RuleChartNotFound             = "chart/not-found"
+	RuleChartHelm                 = "chart/helm"
+	RuleChartMetadata             = "chart/metadata"
+	RuleChartRender               = "chart/render"
+	RuleChartEmpty                = "chart/empty"
+	RuleChartMissingRelated       = "chart/missing-related"
+	RuleChartUnusedRelated        = "chart/unused-related"
+	RuleChartTarget               = "chart/target"
 	RuleBundleFetch               = "bundle/fetch"
 	RuleBundleNotFound            = "bundle/not-found"
 	RuleBundleInvalid             = "bundle/invalid"
@@ -122,8 +130,8 @@ var catalog = []RuleInfo{
 	{ID: RuleManifestRequired, Severity: Error, Summary: "metadata.name, spec.type, spec.artifact and spec.version are set (violet: `<field> field cannot be empty`).", Hint: "Fill in the field."},
 	{ID: RuleManifestName, Severity: Error, Summary: "metadata.name is <artifact>.v<spec.version>, and the artifact is a DNS-1123 name.", Hint: "Rename metadata.name to <artifact>.v<version>, e.g. etcd.v0.9.4 for spec.version v0.9.4; the artifact is lowercase letters, digits, '-' and '.'."},
 	{ID: RuleManifestVersion, Severity: Error, Summary: "spec.version is a semantic version, with or without a leading v.", Hint: "Write MAJOR.MINOR.PATCH with optional -prerelease/+build, e.g. v1.2.3."},
-	{ID: RuleManifestType, Severity: Error, Summary: "spec.type is bundle (chart is reported as not supported yet).", Hint: "Set `type: bundle`; Helm charts cannot be published yet."},
-	{ID: RuleManifestArtifact, Severity: Error, Summary: "spec.artifact is a full image reference with registry, repository and tag or digest.", Hint: "Write registry/repository:tag or registry/repository@sha256:..., e.g. registry.example.com/ops/etcd-bundle:v0.9.4."},
+	{ID: RuleManifestType, Severity: Error, Summary: "spec.type is bundle (an OLM bundle image) or chart (a Helm chart).", Hint: "Set `type: bundle` or `type: chart`."},
+	{ID: RuleManifestArtifact, Severity: Error, Summary: "spec.artifact is a full image reference with registry, repository and tag or digest; for a chart, an OCI chart reference (oci://host/repo/name:version) or a chart repository URL with spec.chart.", Hint: "Write registry/repository:tag or registry/repository@sha256:..., e.g. registry.example.com/ops/etcd-bundle:v0.9.4; for a chart oci://registry.example.com/charts/web:1.2.3, or https://charts.example.com with `chart: web`."},
 	{ID: RuleManifestArch, Severity: Error, Summary: "spec.arch lists known platforms (os/arch[/variant]) once each.", Hint: "Use platforms such as linux/amd64, linux/arm64, linux/arm/v7, linux/ppc64le, linux/s390x."},
 	{ID: RuleManifestRelatedImage, Severity: Error, Summary: "Every spec.relatedImages entry is a full image reference with tag or digest.", Hint: "Write registry/repository:tag or registry/repository@sha256:... (no scheme, no spaces)."},
 	{ID: RuleManifestRelatedImageDup, Severity: Warning, Summary: "No image is listed twice in spec.relatedImages.", Hint: "Remove the duplicate entry."},
@@ -135,6 +143,16 @@ var catalog = []RuleInfo{
 	{ID: RuleManifestFileSize, Severity: Error, Summary: "A manifest.yaml is at most 1 MiB: publish stops reading there. Found by the scan; cannot be re-graded or waived.", Hint: "A PackageManifest is a few KiB: shrink spec.info.icon and spec.info.description."},
 	{ID: RuleManifestFieldSize, Severity: Error, Summary: "The text fields copied into rendered objects stay small: spec.info.displayName at most 1 KiB, spec.info.description at most 128 KiB (the icon's limit is manifest/icon's).", Hint: "Shorten the field; link to long documentation from spec.info.links instead."},
 	{ID: RuleManifestObjectSize, Severity: Error, Summary: "Every rendered object (Artifact, ArtifactVersion, after the cluster overlay) is under 256 KiB of YAML: Argo CD's client-side apply keeps a copy of each object in an annotation capped there (the API server refuses objects over about 1.5 MiB). Checked when rendering (`publish run`, `publish plan`, `publish render`), not by `publish lint`.", Hint: "Shorten spec.info.description and spec.info.displayName of the newest manifest of the artifact, or what the cluster overlay adds."},
+
+	// chart: the Helm chart spec.artifact names (spec.type chart).
+	{ID: RuleChartNotFound, Severity: Error, Summary: "The chart spec.artifact names exists and is a Helm chart archive the Helm SDK loads.", Hint: "Push the chart (helm push), or correct spec.artifact and spec.chart."},
+	{ID: RuleChartHelm, Severity: Error, Validator: true, Summary: "Helm's own chart checks pass (the Helm SDK's lint: Chart.yaml, values and their schema, templates rendered with the cluster's values, dependencies, CRDs); Helm grades each finding error or warning.", Hint: "Run `helm lint` on the chart with the cluster's values file and fix what it reports."},
+	{ID: RuleChartMetadata, Severity: Error, Summary: "Chart.yaml's name is the chart the manifest names and its version is spec.version (v1.2.3 and 1.2.3 are the same version).", Hint: "Correct spec.version, spec.artifact or spec.chart, or publish the chart version the manifest means."},
+	{ID: RuleChartRender, Severity: Error, Summary: "The chart renders offline (Helm's template engine, the chart's values merged with the cluster's values file) without error.", Hint: "Fix the template or the values the message names (`helm template` with the same values shows it)."},
+	{ID: RuleChartEmpty, Severity: Error, Summary: "The chart renders at least one object with the cluster's values.", Hint: "Check the values file of the cluster (clusters.<cluster>.values.<artifact> in publish.yaml): a chart that installs nothing is a mistake."},
+	{ID: RuleChartMissingRelated, Severity: Error, Summary: "Every image the chart renders (workload containers, init and ephemeral containers) or lists in its helm.sh/images or artifacthub.io/images annotations is in spec.relatedImages.", Hint: "Add the image to spec.relatedImages, so that the catalog names every image the chart needs."},
+	{ID: RuleChartUnusedRelated, Severity: Warning, Summary: "Every spec.relatedImages entry of a chart is an image the chart renders or lists.", Hint: "Remove the entry, or check the cluster's values file that should select it."},
+	{ID: RuleChartTarget, Severity: Error, Summary: "The cluster's target publishes charts: the olm target publishes OLM bundles only.", Hint: "Leave the chart out of the cluster's selection (clusters.<cluster>.exclude in publish.yaml), or publish it to an alauda cluster."},
 
 	// bundle: the bundle image spec.artifact names.
 	{ID: RuleBundleFetch, Severity: Error, Summary: "The bundle image could be read from the source registry. A registry problem is not a finding: `publish lint` prints what it checked, then exits 2 with the registry error.", Hint: "Check the registry address, the credentials (--src-username/--src-password or docker login) and the network."},

@@ -103,6 +103,12 @@ type Input struct {
 	// Images checks existence and platforms of spec.relatedImages; nil skips
 	// images/not-found, images/platform and images/check.
 	Images ImageChecker
+	// Charts are the charts read, for the cluster linted for, by manifest
+	// path (the chart kind of internal/kind fills it): the chart/* rules.
+	Charts map[string]*Chart
+	// RefuseCharts, when set, names the cluster's target that cannot
+	// publish charts (olm): each chart is a chart/target finding instead.
+	RefuseCharts string
 	// Listing is what the cluster linted for lists once the run publishes
 	// (run and plan, per cluster): dependency/missing checks the bundles'
 	// dependencies against it. Nil (publish lint, over no cluster) skips
@@ -189,6 +195,7 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 	if ctx.Err() != nil {
 		return nil
 	}
+	fs = append(fs, chartFindings(in, ms, byPath)...)
 	fs = append(fs, graphRules(ms, byPath, in.Bundles)...)
 	fs = append(fs, dependencyRules(in.Listing, ms, byPath, in.Bundles)...)
 	if in.Images != nil {

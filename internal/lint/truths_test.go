@@ -74,7 +74,7 @@ func TestSchemaDerived(t *testing.T) {
 	want := map[string]map[string]fieldKind{
 		"":                 {"apiVersion": kText, "kind": kText, "metadata": kMap, "spec": kMap},
 		"metadata":         {"name": kText, "labels": kTextMap, "annotations": kTextMap},
-		"spec":             {"type": kText, "artifact": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList, "deprecation": kMap},
+		"spec":             {"type": kText, "artifact": kText, "chart": kText, "version": kText, "arch": kList, "info": kMap, "relatedImages": kList, "deprecation": kMap},
 		"spec.info":        {"displayName": kText, "icon": kText, "keywords": kList, "links": kLinks, "description": kText},
 		"spec.deprecation": {"message": kText},
 		"link":             {"name": kText, "url": kText},

@@ -6,8 +6,9 @@
 //	metadata:
 //	  name: <artifact>.v<version>
 //	spec:
-//	  type: bundle
-//	  artifact: <bundle image reference>
+//	  type: bundle                 # or chart (a Helm chart)
+//	  artifact: <bundle image reference>  # a chart: oci://host/repo/name:version, or https://charts.example.com
+//	  chart: <chart name>          # a chart from a chart repository only
 //	  version: v<semver>
 //	  arch: [linux/amd64]
 //	  info: {displayName, icon, keywords, links: [{name, url}], description}
@@ -39,8 +40,8 @@ const (
 )
 
 // The values of spec.type, the kind of package a manifest publishes (the
-// names violet writes): TypeBundle, an OLM bundle image, is the one
-// published; TypeChart, a Helm chart, is refused as not supported yet.
+// names violet writes): TypeBundle, an OLM bundle image; TypeChart, a Helm
+// chart (read and linted; docs/charts.md says what is published of it).
 const (
 	TypeBundle = "bundle"
 	TypeChart  = "chart"
@@ -74,10 +75,15 @@ type Metadata struct {
 
 // Spec is the PackageManifest spec.
 type Spec struct {
-	// Type is "bundle" (an OLM bundle image); "chart" is not supported yet.
+	// Type is "bundle" (an OLM bundle image) or "chart" (a Helm chart).
 	Type string `yaml:"type"`
-	// Artifact is the bundle image reference in the source registry.
+	// Artifact is the bundle image reference in the source registry; for
+	// a chart, the OCI chart reference or the chart repository URL
+	// (ParseChartSource).
 	Artifact string `yaml:"artifact"`
+	// Chart is the chart's name in the chart repository Artifact names
+	// (spec.type chart with a classic repository only).
+	Chart string `yaml:"chart,omitempty"`
 	// Version is the operator version, semver, with or without a leading "v".
 	Version string `yaml:"version"`
 	// Arch lists the platforms (os/arch[/variant]) the operator supports.
@@ -162,8 +168,9 @@ func tagOf(ref string) string {
 // path and line for: not exactly one YAML document, an unknown field, a value
 // of the wrong type, a wrong apiVersion/kind, a missing required field
 // (metadata.name, spec.type, spec.artifact, spec.version), a version that is
-// not semver, an unsupported spec.type, a bundle reference that does not
-// parse, and a metadata.name that is not "<artifact>.v<version>".
+// not semver, an unknown spec.type, a bundle reference that does not
+// parse, a chart source that does not (ParseChartSource), spec.chart on a
+// bundle, and a metadata.name that is not "<artifact>.v<version>".
 func Parse(path string, data []byte) (*PackageManifest, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	var root yaml.Node
@@ -214,19 +221,26 @@ func Parse(path string, data []byte) (*PackageManifest, error) {
 		}
 	}
 	switch m.Spec.Type {
-	case TypeBundle:
-	case TypeChart:
-		return nil, fail("spec.type", "spec.type chart is not supported yet: only bundle (an OLM bundle image) can be published")
+	case TypeBundle, TypeChart:
 	default:
-		return nil, fail("spec.type", "spec.type %q is not valid: use bundle", m.Spec.Type)
+		return nil, fail("spec.type", "spec.type %q is not valid: use bundle or chart", m.Spec.Type)
 	}
 	v, err := semver.Parse(strings.TrimPrefix(m.Spec.Version, "v"))
 	if err != nil {
 		return nil, fail("spec.version", "spec.version %q is not a semantic version (e.g. v1.2.3): %v", m.Spec.Version, err)
 	}
 	m.Version = v
-	if _, err := registry.ParseStrict(m.Spec.Artifact); err != nil {
-		return nil, fail("spec.artifact", "spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", m.Spec.Artifact, err)
+	if m.Spec.Type == TypeChart {
+		if _, err := ParseChartSource(m.Spec.Artifact, m.Spec.Chart); err != nil {
+			return nil, fail(FieldOf(err), "%v", err)
+		}
+	} else {
+		if m.Spec.Chart != "" {
+			return nil, fail("spec.chart", "spec.chart is for spec.type chart (a chart in a chart repository): remove it from a bundle")
+		}
+		if _, err := registry.ParseStrict(m.Spec.Artifact); err != nil {
+			return nil, fail("spec.artifact", "spec.artifact %q is not a valid image reference with a tag or digest (e.g. registry.example.com/ns/op-bundle:v1.2.3): %v", m.Spec.Artifact, err)
+		}
 	}
 	suffix := ".v" + v.String()
 	if !strings.HasSuffix(m.Metadata.Name, suffix) || len(m.Metadata.Name) == len(suffix) {

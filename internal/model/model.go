@@ -99,9 +99,19 @@ func (v *Version) Kind() string {
 	return v.Manifest.Spec.Type
 }
 
-// Ref is the artifact's reference (spec.artifact): the bundle image of a
-// bundle.
-func (v *Version) Ref() string { return v.Manifest.Spec.Artifact }
+// Ref is the artifact's reference: the bundle image of a bundle
+// (spec.artifact); for a chart, the chart as an OCI reference
+// (manifest.ChartSource.Reference: spec.artifact without oci://, or the
+// chart repository's host and path with the chart's name and version).
+func (v *Version) Ref() string {
+	m := v.Manifest
+	if m.Spec.Type == manifest.TypeChart {
+		if src, err := manifest.ParseChartSource(m.Spec.Artifact, m.Spec.Chart); err == nil {
+			return src.Reference(m.Version.String())
+		}
+	}
+	return m.Spec.Artifact
+}
 
 // Where names the manifest line of spec.artifact, "path:line", for
 // messages about the artifact.

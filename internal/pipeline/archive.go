@@ -154,7 +154,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	// The artifacts read, and their signatures checked before anything
 	// is written (publish.yaml verify).
-	p, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Verify: o.Verify, Client: mc})
+	p, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Check: refuseCharts, Verify: o.Verify, Client: mc})
 	if err != nil {
 		return nil, err
 	}

@@ -54,8 +54,24 @@ func readVersions(ctx context.Context, env kind.Env, vs []*model.Version) error 
 // checked against what the cluster lists (dependency/missing: vs, the
 // cluster's selection, and listed's artifacts); nil skips that rule.
 func lintStage(ctx context.Context, cfg lint.Config, cluster string, listed *listed, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
-	in := lint.Input{Files: files, Listing: lintListing(listed, vs)}
-	kind.Lint(&in, kind.Env{Cluster: cluster}, vs)
+	return lintScoped(ctx, lintScope{cfg: cfg, cluster: cluster, listed: listed}, files, vs)
+}
+
+// lintScope is what lintScoped lints for: lintStage's configuration,
+// cluster and listing, and the name of the cluster's target when it
+// refuses charts (lint.Input.RefuseCharts; "" when it does not).
+type lintScope struct {
+	cfg          lint.Config
+	cluster      string
+	refuseCharts string
+	listed       *listed
+}
+
+// lintScoped is lintStage for sc.
+func lintScoped(ctx context.Context, sc lintScope, files []manifest.File, vs []*model.Version) ([]lint.Finding, error) {
+	cfg, listed := sc.cfg, sc.listed
+	in := lint.Input{Files: files, Listing: lintListing(listed, vs), RefuseCharts: sc.refuseCharts}
+	kind.Lint(&in, kind.Env{Cluster: sc.cluster}, vs)
 	changed := map[string]bool{}
 	parsed := map[string]bool{}
 	for _, v := range vs {

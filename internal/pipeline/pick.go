@@ -137,3 +137,9 @@ func readWith(mc *mirror.Client) func(context.Context, []*model.Version) error {
 		return readVersions(ctx, kind.Env{Client: mc}, vs)
 	}
 }
+
+// refuseCharts is prepare's Check of mirror and package: charts are not
+// mirrored or packaged yet (unpublishableCharts).
+func refuseCharts(vs []*model.Version) error {
+	return unpublishableCharts(vs, "mirroring and packaging them")
+}

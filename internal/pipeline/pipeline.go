@@ -26,7 +26,6 @@ import (
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
-	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -74,6 +73,11 @@ type Options struct {
 	ShardProblems []string
 	// Lint configures the lint rules (publish.yaml).
 	Lint lint.Config
+	// ChartValues returns the path in the package repo (below Source) of
+	// the values file of a chart artifact on a cluster (publish.yaml
+	// clusters.<cluster>.values.<artifact>: config.ValuesFile), "" for
+	// none; nil: none anywhere.
+	ChartValues func(cluster, artifact string) string
 	// Verify checks the signatures of every bundle and related image read
 	// before anything is mirrored (publish.yaml verify; internal/verify);
 	// nil: nothing is verified.
@@ -401,7 +405,7 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 func targetCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	r, o, tgt := cr.r, cr.r.Options, cr.r.target
 	env := target.Env{Client: r.mc, Read: func(ctx context.Context, vs []*model.Version) error {
-		return sh.readVersions(ctx, kind.Env{Client: r.mc, Cluster: o.Cluster}, vs)
+		return sh.readVersions(ctx, o.kindEnv(r.mc), vs)
 	}}
 	if err := tgt.Prepare(ctx, env, cr.vs, cr.s.targetState()); err != nil {
 		return err

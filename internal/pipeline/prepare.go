@@ -46,6 +46,10 @@ type prepareIn struct {
 	// Cluster is the cluster the versions are read and linted for
 	// (kind.Env), "" for a command over no cluster.
 	Cluster string
+	// RefuseCharts names the cluster's target when it cannot publish
+	// charts (target.Capabilities.RefusesCharts): each chart of the
+	// selection is a chart/target finding.
+	RefuseCharts string
 	// Listed is what the cluster lists besides Versions, for
 	// dependency/missing (run and plan); nil for a command over no
 	// cluster's catalog, which skips the rule.
@@ -108,7 +112,7 @@ func prepare(ctx context.Context, in prepareIn) (*prepared, error) {
 	}
 	if in.Lint {
 		var err error
-		if p.findings, err = lintStage(ctx, in.LintConfig, in.Cluster, in.Listed, in.Files, in.Versions); err != nil {
+		if p.findings, err = lintScoped(ctx, lintScope{cfg: in.LintConfig, cluster: in.Cluster, refuseCharts: in.RefuseCharts, listed: in.Listed}, in.Files, in.Versions); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +222,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	in := prepareIn{
 		Versions: vs, Previous: state.Artifacts,
 		Read: func(ctx context.Context, vs []*model.Version) error {
-			return read(ctx, kind.Env{Client: r.mc, Cluster: o.Cluster}, vs)
+			return read(ctx, o.kindEnv(r.mc), vs)
 		},
 		Lint: true, LintConfig: o.Lint, Cluster: o.Cluster, Listed: s.listing(), Files: s.files, Diff: r.diff,
 		Verify: o.Verify, Client: r.mc,
@@ -227,8 +231,43 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	if m.plan {
 		in.Unparsed = s.scanErr
 	}
+	if k, err := target.Lookup(o.Target); err == nil && k.Caps.RefusesCharts {
+		in.RefuseCharts = k.Name
+	}
 	if bc, ok := r.target.(target.BundleChecker); ok {
 		in.Check = bc.CheckBundles
 	}
+	if !m.plan && in.RefuseCharts == "" { // else chart/target stops the run
+		check := in.Check
+		in.Check = func(vs []*model.Version) error {
+			if err := unpublishableCharts(vs, "publishing them to the catalog"); err != nil {
+				return err
+			}
+			if check != nil {
+				return check(vs)
+			}
+			return nil
+		}
+	}
 	return prepare(ctx, in)
+}
+
+// unpublishableCharts is the input error of a command (run: what is
+// "publishing them to the catalog"; mirror and package: "mirroring and
+// packaging them") whose changed versions hold charts (spec.type chart),
+// each at its manifest's spec.type line: charts are read, linted and
+// planned, but neither mirrored nor rendered into the catalog yet
+// (docs/charts.md), and a chart must never reach the mirror or the
+// catalog as if it were a bundle. Nil when there is none.
+func unpublishableCharts(vs []*model.Version, what string) error {
+	var bad []error
+	for _, v := range vs {
+		if v.Kind() == manifest.TypeChart {
+			bad = append(bad, fmt.Errorf("%s:%d: %s %s: charts are linted and read; %s is not supported yet (publish lint and publish plan check them; leave the chart out, e.g. clusters.<cluster>.exclude in publish.yaml or the paths given)", v.Manifest.Path, v.Manifest.Lines["spec.type"], v.Manifest.Artifact, v.Manifest.Version, what))
+		}
+	}
+	if len(bad) > 0 {
+		return inputErr(errors.Join(bad...))
+	}
+	return nil
 }

@@ -157,7 +157,7 @@ func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.Artif
 		a := model.ArtifactRecord{Name: art.Name}
 		for i, v := range art.Versions {
 			pm := v.Manifest
-			registry, repository, err := m.MapRepository(pm.Spec.Artifact)
+			registry, repository, err := m.MapRepository(v.Ref())
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", v.Where(), err)
 			}
@@ -177,7 +177,7 @@ func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.Artif
 				}
 			}
 			rv := model.VersionRecord{Version: pm.Version.String(), Tag: pm.Tag(), Present: true, Path: pm.Path}
-			if r, ok := digests[pm.Spec.Artifact]; ok {
+			if r, ok := digests[v.Ref()]; ok {
 				rv.BundleDigest, rv.BundleSignatures = r.Digest, r.SignatureDigests
 			}
 			for _, img := range v.Images {

@@ -27,7 +27,11 @@ import (
 // Options configures Create.
 type Options struct {
 	Dir      string // where manifest.yaml is written (created if missing)
-	Artifact string // bundle image reference
+	Artifact string // bundle image reference; a chart: oci://... or a chart repository URL
+	// Chart is the chart's name in the chart repository Artifact names
+	// (a chart of a classic repository only); Version is the chart
+	// version to read from it.
+	Chart, Version string
 	// Platforms for spec.arch; nil: every platform of the bundle's image
 	// index (or the image's own platform).
 	Platforms []string
@@ -63,10 +67,16 @@ func inputErr(err error) error { return &InputError{Err: err} }
 // manifest.Parse and passes `publish lint`'s manifest rules: a CSV value
 // they would refuse is left out and o.Note told (see Manifest). Errors:
 // *InputError for the input (see there), else a registry or file error.
+//
+// A chart (Artifact oci://..., or a chart repository URL with Chart and
+// Version) is written by createChart instead.
 func Create(ctx context.Context, o Options) (string, error) {
 	out := filepath.Join(o.Dir, "manifest.yaml")
 	if _, err := os.Stat(out); err == nil && !o.Force {
 		return "", inputErr(fmt.Errorf("%s exists: pass --force to overwrite it", out))
+	}
+	if isChart(o.Artifact) {
+		return createChart(ctx, o, out)
 	}
 	ref, err := name.ParseReference(o.Artifact)
 	if err != nil {

@@ -48,7 +48,7 @@ const Default = Alauda
 // kinds registers the targets by name.
 var kinds = map[string]Kind{
 	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true, RenderFromCatalog: true, Overlay: true}},
-	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true},
+	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true, RefusesCharts: true},
 		Decode: decodeOLM, Schema: reflect.TypeFor[olmBlock](), KeyPrefix: olmKeyPrefix},
 }
 
@@ -158,6 +158,10 @@ type Capabilities struct {
 	// overlay (kustomize/clusters/<cluster>), which must exist before a
 	// run and which a first publish seeds.
 	Overlay bool
+	// RefusesCharts: the target publishes OLM bundles only, so a Helm
+	// chart (spec.type chart) in the cluster's selection is a lint error
+	// (chart/target) naming the target.
+	RefusesCharts bool
 }
 
 // Lookup returns the target registered as name ("" is Default). An unknown
