@@ -10,10 +10,10 @@ import (
 
 func newListCmd(inv *invocation) *cobra.Command {
 	var (
-		cat      = catalogFlags{readOnly: true}
-		tls      tlsFlags
-		clusters []string
-		output   string
+		cat    = catalogFlags{readOnly: true}
+		tls    tlsFlags
+		r      renderFlags
+		output string
 	)
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -42,6 +42,10 @@ summary).`,
 			if err != nil {
 				return err
 			}
+			var clusters []string
+			if r.cluster != "" {
+				clusters = []string{r.cluster}
+			}
 			l, err := pipeline.List(cmd.Context(), o, clusters)
 			if err != nil {
 				return err
@@ -65,7 +69,7 @@ summary).`,
 	fs := cmd.Flags()
 	cat.register(fs, "read", "catalog Git repo: URL or local path")
 	tls.register(fs)
-	fs.StringSliceVar(&clusters, "cluster", nil, "list these clusters only (repeatable or comma-separated; default: every cluster the catalog has a state of)")
+	r.registerCluster(fs, "", "list this cluster only (default: every cluster the catalog has a state of)")
 	fs.StringVar(&output, "output", "table", "table, json or markdown")
 	withEnvHelp(fs)
 	return cmd

@@ -92,6 +92,7 @@ var inputs = []Input{
 	{Name: "target-branch", Flag: "target-branch", Command: "plan"},
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 	{Name: "report", Flag: "report"},
+	{Name: "source-mirror", Flag: "source-mirror", List: true},
 	{Name: "shard", Flag: "shard"},
 	{Name: "shard-result", Flag: "shard-result"},
 	{Name: "matrix", Flag: "matrix", Command: "plan"},
