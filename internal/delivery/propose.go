@@ -226,7 +226,7 @@ func (q *proposer) close(ctx context.Context, pr *forge.PullRequest) error {
 		q.logf("pull request: nothing to propose for cluster %s, none open", p.Cluster)
 		return nil
 	}
-	note := fmt.Sprintf("publish: the package repo at %s no longer changes cluster `%s`: the catalog branch `%s` already has what this pull request proposed, so it is closed.", shortOr(p.Source, "this commit"), p.Cluster, p.Base)
+	note := fmt.Sprintf("publish: the package repo at %s no longer changes cluster `%s`: the catalog branch `%s` already has what this pull request proposed, so it is closed.", report.ShortCommitOr(p.Source, "this commit"), p.Cluster, p.Base)
 	if err := q.f.Close(ctx, pr.Number, note); err != nil {
 		return err
 	}
@@ -273,11 +273,11 @@ func (q *proposer) write(ctx context.Context, pr *forge.PullRequest, mark Marker
 func (q *proposer) after(ctx context.Context, pr *forge.PullRequest) error {
 	p, res := q.p, q.res
 	if res.Replaced != "" {
-		note := fmt.Sprintf("publish: the branch `%s` had commit %s, which publish did not write. It was rendered again over it from the package repo at %s: the catalog of a cluster comes from the package repo and the overlays on `%s`, so change those instead (a commit pushed to this branch is replaced by the next run).", p.Branch, res.Replaced, shortOr(p.Source, "this commit"), p.Base)
+		note := fmt.Sprintf("publish: the branch `%s` had commit %s, which publish did not write. It was rendered again over it from the package repo at %s: the catalog of a cluster comes from the package repo and the overlays on `%s`, so change those instead (a commit pushed to this branch is replaced by the next run).", p.Branch, res.Replaced, report.ShortCommitOr(p.Source, "this commit"), p.Base)
 		if err := q.f.Comment(ctx, pr.Number, note); err != nil {
 			return err
 		}
-		q.warnf("pull request: the branch %s had commit %s by someone else: rendered over it, with a note in #%d", p.Branch, short(res.Replaced), pr.Number)
+		q.warnf("pull request: the branch %s had commit %s by someone else: rendered over it, with a note in #%d", p.Branch, report.ShortCommit(res.Replaced), pr.Number)
 	}
 	if m := p.AutoMerge; m != "" {
 		switch err := q.f.AutoMerge(ctx, pr, m); {
@@ -288,20 +288,4 @@ func (q *proposer) after(ctx context.Context, pr *forge.PullRequest) error {
 		}
 	}
 	return nil
-}
-
-// shortOr is the short form of commit h (short), none when h is "".
-func shortOr(h, none string) string {
-	if h == "" {
-		return none
-	}
-	return short(h)
-}
-
-// short is commit h cut to 12 characters.
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

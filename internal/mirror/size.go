@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -30,15 +31,11 @@ func (c *Client) SourceBytes(ctx context.Context, ref string) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("sizing %s: %w", ref, err)
 		}
-		m, err := img.Manifest()
+		b, err := contentBytes(img)
 		if err != nil {
 			return 0, fmt.Errorf("sizing %s: %w", ref, err)
 		}
-		n += m.Config.Size
-		for _, l := range m.Layers {
-			n += l.Size
-		}
-		return n, nil
+		return n + b, nil
 	}
 	idx, err := desc.ImageIndex()
 	if err != nil {
@@ -57,14 +54,25 @@ func (c *Client) SourceBytes(ctx context.Context, ref string) (int64, error) {
 		if err != nil {
 			return 0, c.Describe("sizing "+ref, r.Context().RegistryStr(), err)
 		}
-		m, err := img.Manifest()
+		b, err := contentBytes(img)
 		if err != nil {
 			return 0, c.Describe("sizing "+ref, r.Context().RegistryStr(), err)
 		}
-		n += child.Size + m.Config.Size
-		for _, l := range m.Layers {
-			n += l.Size
-		}
+		n += child.Size + b
+	}
+	return n, nil
+}
+
+// contentBytes is the size of img's config and layers as its manifest
+// declares them (one GET of the manifest when it is remote, no blob).
+func contentBytes(img v1.Image) (int64, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	n := m.Config.Size
+	for _, l := range m.Layers {
+		n += l.Size
 	}
 	return n, nil
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/scratch"
 	"os"
 	"path/filepath"
@@ -142,7 +143,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		o.Log("catalog: the OCI catalog of cluster %s, %s", o.Cluster, catalogDigest)
 	}
 	if dr := pk.diff; dr != nil {
-		o.Log("changes: %d added, %d modified since %s", dr.Count(diff.Added), dr.Count(diff.Modified), shortOr(dr.Base, "the beginning"))
+		o.Log("changes: %d added, %d modified since %s", dr.Count(diff.Added), dr.Count(diff.Modified), report.ShortCommitOr(dr.Base, "the beginning"))
 	}
 	selected := pk.selected
 	if len(selected) == 0 {

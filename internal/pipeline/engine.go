@@ -14,6 +14,7 @@ import (
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/seed"
 	"github.com/operator-publish/publish/internal/source"
 	"github.com/operator-publish/publish/internal/source/diff"
@@ -273,10 +274,10 @@ func (s *scope) gatherSource(ctx context.Context, so scopeOptions, header *gitop
 	if dr.Base != header.Source.Commit {
 		since, err = diff.Compute(ctx, diff.Options{Repo: o.Source, Source: repo, PackagesDir: o.PackagesDir, Base: header.Source.Commit})
 		if err != nil {
-			return fmt.Errorf("change detection since the published source commit %s: %w", short(header.Source.Commit), err)
+			return fmt.Errorf("change detection since the published source commit %s: %w", report.ShortCommit(header.Source.Commit), err)
 		}
 		if since.All {
-			f.outsideHistory = short(header.Source.Commit)
+			f.outsideHistory = report.ShortCommit(header.Source.Commit)
 			return nil
 		}
 	}

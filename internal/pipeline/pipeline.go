@@ -444,20 +444,6 @@ func publishWithRetry(ctx context.Context, r *run, s *scope, current []model.Art
 	return err
 }
 
-func shortOr(h, none string) string {
-	if h == "" {
-		return none
-	}
-	return short(h)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
-}
-
 // CommitMessage is the catalog commit message: a subject counting the
 // changes (report.ChangeSubject), one section per kind of change (report.ChangeSections),
 // and Source-Commit / Source-Repo trailers.

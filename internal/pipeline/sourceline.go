@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/source"
 )
 
@@ -44,20 +45,20 @@ func supersededBy(ctx context.Context, o Options, ours, theirs string) (bool, st
 	}
 	switch repo.Relate(ctx, ours, theirs, !o.NoFetch) {
 	case source.Ahead:
-		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", short(theirs), short(ours)), nil
+		return true, fmt.Sprintf("the catalog was published from source commit %s, which already contains %s", report.ShortCommit(theirs), report.ShortCommit(ours)), nil
 	case source.Unknown:
 		if repo.Shallow() || o.Base != "" {
-			o.warnf("the catalog was published from source commit %s, which this clone does not have: cannot tell whether it is newer; publishing %s", short(theirs), short(ours))
+			o.warnf("the catalog was published from source commit %s, which this clone does not have: cannot tell whether it is newer; publishing %s", report.ShortCommit(theirs), report.ShortCommit(ours))
 			return false, "", nil
 		}
 		return false, "", inputErr(&DivergedError{Ours: ours, Theirs: theirs, Unknown: true})
 	case source.Diverged:
 		if o.Base != "" {
-			o.warnf("the catalog was published from source commit %s, which is not in the history of %s: publishing over it because --base was given", short(theirs), short(ours))
+			o.warnf("the catalog was published from source commit %s, which is not in the history of %s: publishing over it because --base was given", report.ShortCommit(theirs), report.ShortCommit(ours))
 			return false, "", nil
 		}
 		if reachable, ok := repo.ReachableFromOrigin(theirs); ok && !reachable {
-			o.warnf("the catalog was published from source commit %s, which no ref of origin reaches any more (history rewritten): publishing %s over it", short(theirs), short(ours))
+			o.warnf("the catalog was published from source commit %s, which no ref of origin reaches any more (history rewritten): publishing %s over it", report.ShortCommit(theirs), report.ShortCommit(ours))
 			return false, "", nil
 		}
 		return false, "", inputErr(&DivergedError{Ours: ours, Theirs: theirs})
@@ -108,9 +109,9 @@ type DivergedError struct {
 }
 
 func (e *DivergedError) Error() string {
-	where := "on another line of history than " + short(e.Ours) + " (another branch, or the package repo's history was rewritten)"
+	where := "on another line of history than " + report.ShortCommit(e.Ours) + " (another branch, or the package repo's history was rewritten)"
 	if e.Unknown {
-		where = "which is not in the history of " + short(e.Ours) + " (it is newer, or on another line; this clone does not have it)"
+		where = "which is not in the history of " + report.ShortCommit(e.Ours) + " (it is newer, or on another line; this clone does not have it)"
 	}
-	return fmt.Sprintf("the catalog was published from source commit %s, %s: nothing was written; run from a checkout that contains it, or, if the package repo's history was rewritten, publish once with --base to overwrite it", short(e.Theirs), where)
+	return fmt.Sprintf("the catalog was published from source commit %s, %s: nothing was written; run from a checkout that contains it, or, if the package repo's history was rewritten, publish once with --base to overwrite it", report.ShortCommit(e.Theirs), where)
 }

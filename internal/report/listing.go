@@ -135,7 +135,7 @@ func (l *Listing) Table() string {
 // Markdown is the Listing as a Markdown table, for a job summary.
 func (l *Listing) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### What the catalog lists (commit %s)\n\n", shortCommit(l.Commit))
+	fmt.Fprintf(&b, "### What the catalog lists (commit %s)\n\n", ShortCommit(l.Commit))
 	b.WriteString("| artifact | version | " + strings.Join(l.Clusters, " | ") + " |\n")
 	b.WriteString("|---|---|" + strings.Repeat("---|", len(l.Clusters)) + "\n")
 	for _, a := range l.Artifacts {
@@ -150,9 +150,19 @@ func (l *Listing) Markdown() string {
 	return b.String()
 }
 
-func shortCommit(c string) string {
+// ShortCommit is commit c cut to its first 12 characters, as the reports
+// and logs show commits.
+func ShortCommit(c string) string {
 	if len(c) > 12 {
 		return c[:12]
 	}
 	return c
+}
+
+// ShortCommitOr is ShortCommit of c, or none when c is "".
+func ShortCommitOr(c, none string) string {
+	if c == "" {
+		return none
+	}
+	return ShortCommit(c)
 }
