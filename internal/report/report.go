@@ -111,11 +111,15 @@ type Report struct {
 // (docs/scale-out.md): the part, the digest and method of the plan every
 // part computed, and the plan's items this part copies, with their bytes.
 type Shard struct {
-	Part   string       `json:"part"` // "I/N"
-	Plan   string       `json:"plan"` // shard.Plan.Digest
-	Method string       `json:"method"`
-	Bytes  int64        `json:"bytes"` // the part's items' bytes
-	Items  []shard.Item `json:"items"`
+	Part   string `json:"part"` // "I/N"
+	Plan   string `json:"plan"` // shard.Plan.Digest
+	Method string `json:"method"`
+	Bytes  int64  `json:"bytes"` // the part's items' bytes
+	// Copied and Skipped are the bytes of the part's images copied in
+	// this run and those the destination had already.
+	Copied  int64        `json:"copied"`
+	Skipped int64        `json:"skipped"`
+	Items   []shard.Item `json:"items"`
 }
 
 // New returns an empty report of command (e.g. "mirror").
@@ -183,6 +187,14 @@ func (r *Report) AddShard(s shard.Shard, p *shard.Plan, part []shard.Item) {
 		r.Images[i].Bytes = bytes[r.Images[i].Source]
 	}
 	r.Shard = &Shard{Part: s.String(), Plan: p.Digest, Method: shard.Method, Bytes: shard.Bytes(part), Items: append([]shard.Item{}, part...)}
+	for _, im := range r.Images {
+		switch im.State {
+		case Copied:
+			r.Shard.Copied += im.Bytes
+		case Present:
+			r.Shard.Skipped += im.Bytes
+		}
+	}
 }
 
 // seal returns the report's JSON with its SHA256 set: the hash of the

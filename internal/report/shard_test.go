@@ -32,7 +32,7 @@ func TestShardResultSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Shard == nil || got.Shard.Plan != plan.Digest || got.Shard.Part != "1/2" || got.Shard.Method != shard.Method || len(got.Shard.Items) != 1 || got.Shard.Bytes != 300 {
+	if got.Shard == nil || got.Shard.Plan != plan.Digest || got.Shard.Part != "1/2" || got.Shard.Method != shard.Method || len(got.Shard.Items) != 1 || got.Shard.Bytes != 300 || got.Shard.Copied != 300 || got.Shard.Skipped != 0 {
 		t.Errorf("shard block %+v", got.Shard)
 	}
 	if im := got.Images[0]; im.Bytes != 300 || len(im.Referrers) != 1 || len(got.SHA256) != 64 {
