@@ -12,6 +12,8 @@ import (
 	"github.com/operator-framework/api/pkg/validation"
 	verrors "github.com/operator-framework/api/pkg/validation/errors"
 	interfaces "github.com/operator-framework/api/pkg/validation/interfaces"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/operator-publish/publish/internal/bundle"
@@ -131,6 +133,21 @@ func runValidators(b *bundle.Bundle, k8s string) []vfinding {
 	}
 	lb := *b.Loaded
 	lb.Channels = slices.Clone(lb.Channels) // GoodPractices appends to it
+	// The CRD validator sets defaults in the CRDs it is given: copies, so
+	// that the bundle, which the versions of one bundle image share (the
+	// run's read cache), is never written while another manifest's lint
+	// reads it.
+	lb.V1CRDs = make([]*apiextensionsv1.CustomResourceDefinition, len(b.Loaded.V1CRDs))
+	for i, c := range b.Loaded.V1CRDs {
+		lb.V1CRDs[i] = c.DeepCopy()
+	}
+	lb.V1beta1CRDs = make([]*apiextensionsv1beta1.CustomResourceDefinition, len(b.Loaded.V1beta1CRDs))
+	for i, c := range b.Loaded.V1beta1CRDs {
+		lb.V1beta1CRDs[i] = c.DeepCopy()
+	}
+	if lb.CSV != nil {
+		lb.CSV = lb.CSV.DeepCopy()
+	}
 	var out []vfinding
 	lb.Objects = nil
 	for _, o := range b.Loaded.Objects {
