@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -15,43 +14,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// attachDocument pushes data as an OCI artifact of artifactType (the
-// empty config, one layer of that media type) whose subject is
-// repo@subject: an SBOM or a VEX document as tools attach them. It
-// returns the referrer's digest.
-func attachDocument(t *testing.T, repo name.Repository, subject v1.Descriptor, artifactType string, data []byte) string {
-	t.Helper()
-	cfg := static.NewLayer([]byte("{}"), "application/vnd.oci.empty.v1+json")
-	layer := static.NewLayer(data, types.MediaType(artifactType))
-	for _, l := range []v1.Layer{cfg, layer} {
-		if err := remote.WriteLayer(repo, l); err != nil {
-			t.Fatal(err)
-		}
-	}
-	desc := func(l v1.Layer) map[string]any {
-		d, _ := l.Digest()
-		s, _ := l.Size()
-		mt, _ := l.MediaType()
-		return map[string]any{"mediaType": mt, "digest": d.String(), "size": s}
-	}
-	raw, _ := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     types.OCIManifestSchema1,
-		"artifactType":  artifactType,
-		"config":        desc(cfg),
-		"layers":        []any{desc(layer)},
-		"subject":       map[string]any{"mediaType": subject.MediaType, "digest": subject.Digest.String(), "size": subject.Size},
-	})
-	h, _, _ := v1.SHA256(bytes.NewReader(raw))
-	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw, types.OCIManifestSchema1}); err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
-}
+	"github.com/operator-publish/publish/internal/testenv"
+)
 
 // TestPackageCarriesSBOMAndVEX: an image index whose index and first
 // platform child each have an SPDX SBOM referrer (the index's is empty)
@@ -80,8 +45,8 @@ func TestPackageCarriesSBOMAndVEX(t *testing.T) {
 			sbom = nil // an empty SBOM
 		}
 		want[s.Digest.String()] = []string{
-			attachDocument(t, repo, s, "application/spdx+json", sbom),
-			attachDocument(t, repo, s, "application/vnd.openvex+json", []byte(`{"@context":"https://openvex.dev/ns/v0.2.0","statements":[]}`)),
+			testenv.AttachReferrer(t, repo, s, "application/spdx+json", sbom).String(),
+			testenv.AttachReferrer(t, repo, s, "application/vnd.openvex+json", []byte(`{"@context":"https://openvex.dev/ns/v0.2.0","statements":[]}`)).String(),
 		}
 		slices.Sort(want[s.Digest.String()])
 	}

@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,7 +17,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -55,41 +53,6 @@ func inProcessReferrers(t *testing.T) referrerRegistry {
 func debianReferrers(t *testing.T) referrerRegistry {
 	r := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
 	return referrerRegistry{host: r.Host, opts: r.Options(), caFile: r.CAFile, user: r.Username, password: r.Password}
-}
-
-// attachDocument pushes data as an OCI artifact of artifactType (the
-// empty config and one layer of that media type) whose subject is
-// repo@subject, as SBOM and VEX tools attach them, and returns its
-// digest. On a registry without the referrers API go-containerregistry
-// adds it to the referrers tag schema index.
-func attachDocument(t *testing.T, repo name.Repository, subject v1.Hash, subjectMT types.MediaType, artifactType string, data []byte, opts []remote.Option) v1.Hash {
-	t.Helper()
-	cfg := static.NewLayer([]byte("{}"), "application/vnd.oci.empty.v1+json")
-	layer := static.NewLayer(data, types.MediaType(artifactType))
-	for _, l := range []v1.Layer{cfg, layer} {
-		if err := remote.WriteLayer(repo, l, opts...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	desc := func(l v1.Layer) map[string]any {
-		d, _ := l.Digest()
-		s, _ := l.Size()
-		mt, _ := l.MediaType()
-		return map[string]any{"mediaType": mt, "digest": d.String(), "size": s}
-	}
-	raw, _ := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     types.OCIManifestSchema1,
-		"artifactType":  artifactType,
-		"config":        desc(cfg),
-		"layers":        []any{desc(layer)},
-		"subject":       map[string]any{"mediaType": subjectMT, "digest": subject.String(), "size": 1},
-	})
-	h, _, _ := v1.SHA256(bytes.NewReader(raw))
-	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw, types.OCIManifestSchema1}, opts...); err != nil {
-		t.Fatal(err)
-	}
-	return h
 }
 
 // referrersByType lists the referrers of d by artifact type (digests,
@@ -160,8 +123,8 @@ func TestMirrorCarriesSBOMAndVEX(t *testing.T) {
 				if mt.IsIndex() {
 					doc = nil // an empty SBOM
 				}
-				attachDocument(t, repo, s, mt, spdxArtifactType, doc, src.opts)
-				attachDocument(t, repo, s, mt, openVEXArtifactType, vex, src.opts)
+				testenv.AttachReferrer(t, repo, v1.Descriptor{Digest: s, MediaType: mt, Size: 1}, spdxArtifactType, doc, src.opts...)
+				testenv.AttachReferrer(t, repo, v1.Descriptor{Digest: s, MediaType: mt, Size: 1}, openVEXArtifactType, vex, src.opts...)
 			}
 
 			// One CA file for both ends (each Debian registry has its CA).

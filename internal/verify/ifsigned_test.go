@@ -1,9 +1,7 @@
 package verify
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/model"
@@ -27,40 +24,6 @@ const (
 	spdxArtifactType    = "application/spdx+json"
 	openVEXArtifactType = "application/vnd.openvex+json"
 )
-
-// attachReferrer pushes data as an OCI artifact of artifactType (one
-// layer of that media type, the empty config) referring to repo@subject:
-// an SBOM or a VEX document as tools attach them. It returns the
-// referrer's digest.
-func attachReferrer(t testing.TB, repo name.Repository, subject v1.Hash, subjectMT types.MediaType, artifactType string, data []byte, opts []remote.Option) v1.Hash {
-	t.Helper()
-	cfg := static.NewLayer([]byte("{}"), "application/vnd.oci.empty.v1+json")
-	layer := static.NewLayer(data, types.MediaType(artifactType))
-	for _, l := range []v1.Layer{cfg, layer} {
-		if err := remote.WriteLayer(repo, l, opts...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	desc := func(l v1.Layer) map[string]any {
-		d, _ := l.Digest()
-		s, _ := l.Size()
-		mt, _ := l.MediaType()
-		return map[string]any{"mediaType": mt, "digest": d.String(), "size": s}
-	}
-	raw, _ := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     types.OCIManifestSchema1,
-		"artifactType":  artifactType,
-		"config":        desc(cfg),
-		"layers":        []any{desc(layer)},
-		"subject":       map[string]any{"mediaType": subjectMT, "digest": subject.String(), "size": 1},
-	})
-	h, _, _ := v1.SHA256(bytes.NewReader(raw))
-	if err := remote.Put(repo.Digest(h.String()), rawManifest{raw, types.OCIManifestSchema1}, opts...); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
 
 // TestVerifyIfSigned: under mode if-signed, on both registries, an image
 // signed with the policy's key is verified; an image with no signature
@@ -96,8 +59,8 @@ func TestVerifyIfSigned(t *testing.T) {
 				}},
 				{"unsigned", model.VerifyUnsigned, "no signature", true, false, func(name.Repository, v1.Hash) {}},
 				{"sbom and vex only", model.VerifyUnsigned, "no signature", true, false, func(repo name.Repository, d v1.Hash) {
-					attachReferrer(t, repo, d, types.DockerManifestSchema2, spdxArtifactType, nil, r.opts) // an empty SBOM
-					attachReferrer(t, repo, d, types.DockerManifestSchema2, openVEXArtifactType, []byte(`{"@context":"https://openvex.dev/ns/v0.2.0","statements":[]}`), r.opts)
+					testenv.AttachReferrer(t, repo, v1.Descriptor{Digest: d, MediaType: types.DockerManifestSchema2, Size: 1}, spdxArtifactType, nil, r.opts...) // an empty SBOM
+					testenv.AttachReferrer(t, repo, v1.Descriptor{Digest: d, MediaType: types.DockerManifestSchema2, Size: 1}, openVEXArtifactType, []byte(`{"@context":"https://openvex.dev/ns/v0.2.0","statements":[]}`), r.opts...)
 				}},
 				{"foreign bundle", model.VerifyUntrusted, "", false, true, func(repo name.Repository, d v1.Hash) {
 					signBundle(t, foreign, repo, d, types.DockerManifestSchema2, r.opts)
