@@ -41,7 +41,7 @@ func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error 
 			read := mc.ReadRef(v.Ref()) // a source mirror's copy, or the reference
 			b, err := bundle.Fetch(gctx, read, mc.SrcOptions()...)
 			if err == nil {
-				v.SetContent(BundleContent(b))
+				v.SetContent(prelinted(env.Prelint, v, b))
 				return nil
 			}
 			var nf *bundle.NotFoundError
@@ -74,6 +74,12 @@ func (bundleKind) Lint(in *lint.Input, _ Env, v *model.Version) {
 		}
 		in.BundleErrors[p] = v.ReadErr
 	}
+	if c, ok := v.Content.(bundleContent); ok && c.linted != nil && c.linted.path == p {
+		if in.Prelinted == nil {
+			in.Prelinted = map[string][]lint.Finding{}
+		}
+		in.Prelinted[p] = c.linted.findings
+	}
 	if b := BundleOf(v); b != nil {
 		if in.Bundles == nil {
 			in.Bundles = map[string]*bundle.Bundle{}
@@ -95,8 +101,37 @@ type readError struct {
 func (e *readError) Error() string { return e.v.Where() + ": " + e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
-// bundleContent is the model.Content of a version of kind bundle.
-type bundleContent struct{ b *bundle.Bundle }
+// bundleContent is the model.Content of a version of kind bundle; linted
+// is set when the bundle was linted as it was read (Prelint).
+type bundleContent struct {
+	b      *bundle.Bundle
+	linted *linted
+}
+
+// linted are the findings of a bundle's own rules, made as it was read for
+// the manifest at path.
+type linted struct {
+	path     string
+	findings []lint.Finding
+}
+
+// prelinted is the content of v whose bundle b was just read: with p, b
+// linted for v's manifest (and made slim when p says so); without, b as
+// it is.
+func prelinted(p *Prelint, v *model.Version, b *bundle.Bundle) model.Content {
+	if p == nil {
+		return BundleContent(b)
+	}
+	data, ok := p.Files[v.Manifest.Path]
+	if !ok {
+		return BundleContent(b)
+	}
+	fs := lint.BundleRules(p.Config, lint.File{Path: v.Manifest.Path, Data: data}, b, b.Annotations)
+	if p.Slim {
+		b.Slim()
+	}
+	return bundleContent{b: b, linted: &linted{path: v.Manifest.Path, findings: fs}}
+}
 
 // BundleContent returns b as the content of a version of kind bundle
 // (model.Version.SetContent); nil for a nil b.
@@ -104,7 +139,7 @@ func BundleContent(b *bundle.Bundle) model.Content {
 	if b == nil {
 		return nil
 	}
-	return bundleContent{b}
+	return bundleContent{b: b}
 }
 
 // BundleOf returns the bundle read for v, nil when v was not read or is of

@@ -57,6 +57,27 @@ type Env struct {
 	// is none; the error is the file that cannot be read (an input
 	// error). Nil: no values file anywhere (the charts' own values).
 	Values func(cluster, artifact string) (*ValuesFile, error)
+	// Prelint, when set, lints each bundle's own rules as soon as it is
+	// read and then keeps of it only what later stages read (see
+	// Prelint); nil keeps every bundle whole until the command ends.
+	Prelint *Prelint
+}
+
+// Prelint is how a command that reads many bundles keeps its memory
+// bounded: each bundle is linted alone as it is read, in the reading
+// goroutine (lint.BundleRules), its findings are kept with the version's
+// content and given to the lint engine (lint.Input.Prelinted), and, with
+// Slim, the bundle is then made slim (bundle.Slim: tens of KiB instead of
+// megabytes). A command whose later stages need whole bundles (the OLM
+// target's catalog) sets no Slim.
+type Prelint struct {
+	// Config is the lint configuration (publish.yaml lint).
+	Config lint.Config
+	// Files are the manifest files by path (manifest.File.Path): a version
+	// whose manifest is not among them is read whole and linted later.
+	Files map[string][]byte
+	// Slim makes each bundle linted slim.
+	Slim bool
 }
 
 var (
@@ -186,6 +207,15 @@ func (c *Cache) Read(ctx context.Context, env Env, vs []*model.Version) error {
 			continue
 		}
 		key := k.Name() + "\x00" + k.Key(env, v)
+		if env.Prelint != nil {
+			// Prelinted findings point into the manifest they were
+			// linted for: another manifest naming the same artifact
+			// reads and lints its own.
+			key += "\x00" + v.Manifest.Path
+			if env.Prelint.Slim {
+				key += "\x00slim" // a cluster that needs it whole reads it whole
+			}
+		}
 		got := c.read[key]
 		switch {
 		case got == nil:

@@ -91,10 +91,10 @@ func (f *mfile) bundleRules(b *bundle.Bundle, ann map[string]string, k8s string)
 	}
 
 	// metadata/annotations.yaml.
-	pkg, def := b.Package, b.DefaultChannel
+	pkg := b.Package
 	var channels []string
 	if lb != nil {
-		pkg, def, channels = lb.Package, lb.DefaultChannel, lb.Channels
+		pkg, channels = lb.Package, lb.Channels
 	}
 	if ann != nil {
 		if v := ann[annMediatype]; v != "registry+v1" {
@@ -106,7 +106,7 @@ func (f *mfile) bundleRules(b *bundle.Bundle, ann map[string]string, k8s string)
 		if v := ann[annMetadata]; v != "metadata/" {
 			add(RuleBundleLayout, bundleAnnotationsPath, fmt.Sprintf("%s is %q, want metadata/", annMetadata, v), "")
 		}
-		pkg, def = ann[annPackage], ann[annDefault]
+		pkg = ann[annPackage]
 		channels = strings.Split(ann[annChannels], ",")
 	}
 	switch {
@@ -138,7 +138,7 @@ func (f *mfile) bundleRules(b *bundle.Bundle, ann map[string]string, k8s string)
 	// The default channel is checked across the artifact's bundles
 	// (graphRules): OLM takes it from the package, and a bundle may name a
 	// default channel that other versions are in.
-	f.channels, f.defaultChannel = clean, strings.TrimSpace(def)
+	f.channels, f.defaultChannel = bundleChannels(b, ann)
 
 	// CSV version = manifest version.
 	if b.Version == "" {
@@ -157,4 +157,26 @@ func (f *mfile) bundleRules(b *bundle.Bundle, ann map[string]string, k8s string)
 	out = append(out, f.platformRules(b)...)
 	out = append(out, f.imageRules(b)...)
 	return out
+}
+
+// bundleChannels are the channels (trimmed, without empty entries) and
+// the default channel of bundle b as OLM reads them: from
+// metadata/annotations.yaml ann when known, else from what
+// operator-framework loaded. graphRules checks the default channel across
+// an artifact's bundles with them.
+func bundleChannels(b *bundle.Bundle, ann map[string]string) (channels []string, def string) {
+	var raw []string
+	def = b.DefaultChannel
+	if b.Loaded != nil {
+		def, raw = b.Loaded.DefaultChannel, b.Loaded.Channels
+	}
+	if ann != nil {
+		def, raw = ann[annDefault], strings.Split(ann[annChannels], ",")
+	}
+	for _, c := range raw {
+		if t := strings.TrimSpace(c); t != "" {
+			channels = append(channels, t)
+		}
+	}
+	return channels, strings.TrimSpace(def)
 }

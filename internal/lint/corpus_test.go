@@ -283,3 +283,60 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 }
+
+// TestCorpusPrelinted: linting each bundle of the corpus alone as it is
+// read (BundleRules, Input.Prelinted) and keeping it slim (bundle.Slim)
+// gives exactly the findings of linting the whole bundles together,
+// upgrade-graph, OLM v1 and dependency/missing rules included: what a
+// command over a whole catalog does to bound its memory.
+func TestCorpusPrelinted(t *testing.T) {
+	cfg := Config{OLMv1Clusters: []string{"olmv1"}, KubernetesVersion: "1.33"}
+	listing := &Listing{Cluster: "prod", Complete: true, Versions: func(string) ([]string, error) { return nil, nil }}
+	whole, _ := corpusInput(t)
+	whole.Listing = listing
+	want := Run(context.Background(), cfg, whole)
+
+	slim, _ := corpusInput(t)
+	slim.Listing = listing
+	slim.Prelinted = map[string][]Finding{}
+	for _, f := range slim.Files {
+		b := slim.Bundles[f.Path]
+		if b == nil {
+			continue
+		}
+		slim.Prelinted[f.Path] = BundleRules(cfg, f, b, nil)
+		b.Slim()
+		b.Slim() // idempotent
+		if b.Loaded != nil && len(b.Loaded.Objects) != 0 {
+			t.Fatalf("%s: Slim kept %d objects", f.Path, len(b.Loaded.Objects))
+		}
+	}
+	got := Run(context.Background(), cfg, slim)
+	if len(want) == 0 {
+		t.Fatal("the corpus gave no finding: the comparison proves nothing")
+	}
+	if len(got) != len(want) {
+		seen := map[string]int{}
+		for _, f := range got {
+			seen[fmt.Sprint(f)]++
+		}
+		for _, f := range want {
+			if k := fmt.Sprint(f); seen[k] > 0 {
+				seen[k]--
+			} else {
+				t.Errorf("only with whole bundles: %+v", f)
+			}
+		}
+		for k, n := range seen {
+			if n > 0 {
+				t.Errorf("only with slim bundles: %s", k)
+			}
+		}
+		t.Fatalf("prelinted slim bundles: %d findings, whole bundles: %d", len(got), len(want))
+	}
+	for i := range want {
+		if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("finding %d differs:\nslim:  %+v\nwhole: %+v", i, got[i], want[i])
+		}
+	}
+}

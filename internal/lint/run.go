@@ -109,6 +109,11 @@ type Input struct {
 	// RefuseCharts, when set, names the cluster's target that cannot
 	// publish charts (olm): each chart is a chart/target finding instead.
 	RefuseCharts string
+	// Prelinted are the findings of the bundle rules of bundles linted as
+	// they were read (BundleRules), by manifest path: Run takes them
+	// instead of linting those bundles again, which a slim bundle
+	// (bundle.Slim) cannot be.
+	Prelinted map[string][]Finding
 	// Listing is what the cluster linted for lists once the run publishes
 	// (run and plan, per cluster): dependency/missing checks the bundles'
 	// dependencies against it. Nil (publish lint, over no cluster) skips
@@ -162,12 +167,7 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 	}
 
 	// Bundle, platform and images (CSV) rules, per manifest.
-	k8s := ""
-	if cfg.KubernetesVersion != "" {
-		if _, err := semver.ParseTolerant(cfg.KubernetesVersion); err == nil {
-			k8s = cfg.KubernetesVersion
-		}
-	}
+	k8s := cfg.kubernetesVersion()
 	var withBundle []*mfile
 	for _, m := range ms {
 		f := byPath[m.Path]
@@ -175,7 +175,17 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 			fs = append(fs, f.bundleError(err))
 			continue
 		}
-		if in.Bundles[m.Path] != nil {
+		if pre, ok := in.Prelinted[m.Path]; ok && in.Bundles[m.Path] != nil {
+			fs = append(fs, pre...)
+			b := in.Bundles[m.Path]
+			ann := in.Annotations[m.Path]
+			if ann == nil {
+				ann = b.Annotations
+			}
+			if b.CSV != nil { // as bundleRules does, for graphRules
+				f.channels, f.defaultChannel = bundleChannels(b, ann)
+			}
+		} else if in.Bundles[m.Path] != nil {
 			withBundle = append(withBundle, f)
 		}
 	}
@@ -204,6 +214,37 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 
 	out = append(out, Apply(cfg, fs)...)
 	return finish(out)
+}
+
+// BundleRules runs the rules of one bundle alone (bundle, validator,
+// platform, images (CSV) and OLM v1 rules: what Run runs per bundle) on b,
+// read for the manifest file: so that a command can lint each bundle as it
+// is read and keep only its findings (Input.Prelinted). ann is the raw
+// metadata/annotations.yaml (nil: b.Annotations). The findings are as Run
+// makes them before cfg's severities and waivers, which Run applies; a
+// file that does not parse as a PackageManifest gives none (Run reports
+// the file).
+func BundleRules(cfg Config, file File, b *bundle.Bundle, ann map[string]string) []Finding {
+	f := checkManifest(file.Path, file.Data)
+	if f.pm == nil || b == nil {
+		return nil
+	}
+	if ann == nil {
+		ann = b.Annotations
+	}
+	return append(f.bundleRules(b, ann, cfg.kubernetesVersion()), f.olmv1Rules(b, cfg.OLMv1Clusters)...)
+}
+
+// kubernetesVersion is cfg.KubernetesVersion when it parses as a version,
+// else "" (each CSV's spec.minKubeVersion; repo/config reports the value).
+func (c Config) kubernetesVersion() string {
+	if c.KubernetesVersion == "" {
+		return ""
+	}
+	if _, err := semver.ParseTolerant(c.KubernetesVersion); err != nil {
+		return ""
+	}
+	return c.KubernetesVersion
 }
 
 // Apply applies cfg's severities and waivers to fs (findings made outside

@@ -42,6 +42,18 @@ func readVersions(ctx context.Context, env kind.Env, vs []*model.Version) error 
 	return kind.Read(ctx, env, vs)
 }
 
+// prelint is the kind.Prelint of a command that lints the bundles it reads
+// with cfg: each bundle is linted alone as it arrives, and made slim when
+// slim is set (the command's later stages need no whole bundle), so that a
+// command over a whole catalog never holds every bundle at once.
+func prelint(cfg lint.Config, files []manifest.File, slim bool) *kind.Prelint {
+	byPath := make(map[string][]byte, len(files))
+	for _, f := range files {
+		byPath[f.Path] = f.Data
+	}
+	return &kind.Prelint{Config: cfg, Files: byPath, Slim: slim}
+}
+
 // lintStage runs the lint engine on the package repo for cluster ("" for
 // none: kind.Env): the manifest rules
 // on every manifest file, the repo-wide rules on all versions, and what

@@ -72,7 +72,7 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 				selected = append(selected, v)
 			}
 		}
-		failed := readVersions(ctx, kind.Env{Client: mc}, selected)
+		failed := readVersions(ctx, kind.Env{Client: mc, Prelint: prelint(o.Lint, files, true)}, selected)
 		kind.Lint(&in, kind.Env{}, selected)
 		// A bundle the registry did not give (TLS, credentials, network) is
 		// no finding of its manifest: lint reports the rest, then fails

@@ -220,10 +220,13 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	if read == nil {
 		read = readVersions
 	}
+	k, kerr := target.Lookup(o.Target)
+	env := o.kindEnv(r.mc)
+	env.Prelint = prelint(o.Lint, s.files, kerr == nil && !k.Caps.WholeBundles)
 	in := prepareIn{
 		Versions: vs, Previous: state.Artifacts,
 		Read: func(ctx context.Context, vs []*model.Version) error {
-			return read(ctx, o.kindEnv(r.mc), vs)
+			return read(ctx, env, vs)
 		},
 		Lint: true, LintConfig: o.Lint, Cluster: o.Cluster, Listed: s.listing(), Files: s.files, Diff: r.diff,
 		Verify: o.Verify, Client: r.mc,
@@ -232,7 +235,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	if m.plan {
 		in.Unparsed = s.scanErr
 	}
-	if k, err := target.Lookup(o.Target); err == nil && k.Caps.RefusesCharts {
+	if kerr == nil && k.Caps.RefusesCharts {
 		in.RefuseCharts = k.Name
 	}
 	if bc, ok := r.target.(target.BundleChecker); ok {

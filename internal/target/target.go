@@ -48,7 +48,7 @@ const Default = Alauda
 // kinds registers the targets by name.
 var kinds = map[string]Kind{
 	Alauda: {Name: Alauda, New: newAlauda, Caps: Capabilities{ArtifactObjects: true, RenderFromCatalog: true, Overlay: true}},
-	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true, RefusesCharts: true},
+	OLM: {Name: OLM, New: newOLM, Caps: Capabilities{CatalogImage: true, RefusesCharts: true, WholeBundles: true},
 		Decode: decodeOLM, Schema: reflect.TypeFor[olmBlock](), KeyPrefix: olmKeyPrefix},
 }
 
@@ -162,6 +162,11 @@ type Capabilities struct {
 	// chart (spec.type chart) in the cluster's selection is a lint error
 	// (chart/target) naming the target.
 	RefusesCharts bool
+	// WholeBundles: the target builds its catalog from every object of
+	// the bundles read (the olm catalog's olm.bundle.object properties),
+	// so they stay whole; the others keep each bundle slim once linted
+	// (kind.Prelint, bundle.Slim), which bounds a run's memory.
+	WholeBundles bool
 }
 
 // Lookup returns the target registered as name ("" is Default). An unknown
