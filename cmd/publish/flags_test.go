@@ -64,7 +64,7 @@ var (
 	deliveryGroup = []string{"delivery", "pr-label", "auto-merge", "plan-dir", "forge", "forge-api-url", "forge-repo", "forge-token"}
 	// clustersGroup: the commands that serve several clusters in one run.
 	clustersGroup = []string{"clusters"}
-	lintGroup     = []string{"format", "offline", "no-image-check"}
+	lintGroup     = []string{"format", "offline", "no-image-check", "lint-cache"}
 	logGroup      = []string{"log-format", "quiet", "verbose"}
 
 	// aliases: hidden spellings that every command with the canonical
@@ -93,11 +93,11 @@ func join(groups ...[]string) []string {
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
 		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
-			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result", "source-mirror"}),
+			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result", "source-mirror", "lint-cache"}),
 		"merge-shards": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
-			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "key", "shard-results"}),
+			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "key", "shard-results", "lint-cache"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
-			[]string{"base", "target-branch", "no-fetch", "plan-json", "matrix", "matrix-format"}),
+			[]string{"base", "target-branch", "no-fetch", "plan-json", "matrix", "matrix-format", "lint-cache"}),
 		"lint":   join(sourceGroup, srcGroup, tlsGroup, retryGroup, lintGroup, logGroup),
 		"check":  join([]string{"config", "cluster"}, logGroup, dstGroup, tlsGroup, retryGroup, []string{"catalog-dir", "base", "target-branch", "no-fetch", "registry", "format"}),
 		"render": join(sourceGroup, renderGroup, clustersGroup, logGroup, []string{"dst-registry", "plain-http", "catalog-dir"}),

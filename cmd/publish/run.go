@@ -30,6 +30,8 @@ type publishFlags struct {
 	oci     *ociFlags      // run only
 	sign    *signFlags     // run only
 	deliver *deliveryFlags // run only
+	// lintCache is --lint-cache (lintCacheUsage).
+	lintCache string
 	// clusters are the clusters options resolved (resolveClusters).
 	clusters []renderSettings
 }
@@ -50,6 +52,7 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 	p.tls.register(fs)
 	p.retry.register(fs)
 	p.catalog.register(fs, verb, "catalog Git repo: URL or local path")
+	fs.StringVar(&p.lintCache, "lint-cache", "", lintCacheUsage)
 	if write {
 		p.copy, p.commit, p.oci, p.sign, p.deliver = &copyFlags{}, &commitFlags{}, &ociFlags{}, &signFlags{}, &deliveryFlags{}
 		p.deliver.register(fs)
@@ -90,7 +93,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	rs := all[0]
 	o.Source, o.PackagesDir = p.source.source, p.source.packagesDir
 	o.Cluster, o.Target, o.TargetSettings, o.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
-	o.Lint = inv.lintConfig()
+	o.Lint, o.LintCache = inv.lintConfig(), p.lintCache
 	if inv.config != nil {
 		o.ChartValues = inv.config.ValuesFile
 	}

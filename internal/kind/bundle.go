@@ -7,9 +7,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"golang.org/x/sync/errgroup"
 )
@@ -39,9 +43,14 @@ func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error 
 	for _, v := range vs {
 		g.Go(func() error {
 			read := mc.ReadRef(v.Ref()) // a source mirror's copy, or the reference
+			key, c := env.Prelint.cached(gctx, v, read, mc)
+			if c != nil {
+				v.SetContent(c)
+				return nil
+			}
 			b, err := bundle.Fetch(gctx, read, mc.SrcOptions()...)
 			if err == nil {
-				v.SetContent(prelinted(env.Prelint, v, b))
+				v.SetContent(env.Prelint.lint(v, b, key))
 				return nil
 			}
 			var nf *bundle.NotFoundError
@@ -115,10 +124,10 @@ type linted struct {
 	findings []lint.Finding
 }
 
-// prelinted is the content of v whose bundle b was just read: with p, b
-// linted for v's manifest (and made slim when p says so); without, b as
-// it is.
-func prelinted(p *Prelint, v *model.Version, b *bundle.Bundle) model.Content {
+// lint is the content of v whose bundle b was just read: with p, b
+// linted for v's manifest, made slim and stored under key in p's cache when
+// p says so; without p, b as it is.
+func (p *Prelint) lint(v *model.Version, b *bundle.Bundle, key string) model.Content {
 	if p == nil {
 		return BundleContent(b)
 	}
@@ -129,8 +138,46 @@ func prelinted(p *Prelint, v *model.Version, b *bundle.Bundle) model.Content {
 	fs := lint.BundleRules(p.Config, lint.File{Path: v.Manifest.Path, Data: data}, b, b.Annotations)
 	if p.Slim {
 		b.Slim()
+		if p.Cache != nil && key != "" {
+			_ = p.Cache.Put(key, b, fs) // without the entry, the next command reads the bundle again
+		}
 	}
 	return bundleContent{b: b, linted: &linted{path: v.Manifest.Path, findings: fs}}
+}
+
+// cached looks the bundle of v (read from ref) up in p's cache: its key
+// (the manifest file and the bundle's digest, asked of the registry unless
+// ref is pinned by digest; "" without a cache or when the registry did not
+// answer, which the read then reports) and, on a hit, the content.
+func (p *Prelint) cached(ctx context.Context, v *model.Version, ref string, mc *mirror.Client) (string, model.Content) {
+	if p == nil || p.Cache == nil || !p.Slim {
+		return "", nil
+	}
+	data, ok := p.Files[v.Manifest.Path]
+	if !ok {
+		return "", nil
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", nil
+	}
+	digest := ""
+	if d, ok := r.(name.Digest); ok {
+		digest = d.DigestStr()
+	} else {
+		desc, err := remote.Head(r, append([]remote.Option{remote.WithContext(ctx)}, mc.SrcOptions()...)...)
+		if err != nil {
+			return "", nil
+		}
+		digest = desc.Digest.String()
+	}
+	key := p.Cache.Key(data, digest)
+	b, fs, ok := p.Cache.Get(key)
+	if !ok {
+		return key, nil
+	}
+	b.Ref = ref
+	return key, bundleContent{b: b, linted: &linted{path: v.Manifest.Path, findings: fs}}
 }
 
 // BundleContent returns b as the content of a version of kind bundle

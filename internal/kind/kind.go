@@ -78,6 +78,10 @@ type Prelint struct {
 	Files map[string][]byte
 	// Slim makes each bundle linted slim.
 	Slim bool
+	// Cache, with Slim, keeps each bundle's findings and slim bundle by
+	// its digest, so that a bundle linted before is not read again; nil:
+	// none.
+	Cache *LintCache
 }
 
 var (

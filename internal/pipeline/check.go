@@ -46,12 +46,23 @@ func readVersions(ctx context.Context, env kind.Env, vs []*model.Version) error 
 // with cfg: each bundle is linted alone as it arrives, and made slim when
 // slim is set (the command's later stages need no whole bundle), so that a
 // command over a whole catalog never holds every bundle at once.
-func prelint(cfg lint.Config, files []manifest.File, slim bool) *kind.Prelint {
+// With cacheDir (--lint-cache), slim bundles and their findings are kept
+// there by digest (kind.LintCache). The error is a cache directory that
+// cannot be used, naming --lint-cache.
+func prelint(cfg lint.Config, cacheDir string, files []manifest.File, slim bool) (*kind.Prelint, error) {
 	byPath := make(map[string][]byte, len(files))
 	for _, f := range files {
 		byPath[f.Path] = f.Data
 	}
-	return &kind.Prelint{Config: cfg, Files: byPath, Slim: slim}
+	p := &kind.Prelint{Config: cfg, Files: byPath, Slim: slim}
+	if cacheDir != "" && slim {
+		c, err := kind.OpenLintCache(cacheDir, cfg)
+		if err != nil {
+			return nil, &FlagError{Flag: "--lint-cache", Err: err}
+		}
+		p.Cache = c
+	}
+	return p, nil
 }
 
 // lintStage runs the lint engine on the package repo for cluster ("" for

@@ -24,6 +24,8 @@ type LintOptions struct {
 	Paths  []string
 	Mirror mirror.Options
 	Lint   lint.Config
+	// LintCache is the lint cache directory (kind.LintCache), "" for none.
+	LintCache string
 	// Offline skips the bundle images: manifest and repo rules only.
 	Offline bool
 	// Images checks that every related image exists in the source registry
@@ -72,7 +74,11 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 				selected = append(selected, v)
 			}
 		}
-		failed := readVersions(ctx, kind.Env{Client: mc, Prelint: prelint(o.Lint, files, true)}, selected)
+		pre, err := prelint(o.Lint, o.LintCache, files, true)
+		if err != nil {
+			return nil, err
+		}
+		failed := readVersions(ctx, kind.Env{Client: mc, Prelint: pre}, selected)
 		kind.Lint(&in, kind.Env{}, selected)
 		// A bundle the registry did not give (TLS, credentials, network) is
 		// no finding of its manifest: lint reports the rest, then fails

@@ -73,6 +73,9 @@ type Options struct {
 	ShardProblems []string
 	// Lint configures the lint rules (publish.yaml).
 	Lint lint.Config
+	// LintCache is the lint cache directory (--lint-cache, kind.LintCache),
+	// "" for none.
+	LintCache string
 	// ChartValues returns the path in the package repo (below Source) of
 	// the values file of a chart artifact on a cluster (publish.yaml
 	// clusters.<cluster>.values.<artifact>: config.ValuesFile), "" for

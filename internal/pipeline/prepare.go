@@ -222,7 +222,11 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	}
 	k, kerr := target.Lookup(o.Target)
 	env := o.kindEnv(r.mc)
-	env.Prelint = prelint(o.Lint, s.files, kerr == nil && !k.Caps.WholeBundles)
+	pre, err := prelint(o.Lint, o.LintCache, s.files, kerr == nil && !k.Caps.WholeBundles)
+	if err != nil {
+		return nil, err
+	}
+	env.Prelint = pre
 	in := prepareIn{
 		Versions: vs, Previous: state.Artifacts,
 		Read: func(ctx context.Context, vs []*model.Version) error {
