@@ -53,6 +53,7 @@ lint renders nothing: it takes no cluster, target, namespace or library.`,
 			o.Mirror.Flags = registry.SourceFlags // named in its registry errors
 			o.Source, o.PackagesDir, o.Paths = source.source, source.packagesDir, args
 			o.Offline, o.Images, o.LintCache = l.offline, !l.noImage, l.lintCache
+			o.Log = inv.log
 			o.Lint = inv.lintConfig()
 			o.Verify = inv.imageVerifier()
 			fs, err := pipeline.Lint(cmd.Context(), o)

@@ -44,6 +44,7 @@ func (bundleKind) Read(ctx context.Context, env Env, vs []*model.Version) error 
 		g.Go(func() error {
 			read := mc.ReadRef(v.Ref()) // a source mirror's copy, or the reference
 			key, c := env.Prelint.cached(gctx, v, read, mc)
+			defer env.Prelint.step(c != nil)
 			if c != nil {
 				v.SetContent(c)
 				return nil
@@ -143,6 +144,13 @@ func (p *Prelint) lint(v *model.Version, b *bundle.Bundle, key string) model.Con
 		}
 	}
 	return bundleContent{b: b, linted: &linted{path: v.Manifest.Path, findings: fs}}
+}
+
+// step tells p's Progress of one bundle done.
+func (p *Prelint) step(cached bool) {
+	if p != nil && p.Progress != nil {
+		p.Progress(cached)
+	}
 }
 
 // cached looks the bundle of v (read from ref) up in p's cache: its key

@@ -78,6 +78,9 @@ type Prelint struct {
 	Files map[string][]byte
 	// Slim makes each bundle linted slim.
 	Slim bool
+	// Progress, when set, is told of each bundle done (read, failed or
+	// found in Cache: cached), from the reading goroutine.
+	Progress func(cached bool)
 	// Cache, with Slim, keeps each bundle's findings and slim bundle by
 	// its digest, so that a bundle linted before is not read again; nil:
 	// none.

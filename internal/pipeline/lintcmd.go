@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/operator-publish/publish/internal/errclass"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
@@ -26,6 +28,10 @@ type LintOptions struct {
 	Lint   lint.Config
 	// LintCache is the lint cache directory (kind.LintCache), "" for none.
 	LintCache string
+	// Log receives the progress of reading the bundles of a large repo
+	// (nil: none); Now is its clock (nil: time.Now).
+	Log *slog.Logger
+	Now func() time.Time
 	// Offline skips the bundle images: manifest and repo rules only.
 	Offline bool
 	// Images checks that every related image exists in the source registry
@@ -78,7 +84,11 @@ func Lint(ctx context.Context, o LintOptions) ([]lint.Finding, error) {
 		if err != nil {
 			return nil, err
 		}
+		po := &Options{Log: o.Log, Now: o.Now}
+		p := po.newProgress("read", "versions read and linted", len(selected))
+		pre.Progress = p.step
 		failed := readVersions(ctx, kind.Env{Client: mc, Prelint: pre}, selected)
+		p.end()
 		kind.Lint(&in, kind.Env{}, selected)
 		// A bundle the registry did not give (TLS, credentials, network) is
 		// no finding of its manifest: lint reports the rest, then fails

@@ -230,6 +230,9 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	in := prepareIn{
 		Versions: vs, Previous: state.Artifacts,
 		Read: func(ctx context.Context, vs []*model.Version) error {
+			p := o.newProgress("read", "changed versions read and linted", len(vs))
+			pre.Progress = p.step
+			defer p.end()
 			return read(ctx, env, vs)
 		},
 		Lint: true, LintConfig: o.Lint, Cluster: o.Cluster, Listed: s.listing(), Files: s.files, Diff: r.diff,

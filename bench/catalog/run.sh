@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The largest public catalog through publish: every bundle of a checkout of
+# redhat-openshift-ecosystem/community-operators-prod (its operators/ tree)
+# built into a bundle image in one Debian docker-registry on a free loopback
+# port, related images replaced by small generated stand-ins (as the corpus
+# tests do), a package repo written, then `publish lint`, `opm render` of the
+# same bundle images, the first `publish run`, `plan` and an incremental `run`
+# after one new version, timed with the peak RSS of each (bench/catalog).
+#
+#   CHECKOUT=/path/to/community-operators-prod bench/catalog/run.sh
+#   OPERATORS=50 bench/catalog/run.sh     # the first 50 operators only
+#
+# Without CHECKOUT it unpacks the operators/ tree of a bare clone at
+# $MIRROR (default: the session tool's mirror of the repository). Needs
+# docker-registry (apt-get install -y docker-registry) and git; for the
+# comparison an opm binary (OPM=/path/to/opm; hack/opm/build.sh prints one).
+# Prints a Markdown table on stdout; the log of each command goes to $work.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+trap 'kill "${reg_pid:-}" 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+if [ -z "${CHECKOUT:-}" ]; then
+  MIRROR=${MIRROR:-/work/.mirror/redhat-openshift-ecosystem+community-operators-prod/repo}
+  [ -d "$MIRROR" ] || { echo "no CHECKOUT and no bare clone at $MIRROR" >&2; exit 2; }
+  CHECKOUT="$work/checkout"
+  mkdir -p "$CHECKOUT"
+  git --git-dir="$MIRROR" archive HEAD operators | tar -x -C "$CHECKOUT"
+  git --git-dir="$MIRROR" rev-parse HEAD > "$CHECKOUT/COMMIT"
+fi
+cat > "$work/config.yml" <<CFG
+version: 0.1
+log: {level: info, accesslog: {disabled: true}}
+storage: {filesystem: {rootdirectory: $work/data}}
+http: {addr: 127.0.0.1:0}
+CFG
+docker-registry serve "$work/config.yml" 2> "$work/registry.log" &
+reg_pid=$!
+for _ in $(seq 100); do
+  addr=$(grep -o 'listening on [0-9.:]*' "$work/registry.log" | awk '{print $3}' || true)
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+[ -n "$addr" ] || { echo "docker-registry did not start" >&2; cat "$work/registry.log" >&2; exit 2; }
+go build -o "$work/publish" ./cmd/publish
+go run ./bench/catalog -registry "$addr" -checkout "$CHECKOUT" -publish "$work/publish" \
+  -opm "${OPM:-}" -operators "${OPERATORS:-0}" -work "$work/bench"
