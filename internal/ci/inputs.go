@@ -93,6 +93,7 @@ var inputs = []Input{
 	{Name: "plan-json", Flag: "plan-json", Command: "plan"},
 	{Name: "report", Flag: "report"},
 	{Name: "source-mirror", Flag: "source-mirror", List: true},
+	{Name: "lint-cache", Flag: "lint-cache"},
 	{Name: "shard", Flag: "shard"},
 	{Name: "shard-result", Flag: "shard-result"},
 	{Name: "matrix", Flag: "matrix", Command: "plan"},
