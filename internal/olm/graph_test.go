@@ -162,7 +162,7 @@ func TestPushDeterministic(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	base, _ := random.Image(256, 1)
-	baseRef, _ := name.ParseReference(host + "/opm:v1.60.0")
+	baseRef, _ := name.ParseReference(host + "/opm:v1.73.0")
 	if err := remote.Write(baseRef, base); err != nil {
 		t.Fatal(err)
 	}

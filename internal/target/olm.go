@@ -23,8 +23,8 @@ import (
 
 // DefaultOPMImage is the catalog base image when publish.yaml names none:
 // the opm release whose file-based catalog format and serve cache the
-// catalog is built for (operator-registry v1.60.0).
-const DefaultOPMImage = "quay.io/operator-framework/opm:v1.60.0"
+// catalog is built for (operator-registry v1.73.0).
+const DefaultOPMImage = "quay.io/operator-framework/opm:v1.73.0"
 
 // CatalogSourceFile is the CatalogSource's file below rendered/<cluster>/.
 const CatalogSourceFile = "catalogsource.yaml"

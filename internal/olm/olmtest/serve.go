@@ -42,7 +42,7 @@ func RequireOPM(t *testing.T) string {
 	if err == nil {
 		return p
 	}
-	testenv.Skipf(t, "integration test needs opm (operator-registry v1.60.0): run hack/opm/build.sh and set OPM to the path it prints (%v)", err)
+	testenv.Skipf(t, "integration test needs opm (operator-registry v1.73.0): run hack/opm/build.sh and set OPM to the path it prints (%v)", err)
 	return ""
 }
 
