@@ -6,7 +6,7 @@
 // points a cluster at that image by digest.
 //
 // The olm.bundle entries are what `opm render` of the bundle image gives
-// (operator-registry v1.60.0, alpha/action/render.go and
+// (operator-registry v1.73.0, alpha/action/render.go and
 // pkg/registry/registry_to_model.go): the same properties (olm.package,
 // olm.gvk, olm.gvk.required, olm.package.required, metadata/properties.yaml,
 // then the manifests) in the same order, and the same relatedImages. The
@@ -194,9 +194,14 @@ func loaded(b *declcfg.Bundle) error {
 	return nil
 }
 
+// versioned is one bundle of a package as its channels need it: its CSV
+// name, its version and release as opm orders them, where it comes from
+// (Entry.Source), and whether it is delisted (kept for its deprecation
+// period).
 type versioned struct {
 	name     string
-	version  semver.Version
+	version  *declcfg.VersionRelease
+	source   string
 	b        *bundle.Bundle
 	delisted bool
 }
@@ -215,18 +220,23 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 			return fmt.Errorf("%s and %s: both bundles have the CSV name %s: an OLM catalog holds one bundle per CSV name; delist one of them or fix its CSV metadata.name", prev, e.Source, e.Bundle.CSVName)
 		}
 		byCSV[e.Bundle.CSVName] = e.Source
-		v, err := semver.ParseTolerant(e.Bundle.Version)
-		if err != nil {
+		if _, err := semver.ParseTolerant(e.Bundle.Version); err != nil {
 			return fmt.Errorf("%s: bundle %s: CSV spec.version %q is not a semantic version", e.Source, e.Bundle.CSVName, e.Bundle.Version)
 		}
 		b, err := BundleEntry(p.Name, e)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Source, err)
 		}
+		vr, err := b.VersionRelease()
+		if err != nil {
+			return fmt.Errorf("%s: bundle %s: %w", e.Source, e.Bundle.CSVName, err)
+		}
 		cfg.Bundles = append(cfg.Bundles, b)
-		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle, delisted: !e.DelistedSince.IsZero()})
+		vs = append(vs, versioned{name: e.Bundle.CSVName, version: vr, source: e.Source, b: e.Bundle, delisted: !e.DelistedSince.IsZero()})
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return vs[i].version.LT(vs[j].version) })
+	if err := sortVersions(vs); err != nil {
+		return err
+	}
 
 	byChannel := map[string][]versioned{}
 	for _, v := range vs {
@@ -444,7 +454,8 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 // opm's bundle parser does (pkg/registry/parse.go): fileProps (of
 // metadata/properties.yaml), then the package of metadata/annotations.yaml,
 // then the CSV's olm.properties annotation, each once; the last olm.package
-// wins. It returns the GVKs the properties provide, the olm.package
+// wins. The package of annotations.yaml carries the CSV's spec.release
+// (opm v1.62 and later). It returns the GVKs the properties provide, the olm.package
 // property and the other properties in order. The error names the property
 // whose value is not the JSON of its type.
 func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Property) (provided map[property.GVK]bool, pkgProp property.Property, others []property.Property, err error) {
@@ -455,7 +466,7 @@ func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Propert
 			csvProps = nil // opm only warns
 		}
 	}
-	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackage(pkg, b.Version)), csvProps...)
+	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackageRelease(pkg, b.Version, b.Release)), csvProps...)
 	seen := map[string]bool{}
 	for i, p := range all {
 		if seen[p.String()] {
@@ -474,7 +485,7 @@ func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Propert
 			if err := json.Unmarshal(p.Value, &v); err != nil {
 				return nil, property.Property{}, nil, fmt.Errorf("property %d (%s): %v", i, p.Type, err)
 			}
-			pkgProp = property.MustBuildPackage(v.PackageName, v.Version)
+			pkgProp = property.MustBuildPackageRelease(v.PackageName, v.Version, v.Release)
 		default:
 			others = append(others, p)
 		}
