@@ -114,6 +114,10 @@ type Package struct {
 	Entries []Entry
 	// Deprecated, when set, is the package's olm.deprecations message.
 	Deprecated string
+	// Semver, when set, generates the package's channels as opm's semver
+	// template does (channel streams) instead of taking the channels its
+	// bundles name.
+	Semver *Semver
 }
 
 // Build returns the file-based catalog of pkgs: for every package with at
@@ -208,6 +212,7 @@ type versioned struct {
 
 func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 	var vs []versioned
+	first := len(cfg.Bundles)
 	byCSV := map[string]string{}
 	for _, e := range p.Entries {
 		if e.Source == "" {
@@ -238,39 +243,14 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 		return err
 	}
 
-	byChannel := map[string][]versioned{}
-	for _, v := range vs {
-		chs := v.b.Channels
-		if len(chs) == 0 {
-			chs = []string{"stable"}
-		}
-		for _, ch := range chs {
-			byChannel[ch] = append(byChannel[ch], v)
-		}
+	chans, def, err := packageChannels(p, vs, cfg.Bundles[first:])
+	if err != nil {
+		return fmt.Errorf("package %s: %w", p.Name, err)
 	}
-	names := make([]string, 0, len(byChannel))
-	for ch := range byChannel {
-		names = append(names, ch)
-	}
-	sort.Strings(names)
-	for _, ch := range names {
-		cfg.Channels = append(cfg.Channels, declcfg.Channel{
-			Schema: declcfg.SchemaChannel, Name: ch, Package: p.Name, Entries: channelEntries(byChannel[ch]),
-		})
-	}
-
-	// The newest listed version decides the default channel, icon and
-	// description, as it does on the Alauda side.
+	cfg.Channels = append(cfg.Channels, chans...)
+	// The newest listed version decides the icon and description (and the
+	// default channel, without Semver), as it does on the Alauda side.
 	newest := newestListed(vs).b
-	def := newest.DefaultChannel
-	if _, ok := byChannel[def]; !ok {
-		def = ""
-		chs := newest.Channels
-		if len(chs) == 0 {
-			chs = []string{"stable"}
-		}
-		def = chs[0]
-	}
 	pkg := declcfg.Package{Schema: declcfg.SchemaPackage, Name: p.Name, DefaultChannel: def, Description: newest.CSV.Spec.Description}
 	if len(newest.CSV.Spec.Icon) > 0 && newest.CSV.Spec.Icon[0].Data != "" {
 		icon := newest.CSV.Spec.Icon[0]
@@ -284,101 +264,6 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 	}
 	cfg.Packages = append(cfg.Packages, pkg)
 	return nil
-}
-
-// channelEntries returns the entries of one channel, vs sorted by version.
-// The CSVs' own upgrade graph (spec.replaces, spec.skips, the
-// olm.skipRange annotation) is kept when it forms a valid channel with the
-// versions published (one head, every bundle reachable from it by
-// replaces or skipped); otherwise, typically after a delisting or when only
-// some versions are published, each bundle replaces the previous published
-// version and keeps its skips and skipRange, so that the channel stays
-// valid and upgrades follow the version order.
-func channelEntries(vs []versioned) []declcfg.ChannelEntry {
-	in := map[string]bool{}
-	for _, v := range vs {
-		in[v.name] = true
-	}
-	own := make([]declcfg.ChannelEntry, len(vs))
-	for i, v := range vs {
-		own[i] = declcfg.ChannelEntry{
-			Name:      v.name,
-			Replaces:  v.b.CSV.Spec.Replaces,
-			Skips:     append([]string(nil), v.b.CSV.Spec.Skips...),
-			SkipRange: v.b.CSV.Annotations["olm.skipRange"],
-		}
-	}
-	if validChannel(own) {
-		return sortEntries(own)
-	}
-	chain := make([]declcfg.ChannelEntry, len(vs))
-	for i, e := range own {
-		chain[i] = e
-		if i > 0 {
-			chain[i].Replaces = vs[i-1].name
-		} else if in[e.Replaces] {
-			chain[i].Replaces = ""
-		}
-		// A skip of a published older version would cut the chain at it;
-		// replaces reaches it anyway.
-		var skips []string
-		for _, s := range e.Skips {
-			if s != chain[i].Replaces {
-				skips = append(skips, s)
-			}
-		}
-		chain[i].Skips = skips
-	}
-	return sortEntries(chain)
-}
-
-func sortEntries(es []declcfg.ChannelEntry) []declcfg.ChannelEntry {
-	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
-	return es
-}
-
-// validChannel applies the rules of operator-registry's
-// model.Channel.validateReplacesChain: exactly one head (no incoming
-// replaces or skips), no cycle, and every bundle on the replaces chain from
-// the head or skipped by some bundle.
-func validChannel(es []declcfg.ChannelEntry) bool {
-	byName := map[string]declcfg.ChannelEntry{}
-	incoming := map[string]bool{}
-	skipped := map[string]bool{}
-	for _, e := range es {
-		byName[e.Name] = e
-		if e.Replaces != "" {
-			incoming[e.Replaces] = true
-		}
-		for _, s := range e.Skips {
-			incoming[s], skipped[s] = true, true
-		}
-	}
-	var heads []string
-	for _, e := range es {
-		if !incoming[e.Name] {
-			heads = append(heads, e.Name)
-		}
-	}
-	if len(heads) != 1 {
-		return false
-	}
-	reached := map[string]bool{heads[0]: true}
-	for cur, ok := byName[heads[0]]; ok; cur, ok = byName[cur.Replaces] {
-		if skipped[cur.Replaces] {
-			break
-		}
-		if reached[cur.Replaces] {
-			return false // cycle
-		}
-		reached[cur.Replaces] = true
-	}
-	for _, e := range es {
-		if !reached[e.Name] && !skipped[e.Name] {
-			return false
-		}
-	}
-	return true
 }
 
 // BundleEntry returns the olm.bundle of e in package pkg, as `opm render`

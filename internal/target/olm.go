@@ -91,7 +91,25 @@ type OLMOptions struct {
 	// DeprecationPeriod is how long a delisted version stays in the
 	// catalog, deprecated (ParseDeprecationPeriod; "" is 30 days).
 	DeprecationPeriod string
+	// Channels is ChannelsBundles ("" too) or ChannelsSemver;
+	// DefaultChannelType the semver template's defaultChannelTypePreference
+	// (olm.StreamMinor, "" too, or olm.StreamMajor).
+	Channels           string
+	DefaultChannelType string
+	// ServeCache false builds the catalog image without opm's serve cache
+	// (nil: with it when the base image's opm wrote it; olm.CacheDecision).
+	ServeCache *bool
 }
+
+// Channel sources of publish.yaml clusters.<cluster>.olm.channels.
+const (
+	// ChannelsBundles takes the channels the bundles name
+	// (metadata/annotations.yaml), the default.
+	ChannelsBundles = "bundles"
+	// ChannelsSemver generates channel streams as opm's semver template
+	// does (olm.Semver).
+	ChannelsSemver = "semver"
+)
 
 // kinds returns the catalog kinds (default CatalogSource) and an error
 // naming a wrong one.
