@@ -237,7 +237,7 @@ func BenchmarkCatalogCorpus(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Layer(context.Background(), files, 1001); err != nil {
+		if _, err := Layer(context.Background(), files, 1001, true); err != nil {
 			b.Fatal(err)
 		}
 	}

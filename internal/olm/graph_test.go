@@ -174,7 +174,7 @@ func TestPushDeterministic(t *testing.T) {
 	dst, _ := name.NewTag(host + "/olm/catalog:edge")
 	var digests []string
 	for range 2 {
-		d, err := Push(context.Background(), baseRef, dst, files)
+		d, _, err := Push(context.Background(), baseRef, dst, files, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -194,7 +194,7 @@ func TestReleaseOpm(t *testing.T) {
 	}
 	base := pushBase(t, reg, reg.Host+"/operator-framework/opm:v1.73.0")
 	dst, _ := name.NewTag(reg.Host + "/olm/catalog:release")
-	digest, err := Push(ctx, base, dst, files, reg.Options()...)
+	digest, _, err := Push(ctx, base, dst, files, nil, reg.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}

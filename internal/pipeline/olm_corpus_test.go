@@ -116,10 +116,13 @@ func TestRunOLMCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Stand-ins for OLM's images at the source.
-	for _, ref := range []string{"operator-framework/opm:v1.73.0", "operator-framework/olm:v0.38.0"} {
+	// OLM's images at the source: opm's holds the real opm (the catalog
+	// image then gets the serve cache, which that opm serves), olm's is a
+	// stand-in.
+	olmtest.PushOPMBase(t, opm, src.Host+"/operator-framework/opm:v1.73.0", src.Options()...)
+	{
 		img, _ := random.Image(256, 1)
-		r, _ := name.ParseReference(src.Host + "/" + ref)
+		r, _ := name.ParseReference(src.Host + "/operator-framework/olm:v0.38.0")
 		if err := remote.Write(r, img, src.Options()...); err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +227,7 @@ func TestRunOLMCorpus(t *testing.T) {
 	ms := checkRedirection(t, clone, state)
 	extFile := filepath.Join(clone, "rendered", "edge", target.ClusterExtensionFile(installPkg))
 	ext := checkInstaller(t, extFile, corpus)
-	served := checkResolvable(t, ctx, opm, cs.Spec.Image, ms, dst)
+	served := checkResolvable(t, ctx, cs.Spec.Image, ms, dst)
 	if len(served) != bundles {
 		t.Errorf("opm serve lists %d bundles, want %d", len(served), bundles)
 	}
@@ -302,7 +305,7 @@ func TestRunOLMCorpus(t *testing.T) {
 	if again, _ := os.ReadFile(filepath.Join(clone, "rendered", "edge", target.ClusterExtensionFile(installPkg))); !bytes.Equal(again, ext) {
 		t.Errorf("the ClusterExtension of the unchanged %s changed with the delisting of %v:\n%s\nwas:\n%s", installPkg, victims, again, ext)
 	}
-	served = checkResolvable(t, ctx, opm, cs.Spec.Image, ms, dst)
+	served = checkResolvable(t, ctx, cs.Spec.Image, ms, dst)
 	for id := range delisted {
 		if served[id] {
 			t.Errorf("opm serve still lists the delisted bundle %s", id)
@@ -443,7 +446,8 @@ func checkRedirection(t *testing.T, clone string, state *gitops.State) []olm.Mir
 	return ms
 }
 
-// checkResolvable serves the catalog image with `opm serve` and lists its
+// checkResolvable serves the catalog image with its base image's own `opm
+// serve` (olmtest.ExtractOPM; its cache enforced) and lists its
 // bundles through operator-registry's gRPC client (ListBundles, then
 // GetBundle for each CSV), as OLM's catalog operator does; every bundle's
 // image and related images (spec.relatedImages of the CSV served, source
@@ -454,11 +458,12 @@ func checkRedirection(t *testing.T, clone string, state *gitops.State) []olm.Mir
 // reference it resolves to must have a manifest at dst (HEAD, by digest or
 // by tag as the CSV names it). It returns the served bundles as
 // package/CSV name.
-func checkResolvable(t *testing.T, ctx context.Context, opm, image string, ms []olm.Mirror, dst *testenv.Registry) map[string]bool {
+func checkResolvable(t *testing.T, ctx context.Context, image string, ms []olm.Mirror, dst *testenv.Registry) map[string]bool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	c, _ := olmtest.Serve(t, ctx, opm, olmtest.ExtractLayer(t, image, dst.Options()...))
+	// The base image's own opm, as the catalog pod runs it.
+	c, _ := olmtest.Serve(t, ctx, olmtest.ExtractOPM(t, image, dst.Options()...), olmtest.ExtractLayer(t, image, dst.Options()...))
 	served := map[string]bool{}
 	heads := map[string]error{}
 	head := func(ref string) error {

@@ -133,3 +133,22 @@ func TestDecodeOLM(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviewServeCache: the plan says whether the catalog image will hold
+// opm's serve cache: never with serveCache false, else only when the base
+// image's opm is the operator-registry version that writes it.
+func TestPreviewServeCache(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		o    OLMOptions
+		want string
+	}{
+		{OLMOptions{ServeCache: &off}, "the catalog image has no serve cache (serveCache: false)"},
+		{OLMOptions{}, "gets opm's serve cache only if the opm of " + DefaultOPMImage + " is operator-registry v1.73.0"},
+	} {
+		w, err := newOLM(Settings{Cluster: "edge", Own: tc.o}).Preview(nil, nil, "")
+		if err != nil || !strings.Contains(w, tc.want) {
+			t.Errorf("%+v: %q, %v; want …%s…", tc.o, w, err, tc.want)
+		}
+	}
+}
