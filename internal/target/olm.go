@@ -52,9 +52,9 @@ const (
 	KindClusterCatalog = "ClusterCatalog"
 )
 
-// olmKeyPrefix starts the render key of an olm cluster in
+// olmKeyPrefix (olm.RenderKeyPrefix) starts the render key of an olm cluster in
 // publish/state.yaml: "olm <catalog image>@sha256:...".
-const olmKeyPrefix = "olm "
+const olmKeyPrefix = olm.RenderKeyPrefix
 
 // OLMOptions configures the olm target: its Settings.Own, decoded from
 // publish.yaml clusters.<cluster>.olm (decodeOLM) or built in code.
