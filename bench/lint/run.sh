@@ -3,7 +3,7 @@
 # same bundle images, in one run against one Debian docker-registry on a
 # free loopback port. Needs docker-registry (apt-get install -y
 # docker-registry) and, for the comparison, an opm binary (OPM=/path/to/opm;
-# it builds from github.com/operator-framework/operator-registry v1.60.0
+# it builds from github.com/operator-framework/operator-registry v1.73.0
 # with -tags containers_image_openpgp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

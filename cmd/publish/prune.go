@@ -14,6 +14,8 @@ import (
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/logging"
+	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/prune"
 	"github.com/operator-publish/publish/internal/scratch"
@@ -74,11 +76,12 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 				return usagef("--older-than %s: want a positive duration such as 720h (30 days)", olderThan)
 			}
 			o := prune.Options{CatalogDir: catalogDir, OlderThan: olderThan, Now: time.Now()}
+			mc, err := checkClient(registryFlags{dst: &dst, tls: &tls, retry: &retry})
+			if err != nil {
+				return err
+			}
+			o.OLMKept = olmKept(mc)
 			if lookup {
-				mc, err := checkClient(registryFlags{dst: &dst, tls: &tls, retry: &retry})
-				if err != nil {
-					return err
-				}
 				o.Parse, o.Remote = mc.ParseReference, mc.DstOptions()
 			}
 			p, err := prune.MakePlan(cmd.Context(), o)
@@ -125,6 +128,23 @@ destination. prune never runs inside publish run. See docs/prune.md.`,
 	return cmd
 }
 
+// olmKept returns prune's Options.OLMKept with mc (the destination's
+// credentials, read access): the bundle images an OLM cluster's catalog
+// image keeps deprecated (olm.LoadPrevious, Previous.Kept).
+func olmKept(mc *mirror.Client) func(context.Context, string) (map[string]bool, error) {
+	return func(ctx context.Context, image string) (map[string]bool, error) {
+		ref, err := mc.ParseReference(image)
+		if err != nil {
+			return nil, err
+		}
+		prev, err := olm.LoadPrevious(ctx, ref, mc.DstOptions()...)
+		if err != nil {
+			return nil, err
+		}
+		return prev.Kept(), nil
+	}
+}
+
 // pruneApply is prune --apply: it reads the plan file, deletes what it
 // lists (prune.Apply) and prints what it did and the garbage collection to
 // run. Errors: usage errors naming --apply for a plan that cannot be read,
@@ -142,7 +162,7 @@ func pruneApply(cmd *cobra.Command, inv *invocation, catalogDir, file string, cf
 	if err != nil {
 		return err
 	}
-	ao := prune.ApplyOptions{CatalogDir: catalogDir, Parse: mc.ParseReference, Remote: mc.DstOptions(), Logf: inv.logf}
+	ao := prune.ApplyOptions{CatalogDir: catalogDir, Parse: mc.ParseReference, Remote: mc.DstOptions(), Logf: inv.logf, OLMKept: olmKept(mc)}
 	if cf.url != "" {
 		// What is listed now comes from the catalog branch's tip.
 		cat, err := cf.options(reg.tls)

@@ -12,7 +12,7 @@
 # Usage: OPM="$(hack/opm/build.sh)" go test ./internal/olm/
 set -euo pipefail
 
-version="${OPM_VERSION:-v1.60.0}"
+version="${OPM_VERSION:-v1.73.0}"
 cache="${OPM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/operator-publish/opm}/$version"
 bin="$cache/opm"
 

@@ -33,6 +33,11 @@ const (
 	AnnotationProviderURL  = "provider-url"
 )
 
+// AnnotationSubstitutesFor is the CSV annotation olm.substitutesFor: the
+// bundle replaces the one named, a rebuild of the same version whose
+// release is spec.version's build metadata (opm's "legacy" release).
+const AnnotationSubstitutesFor = "olm.substitutesFor"
+
 // Limits on what Fetch extracts from a bundle image: bundles are a few
 // hundred KiB of YAML; anything far larger is not a bundle.
 const (
@@ -68,6 +73,12 @@ type Bundle struct {
 	Provider     string // CSV annotation provider
 	ProviderURL  string // CSV annotation provider-url
 	Package      string // metadata/annotations.yaml package
+	// Release is the CSV's spec.release as opm reads it (text, or a number
+	// written as text, as opm converts it), "" when absent; SubstitutesFor its
+	// olm.substitutesFor annotation (the older way to order rebuilds: the
+	// release in spec.version's build metadata).
+	Release        string
+	SubstitutesFor string
 	// Annotations is metadata/annotations.yaml as written (nil when the
 	// bundle has none); lint checks its labels.
 	Annotations map[string]string
@@ -347,9 +358,15 @@ func Load(dir string) (*Bundle, error) {
 	if _, err := os.Stat(filepath.Join(dir, "manifests")); err != nil {
 		return nil, &InvalidError{Err: errors.New("no manifests/ directory")}
 	}
-	lb, err := manifests.GetBundleFromDir(dir)
+	loadDir, done, err := withTextRelease(dir)
 	if err != nil {
-		msg := strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), "")
+		return nil, err
+	}
+	defer done()
+	lb, err := manifests.GetBundleFromDir(loadDir)
+	if err != nil {
+		msg := strings.ReplaceAll(err.Error(), loadDir+string(filepath.Separator), "")
+		msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
 		msg = strings.ReplaceAll(msg, dir, "the bundle")
 		return nil, &InvalidError{Err: errors.New(msg)}
 	}
@@ -389,6 +406,8 @@ func Load(dir string) (*Bundle, error) {
 	if csv.Spec.Version.Version.String() != "0.0.0" {
 		b.Version = csv.Spec.Version.String()
 	}
+	b.Release = csv.Spec.Release.String()
+	b.SubstitutesFor = csv.Annotations[AnnotationSubstitutesFor]
 	for _, c := range lb.Channels {
 		if c = strings.TrimSpace(c); c != "" {
 			b.Channels = append(b.Channels, c)

@@ -32,7 +32,7 @@ clusters:
     target: olm
     olm:
       catalogImage: registry.local/olm/catalog
-      baseImage: quay.io/operator-framework/opm:v1.60.0
+      baseImage: quay.io/operator-framework/opm:v1.73.0
       images:
       - quay.io/operator-framework/olm:v0.38.0
       catalogSource:

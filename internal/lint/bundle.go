@@ -140,11 +140,13 @@ func (f *mfile) bundleRules(b *bundle.Bundle, ann map[string]string, k8s string)
 	// default channel that other versions are in.
 	f.channels, f.defaultChannel = bundleChannels(b, ann)
 
-	// CSV version = manifest version.
+	// CSV version = manifest version; with a spec.release, the manifest
+	// may say <version>+<release>, so that two rebuilds of one version are
+	// two versions of the artifact.
 	if b.Version == "" {
 		add(RuleBundleCSVVersion, bundleManifestsPath, fmt.Sprintf("the CSV %s has no spec.version", b.CSVName), "")
 	} else if mv, err := semver.Parse(strings.TrimPrefix(f.version, "v")); err == nil {
-		if cv, err := semver.Parse(b.Version); err == nil && cv.String() != mv.String() {
+		if cv, err := semver.Parse(b.Version); err == nil && cv.String() != mv.String() && (b.Release == "" || cv.String()+"+"+b.Release != mv.String()) {
 			add(RuleBundleCSVVersion, bundleManifestsPath, fmt.Sprintf("the CSV %s has spec.version %s but the manifest says %s", b.CSVName, cv, mv), "")
 		}
 	}

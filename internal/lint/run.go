@@ -207,6 +207,7 @@ func Run(ctx context.Context, cfg Config, in Input) []Finding {
 	}
 	fs = append(fs, chartFindings(in, ms, byPath)...)
 	fs = append(fs, graphRules(ms, byPath, in.Bundles)...)
+	fs = append(fs, releaseRules(ms, byPath, in.Bundles)...)
 	fs = append(fs, dependencyRules(in.Listing, ms, byPath, in.Bundles)...)
 	if in.Images != nil {
 		fs = append(fs, checkImages(ctx, in.Images, ms, byPath)...)

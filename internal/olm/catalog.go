@@ -6,7 +6,7 @@
 // points a cluster at that image by digest.
 //
 // The olm.bundle entries are what `opm render` of the bundle image gives
-// (operator-registry v1.60.0, alpha/action/render.go and
+// (operator-registry v1.73.0, alpha/action/render.go and
 // pkg/registry/registry_to_model.go): the same properties (olm.package,
 // olm.gvk, olm.gvk.required, olm.package.required, metadata/properties.yaml,
 // then the manifests) in the same order, and the same relatedImages. The
@@ -114,6 +114,10 @@ type Package struct {
 	Entries []Entry
 	// Deprecated, when set, is the package's olm.deprecations message.
 	Deprecated string
+	// Semver, when set, generates the package's channels as opm's semver
+	// template does (channel streams) instead of taking the channels its
+	// bundles name.
+	Semver *Semver
 }
 
 // Build returns the file-based catalog of pkgs: for every package with at
@@ -194,15 +198,21 @@ func loaded(b *declcfg.Bundle) error {
 	return nil
 }
 
+// versioned is one bundle of a package as its channels need it: its CSV
+// name, its version and release as opm orders them, where it comes from
+// (Entry.Source), and whether it is delisted (kept for its deprecation
+// period).
 type versioned struct {
 	name     string
-	version  semver.Version
+	version  *declcfg.VersionRelease
+	source   string
 	b        *bundle.Bundle
 	delisted bool
 }
 
 func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 	var vs []versioned
+	first := len(cfg.Bundles)
 	byCSV := map[string]string{}
 	for _, e := range p.Entries {
 		if e.Source == "" {
@@ -215,52 +225,32 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 			return fmt.Errorf("%s and %s: both bundles have the CSV name %s: an OLM catalog holds one bundle per CSV name; delist one of them or fix its CSV metadata.name", prev, e.Source, e.Bundle.CSVName)
 		}
 		byCSV[e.Bundle.CSVName] = e.Source
-		v, err := semver.ParseTolerant(e.Bundle.Version)
-		if err != nil {
+		if _, err := semver.ParseTolerant(e.Bundle.Version); err != nil {
 			return fmt.Errorf("%s: bundle %s: CSV spec.version %q is not a semantic version", e.Source, e.Bundle.CSVName, e.Bundle.Version)
 		}
 		b, err := BundleEntry(p.Name, e)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Source, err)
 		}
+		vr, err := b.VersionRelease()
+		if err != nil {
+			return fmt.Errorf("%s: bundle %s: %w", e.Source, e.Bundle.CSVName, err)
+		}
 		cfg.Bundles = append(cfg.Bundles, b)
-		vs = append(vs, versioned{name: e.Bundle.CSVName, version: v, b: e.Bundle, delisted: !e.DelistedSince.IsZero()})
+		vs = append(vs, versioned{name: e.Bundle.CSVName, version: vr, source: e.Source, b: e.Bundle, delisted: !e.DelistedSince.IsZero()})
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return vs[i].version.LT(vs[j].version) })
-
-	byChannel := map[string][]versioned{}
-	for _, v := range vs {
-		chs := v.b.Channels
-		if len(chs) == 0 {
-			chs = []string{"stable"}
-		}
-		for _, ch := range chs {
-			byChannel[ch] = append(byChannel[ch], v)
-		}
-	}
-	names := make([]string, 0, len(byChannel))
-	for ch := range byChannel {
-		names = append(names, ch)
-	}
-	sort.Strings(names)
-	for _, ch := range names {
-		cfg.Channels = append(cfg.Channels, declcfg.Channel{
-			Schema: declcfg.SchemaChannel, Name: ch, Package: p.Name, Entries: channelEntries(byChannel[ch]),
-		})
+	if err := sortVersions(vs); err != nil {
+		return err
 	}
 
-	// The newest listed version decides the default channel, icon and
-	// description, as it does on the Alauda side.
+	chans, def, err := packageChannels(p, vs, cfg.Bundles[first:])
+	if err != nil {
+		return fmt.Errorf("package %s: %w", p.Name, err)
+	}
+	cfg.Channels = append(cfg.Channels, chans...)
+	// The newest listed version decides the icon and description (and the
+	// default channel, without Semver), as it does on the Alauda side.
 	newest := newestListed(vs).b
-	def := newest.DefaultChannel
-	if _, ok := byChannel[def]; !ok {
-		def = ""
-		chs := newest.Channels
-		if len(chs) == 0 {
-			chs = []string{"stable"}
-		}
-		def = chs[0]
-	}
 	pkg := declcfg.Package{Schema: declcfg.SchemaPackage, Name: p.Name, DefaultChannel: def, Description: newest.CSV.Spec.Description}
 	if len(newest.CSV.Spec.Icon) > 0 && newest.CSV.Spec.Icon[0].Data != "" {
 		icon := newest.CSV.Spec.Icon[0]
@@ -274,101 +264,6 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 	}
 	cfg.Packages = append(cfg.Packages, pkg)
 	return nil
-}
-
-// channelEntries returns the entries of one channel, vs sorted by version.
-// The CSVs' own upgrade graph (spec.replaces, spec.skips, the
-// olm.skipRange annotation) is kept when it forms a valid channel with the
-// versions published (one head, every bundle reachable from it by
-// replaces or skipped); otherwise, typically after a delisting or when only
-// some versions are published, each bundle replaces the previous published
-// version and keeps its skips and skipRange, so that the channel stays
-// valid and upgrades follow the version order.
-func channelEntries(vs []versioned) []declcfg.ChannelEntry {
-	in := map[string]bool{}
-	for _, v := range vs {
-		in[v.name] = true
-	}
-	own := make([]declcfg.ChannelEntry, len(vs))
-	for i, v := range vs {
-		own[i] = declcfg.ChannelEntry{
-			Name:      v.name,
-			Replaces:  v.b.CSV.Spec.Replaces,
-			Skips:     append([]string(nil), v.b.CSV.Spec.Skips...),
-			SkipRange: v.b.CSV.Annotations["olm.skipRange"],
-		}
-	}
-	if validChannel(own) {
-		return sortEntries(own)
-	}
-	chain := make([]declcfg.ChannelEntry, len(vs))
-	for i, e := range own {
-		chain[i] = e
-		if i > 0 {
-			chain[i].Replaces = vs[i-1].name
-		} else if in[e.Replaces] {
-			chain[i].Replaces = ""
-		}
-		// A skip of a published older version would cut the chain at it;
-		// replaces reaches it anyway.
-		var skips []string
-		for _, s := range e.Skips {
-			if s != chain[i].Replaces {
-				skips = append(skips, s)
-			}
-		}
-		chain[i].Skips = skips
-	}
-	return sortEntries(chain)
-}
-
-func sortEntries(es []declcfg.ChannelEntry) []declcfg.ChannelEntry {
-	sort.Slice(es, func(i, j int) bool { return es[i].Name < es[j].Name })
-	return es
-}
-
-// validChannel applies the rules of operator-registry's
-// model.Channel.validateReplacesChain: exactly one head (no incoming
-// replaces or skips), no cycle, and every bundle on the replaces chain from
-// the head or skipped by some bundle.
-func validChannel(es []declcfg.ChannelEntry) bool {
-	byName := map[string]declcfg.ChannelEntry{}
-	incoming := map[string]bool{}
-	skipped := map[string]bool{}
-	for _, e := range es {
-		byName[e.Name] = e
-		if e.Replaces != "" {
-			incoming[e.Replaces] = true
-		}
-		for _, s := range e.Skips {
-			incoming[s], skipped[s] = true, true
-		}
-	}
-	var heads []string
-	for _, e := range es {
-		if !incoming[e.Name] {
-			heads = append(heads, e.Name)
-		}
-	}
-	if len(heads) != 1 {
-		return false
-	}
-	reached := map[string]bool{heads[0]: true}
-	for cur, ok := byName[heads[0]]; ok; cur, ok = byName[cur.Replaces] {
-		if skipped[cur.Replaces] {
-			break
-		}
-		if reached[cur.Replaces] {
-			return false // cycle
-		}
-		reached[cur.Replaces] = true
-	}
-	for _, e := range es {
-		if !reached[e.Name] && !skipped[e.Name] {
-			return false
-		}
-	}
-	return true
 }
 
 // BundleEntry returns the olm.bundle of e in package pkg, as `opm render`
@@ -444,7 +339,8 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 // opm's bundle parser does (pkg/registry/parse.go): fileProps (of
 // metadata/properties.yaml), then the package of metadata/annotations.yaml,
 // then the CSV's olm.properties annotation, each once; the last olm.package
-// wins. It returns the GVKs the properties provide, the olm.package
+// wins. The package of annotations.yaml carries the CSV's spec.release
+// (opm v1.62 and later). It returns the GVKs the properties provide, the olm.package
 // property and the other properties in order. The error names the property
 // whose value is not the JSON of its type.
 func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Property) (provided map[property.GVK]bool, pkgProp property.Property, others []property.Property, err error) {
@@ -455,7 +351,7 @@ func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Propert
 			csvProps = nil // opm only warns
 		}
 	}
-	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackage(pkg, b.Version)), csvProps...)
+	all := append(append(append([]property.Property(nil), fileProps...), property.MustBuildPackageRelease(pkg, b.Version, b.Release)), csvProps...)
 	seen := map[string]bool{}
 	for i, p := range all {
 		if seen[p.String()] {
@@ -474,7 +370,7 @@ func bundleProperties(pkg string, b *bundle.Bundle, fileProps []property.Propert
 			if err := json.Unmarshal(p.Value, &v); err != nil {
 				return nil, property.Property{}, nil, fmt.Errorf("property %d (%s): %v", i, p.Type, err)
 			}
-			pkgProp = property.MustBuildPackage(v.PackageName, v.Version)
+			pkgProp = property.MustBuildPackageRelease(v.PackageName, v.Version, v.Release)
 		default:
 			others = append(others, p)
 		}

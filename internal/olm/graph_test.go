@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,14 +156,16 @@ func TestBuildPackagesAndChannels(t *testing.T) {
 }
 
 // TestPushDeterministic builds the catalog image twice on a single-platform
-// base in the in-process registry: same digest, the label and command OLM
-// expects, /configs and the serve cache in the top layer.
+// base without opm in the in-process registry: same digest, the label OLM
+// expects, no serve cache (the base's opm version is unknown: DecideCache)
+// and the command that has opm build it; and the catalog layer with the
+// serve cache twice: same digest, /configs and /tmp/cache in it.
 func TestPushDeterministic(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	base, _ := random.Image(256, 1)
-	baseRef, _ := name.ParseReference(host + "/opm:v1.60.0")
+	baseRef, _ := name.ParseReference(host + "/opm:v1.73.0")
 	if err := remote.Write(baseRef, base); err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +177,12 @@ func TestPushDeterministic(t *testing.T) {
 	dst, _ := name.NewTag(host + "/olm/catalog:edge")
 	var digests []string
 	for range 2 {
-		d, err := Push(context.Background(), baseRef, dst, files)
+		d, dec, err := Push(context.Background(), baseRef, dst, files, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if dec.Cache {
+			t.Errorf("a serve cache on a base without opm: %s", dec.Reason)
 		}
 		digests = append(digests, d.DigestStr())
 	}
@@ -188,18 +194,30 @@ func TestPushDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	cf, _ := img.ConfigFile()
-	if cf.Config.Labels[ConfigsLabel] != "/configs" || strings.Join(cf.Config.Cmd, " ") != "serve /configs --cache-dir=/tmp/cache" {
+	if cf.Config.Labels[ConfigsLabel] != "/configs" || strings.Join(cf.Config.Cmd, " ") != "serve /configs" {
 		t.Errorf("config %+v", cf.Config)
 	}
-	names := layerNames(t, img)
-	for _, want := range []string{"configs/op/catalog.json", "tmp/cache/"} {
-		found := false
-		for _, n := range names {
-			found = found || n == want
+	if names := layerNames(t, img); slices.Contains(names, "tmp/cache/") || !slices.Contains(names, "configs/op/catalog.json") {
+		t.Errorf("layer without a cache: %v", names)
+	}
+	var layers []string
+	for range 2 {
+		l, err := Layer(context.Background(), files, 1001, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !found {
-			t.Errorf("layer lacks %s: %v", want, names)
+		d, _ := l.Digest()
+		layers = append(layers, d.String())
+		withCache, err := Image(base, l, true)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if names := layerNames(t, withCache); !slices.Contains(names, "tmp/cache/") || !slices.Contains(names, "configs/op/catalog.json") {
+			t.Errorf("layer with the cache: %v", names)
+		}
+	}
+	if layers[0] != layers[1] {
+		t.Errorf("two catalog layers with the cache: %v", layers)
 	}
 }
 

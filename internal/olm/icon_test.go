@@ -37,11 +37,11 @@ func TestCatalogIcon(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The catalog image's layer, unpacked as a container runtime would.
-	layer, err := Layer(context.Background(), files, 1001)
+	layer, err := Layer(context.Background(), files, 1001, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := Image(empty.Image, layer)
+	img, err := Image(empty.Image, layer, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,10 +39,13 @@ const (
 	CacheDir = "/tmp/cache"
 )
 
-// Entrypoint and Cmd are the catalog image's entrypoint and command.
+// Entrypoint and Cmd are the catalog image's entrypoint and command;
+// CmdNoCache the command of a catalog image without a serve cache
+// (DecideCache), with which opm builds the cache when it starts.
 var (
 	Entrypoint = []string{"/bin/opm"}
 	Cmd        = []string{"serve", "/" + ConfigsDir, "--cache-dir=" + CacheDir}
+	CmdNoCache = []string{"serve", "/" + ConfigsDir}
 )
 
 // epoch is the modification time of every file in the catalog layer and
@@ -51,12 +54,13 @@ var (
 var epoch = time.Unix(0, 0).UTC()
 
 // Layer returns the catalog layer for a base image running as uid: files
-// (Files' output) under /configs, NotesFile when files has it, and the serve cache of that catalog under
+// (Files' output) under /configs, NotesFile when files has it, and, with
+// cache, the serve cache of that catalog under
 // /tmp/cache, built in process with operator-registry's pkg/cache (JSON
 // format) exactly as `opm serve --cache-only` would build it in a
 // Dockerfile, owned by uid so that opm can read it. Times are fixed and
 // entries sorted: the same files give the same digest.
-func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, error) {
+func Layer(ctx context.Context, files map[string][]byte, uid int, cache bool) (v1.Layer, error) {
 	dir, err := scratch.MkdirTemp("", "olm-catalog")
 	if err != nil {
 		return nil, err
@@ -100,8 +104,10 @@ func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, err
 			return nil, err
 		}
 	}
-	if err := buildCache(ctx, filepath.Join(root, ConfigsDir), filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(CacheDir, "/")))); err != nil {
-		return nil, err
+	if cache {
+		if err := buildCache(ctx, filepath.Join(root, ConfigsDir), filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(CacheDir, "/")))); err != nil {
+			return nil, err
+		}
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -109,7 +115,10 @@ func Layer(ctx context.Context, files map[string][]byte, uid int) (v1.Layer, err
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "tmp/", Mode: 0o1777, ModTime: epoch, Format: tar.FormatPAX}); err != nil {
 		return nil, err
 	}
-	tops := []string{ConfigsDir, strings.TrimPrefix(CacheDir, "/")}
+	tops := []string{ConfigsDir}
+	if cache {
+		tops = append(tops, strings.TrimPrefix(CacheDir, "/"))
+	}
 	if _, ok := files[NotesFile]; ok {
 		tops = append(tops, path.Dir(NotesFile))
 	}
@@ -186,14 +195,15 @@ func tarTree(tw *tar.Writer, root, top string, uid int) error {
 }
 
 // Image returns base with layer appended and the catalog image
-// configuration: the ConfigsLabel label, Entrypoint and Cmd. The base's
-// other settings (user, environment, creation time) are kept.
+// configuration: the ConfigsLabel label, Entrypoint and Cmd (CmdNoCache
+// without cache, for a layer without one). The base's other settings
+// (user, environment, creation time) are kept.
 //
 // The catalog layer and the config take the media types of the base's
 // manifest kind: a Docker v2 manifest gets a Docker layer and config, an
 // OCI manifest an OCI layer and config (a manifest mixing them is refused
 // by strict registries and runtimes).
-func Image(base v1.Image, layer v1.Layer) (v1.Image, error) {
+func Image(base v1.Image, layer v1.Layer, cache bool) (v1.Image, error) {
 	mt, err := base.MediaType()
 	if err != nil {
 		return nil, err
@@ -202,10 +212,15 @@ func Image(base v1.Image, layer v1.Layer) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	what := "operator-publish: file-based catalog in /" + ConfigsDir + " and its serve cache in " + CacheDir
+	cmd := Cmd
+	if !cache {
+		what, cmd = "operator-publish: file-based catalog in /"+ConfigsDir+" (no serve cache: opm builds it at start)", CmdNoCache
+	}
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
 		MediaType: layerType,
-		History:   v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "operator-publish: file-based catalog in /" + ConfigsDir + " and its serve cache in " + CacheDir, Comment: "operator-publish"},
+		History:   v1.History{Created: v1.Time{Time: epoch}, CreatedBy: what, Comment: "operator-publish"},
 	})
 	if err != nil {
 		return nil, err
@@ -221,7 +236,7 @@ func Image(base v1.Image, layer v1.Layer) (v1.Image, error) {
 	}
 	cf.Config.Labels[ConfigsLabel] = "/" + ConfigsDir
 	cf.Config.Entrypoint = append([]string(nil), Entrypoint...)
-	cf.Config.Cmd = append([]string(nil), Cmd...)
+	cf.Config.Cmd = append([]string(nil), cmd...)
 	return mutate.ConfigFile(img, cf)
 }
 
@@ -268,19 +283,20 @@ func (b *Built) Digest() (v1.Hash, error) {
 
 // BuildImage puts files (Files' output) on the base image desc: a single image,
 // or an image index, whose every platform image gets the catalog layer
-// (entries of platform unknown, such as attestations, are dropped).
-func BuildImage(ctx context.Context, desc *remote.Descriptor, files map[string][]byte) (*Built, error) {
+// (entries of platform unknown, such as attestations, are dropped), with
+// the serve cache when cache is set (DecideCache).
+func BuildImage(ctx context.Context, desc *remote.Descriptor, files map[string][]byte, cache bool) (*Built, error) {
 	layers := map[int]v1.Layer{}
 	onto := func(base v1.Image) (v1.Image, error) {
 		uid := userID(base)
 		if layers[uid] == nil {
-			l, err := Layer(ctx, files, uid)
+			l, err := Layer(ctx, files, uid, cache)
 			if err != nil {
 				return nil, err
 			}
 			layers[uid] = l
 		}
-		return Image(base, layers[uid])
+		return Image(base, layers[uid], cache)
 	}
 	if !desc.MediaType.IsIndex() {
 		base, err := desc.Image()
@@ -328,18 +344,31 @@ func BuildImage(ctx context.Context, desc *remote.Descriptor, files map[string][
 	return &Built{Index: idx}, nil
 }
 
-// Push reads the base image baseRef, builds the catalog image of files on
-// it (BuildImage) and pushes it to dst (a tag). It returns dst's repository
-// with the pushed digest (host/repo@sha256:...), the reference a
-// CatalogSource should use. opts are the remote options of the registry
-// holding both (normally the destination).
-func Push(ctx context.Context, baseRef, dst name.Reference, files map[string][]byte, opts ...remote.Option) (name.Digest, error) {
+// Push reads the base image baseRef, decides whether the catalog image
+// gets the serve cache (DecideCache, serveCache as there), builds the
+// catalog image of files on it (BuildImage) and pushes it to dst (a tag).
+// It returns dst's repository with the pushed digest
+// (host/repo@sha256:...), the reference a CatalogSource should use, and
+// the cache decision. opts are the remote options of the registry holding
+// both (normally the destination).
+func Push(ctx context.Context, baseRef, dst name.Reference, files map[string][]byte, serveCache *bool, opts ...remote.Option) (name.Digest, CacheDecision, error) {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	desc, err := remote.Get(baseRef, opts...)
 	if err != nil {
-		return name.Digest{}, fmt.Errorf("reading the catalog base image %s: %w", baseRef, err)
+		return name.Digest{}, CacheDecision{}, fmt.Errorf("reading the catalog base image %s: %w", baseRef, err)
 	}
-	built, err := BuildImage(ctx, desc, files)
+	dec, err := DecideCache(desc, serveCache)
+	if err != nil {
+		return name.Digest{}, CacheDecision{}, fmt.Errorf("reading the opm of the catalog base image %s: %w", baseRef, err)
+	}
+	d, err := push(ctx, desc, baseRef, dst, files, dec.Cache, opts)
+	return d, dec, err
+}
+
+// push builds the catalog image of files on the base image desc (read
+// from baseRef), with the serve cache or not, and pushes it to dst.
+func push(ctx context.Context, desc *remote.Descriptor, baseRef, dst name.Reference, files map[string][]byte, cache bool, opts []remote.Option) (name.Digest, error) {
+	built, err := BuildImage(ctx, desc, files, cache)
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("building the catalog image on %s: %w", baseRef, err)
 	}

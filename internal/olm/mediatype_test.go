@@ -89,7 +89,7 @@ func TestCatalogImageMediaTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := Push(ctx, base, dst, files, reg.Options()...)
+			d, _, err := Push(ctx, base, dst, files, nil, reg.Options()...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -271,6 +271,27 @@ func (p *Previous) Entry(image string, f Format) (Entry, bool) {
 	return e, ok
 }
 
+// RenderKeyPrefix starts the render key of a cluster published to OLM in
+// its catalog state (publish/state/<cluster>.yaml rendered): "olm <catalog
+// image by digest>".
+const RenderKeyPrefix = "olm "
+
+// Kept returns the bundle images (host/repo@sha256:...) the previous
+// catalog keeps deprecated for their deprecation period (delisted, with a
+// delistedSince in its NotesFile), as a set.
+func (p *Previous) Kept() map[string]bool {
+	out := map[string]bool{}
+	if p == nil {
+		return out
+	}
+	for img, e := range p.entries {
+		if !e.DelistedSince.IsZero() {
+			out[img] = true
+		}
+	}
+	return out
+}
+
 // Len is the number of reusable bundles.
 func (p *Previous) Len() int {
 	if p == nil {

@@ -258,7 +258,7 @@ func TestFirstPublishClusters(t *testing.T) {
 // tiny from a's selection delists it on a only.
 func TestRunClustersTargets(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	dst2Srv := httptest.NewServer(registry.New(registry.Logger(nopLogger())))
 	t.Cleanup(dst2Srv.Close)
@@ -278,7 +278,7 @@ func TestRunClustersTargets(t *testing.T) {
 			{Name: "a"},
 			{Name: "c", Exclude: []string{"tiny"}, DstRegistry: dst2 + "/m2"},
 			{Name: "edge", Target: target.OLM, Include: []string{"tiny"}, TargetSettings: target.OLMOptions{
-				BaseImage: f.src + "/operator-framework/opm:v1.60.0",
+				BaseImage: f.src + "/operator-framework/opm:v1.73.0",
 				Images:    []string{f.src + "/operator-framework/olm:v0.38.0"},
 				Source:    olm.SourceOptions{PollInterval: "30m"},
 			}},

@@ -110,8 +110,8 @@ func dependencyPerCluster(t *testing.T, tgt string) {
 	}
 	b := ClusterOptions{Name: "b", Target: tgt, Exclude: []string{"tiny"}}
 	if tgt == target.OLM {
-		pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
-		b.TargetSettings = target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.60.0"}
+		pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
+		b.TargetSettings = target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.73.0"}
 	}
 	o.Clusters = append(o.Clusters, b)
 	f.pushRequiring(t, "needy", "1.0.0", [2]string{"tiny", ">=1.1.0"})

@@ -49,7 +49,7 @@ func (f *fixture) olmOptions(period string, now func() time.Time, log io.Writer)
 		AllowEmpty: true,
 		Now:        now,
 		TargetSettings: target.OLMOptions{
-			BaseImage:         f.src + "/operator-framework/opm:v1.60.0",
+			BaseImage:         f.src + "/operator-framework/opm:v1.73.0",
 			Images:            []string{f.src + "/operator-framework/olm:v0.38.0"},
 			Source:            olm.SourceOptions{PollInterval: "30m"},
 			DeprecationPeriod: period,
@@ -139,7 +139,7 @@ func (f *fixture) catalogBundles(t *testing.T) (pkgs, images []string) {
 // delisting the last one drops the package.
 func TestRunOLMTarget(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 
 	res := f.runOLM(t)
@@ -156,7 +156,7 @@ func TestRunOLMTarget(t *testing.T) {
 		!strings.HasPrefix(imgs[0], "tiny.v1.0.0="+f.dst+"/mirror/tiny/bundle@sha256:") || !strings.HasPrefix(imgs[1], "tiny.v1.1.0=") {
 		t.Fatalf("catalog: packages %v bundles %v", pkgs, imgs)
 	}
-	for _, ref := range []string{"operator-framework/olm:v0.38.0", "operator-framework/opm:v1.60.0", "tiny/manager:v1.1.0"} {
+	for _, ref := range []string{"operator-framework/olm:v0.38.0", "operator-framework/opm:v1.73.0", "tiny/manager:v1.1.0"} {
 		if _, err := remote.Head(mustRef(t, f.dst+"/mirror/"+ref)); err != nil {
 			t.Errorf("%s was not mirrored: %v", ref, err)
 		}
@@ -194,7 +194,7 @@ func TestRunOLMTarget(t *testing.T) {
 // registry access), and says what to do when there is none yet.
 func TestRenderOLMTarget(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	f.runOLM(t)
 	before := f.catalogFile(t, "rendered/edge/"+target.CatalogSourceFile)

@@ -71,7 +71,7 @@ func (f *fixture) planOLMAt(t *testing.T, period string, now func() time.Time) (
 // leaves after its period.
 func TestRunOLMDeprecation(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	day := 24 * time.Hour
 	start := time.Date(2026, 11, 2, 8, 30, 0, 0, time.UTC)
@@ -197,7 +197,7 @@ func TestRunOLMDeprecation(t *testing.T) {
 // that is removed from a listed manifest undeprecates the version.
 func TestRunOLMManifestDeprecation(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	start := time.Date(2026, 11, 2, 8, 30, 0, 0, time.UTC)
 	at := start
@@ -256,7 +256,7 @@ func TestRunOLMManifestDeprecation(t *testing.T) {
 // catalog is the same (no commit), 31 days after the bundle leaves it.
 func TestRunOLMDeprecationRemoteCatalog(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	gs := testenv.StartGitServer(t)
 	url := gs.NewBareRepo(t, "catalog")

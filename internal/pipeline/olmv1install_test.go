@@ -45,7 +45,7 @@ func (f *fixture) olmv1Options(watch string) Options {
 		Mirror:  mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 		Catalog: catalogOpts(f.catalog),
 		TargetSettings: target.OLMOptions{
-			BaseImage:    f.src + "/operator-framework/opm:v1.60.0",
+			BaseImage:    f.src + "/operator-framework/opm:v1.73.0",
 			CatalogKinds: []string{"ClusterCatalog"},
 			Extensions:   []olm.ExtensionOptions{{Package: "tiny", Namespace: "tiny", WatchNamespace: watch, Where: "publish.yaml:12"}},
 		},
@@ -62,7 +62,7 @@ func TestOLMv1OwnNamespaceDefault(t *testing.T) {
 	f := newFixture(t)
 	f.pushNamespaced(t, "1.0.0", false)
 	f.pushNamespaced(t, "1.1.0", false)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	if _, err := PlanRun(context.Background(), PlanOptions{Options: f.olmv1Options("")}); err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestOLMv1InstallMode(t *testing.T) {
 	f := newFixture(t)
 	f.pushNamespaced(t, "1.0.0", true)
 	f.pushNamespaced(t, "1.1.0", true)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	opts := f.olmv1Options
 	check := func(what string, err error) {
 		t.Helper()

@@ -21,7 +21,7 @@ import (
 // names has a Sigstore bundle referrer, and the log says so.
 func TestRunOLMTargetSigned(t *testing.T) {
 	f := newFixture(t)
-	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	pushRandom(t, f.src+"/operator-framework/opm:v1.73.0")
 	pushRandom(t, f.src+"/operator-framework/olm:v0.38.0")
 	priv, _, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), nil)
 	if err != nil {
@@ -35,7 +35,7 @@ func TestRunOLMTargetSigned(t *testing.T) {
 	if _, err := Run(context.Background(), Options{
 		Log: slog.New(slog.NewTextHandler(&log, nil)), Source: f.source, Cluster: "edge", Target: target.OLM,
 		Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}, Catalog: catalogOpts(f.catalog),
-		TargetSettings: target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.60.0", Images: []string{f.src + "/operator-framework/olm:v0.38.0"}},
+		TargetSettings: target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.73.0", Images: []string{f.src + "/operator-framework/olm:v0.38.0"}},
 		Sign:           sign.ImageSigner{Key: key},
 	}); err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())

@@ -29,6 +29,9 @@ type ApplyOptions struct {
 	// publish/state/<cluster>.yaml) of the catalog branch's tip (--catalog):
 	// what is listed now is read from there, not from CatalogDir.
 	States func(ctx context.Context) (map[string][]byte, error)
+	// OLMKept as in Options: what an OLM cluster's catalog keeps
+	// deprecated is not deleted.
+	OLMKept func(ctx context.Context, catalogImage string) (map[string]bool, error)
 }
 
 // Result is what Apply did to each entry of the plan: Deleted (its tags,
@@ -139,7 +142,7 @@ func listedNow(ctx context.Context, o ApplyOptions, logf func(string, ...any)) (
 		if err != nil {
 			return nil, err
 		}
-		return listedIn(files)
+		return listedIn(ctx, files, o.OLMKept)
 	}
 	if err := checkFresh(ctx, o.CatalogDir); err != nil {
 		var se *StaleError
@@ -148,7 +151,7 @@ func listedNow(ctx context.Context, o ApplyOptions, logf func(string, ...any)) (
 		}
 		logf("prune: could not tell whether --catalog-dir %s is current (%v): pull it before --apply, or give --catalog", o.CatalogDir, err)
 	}
-	c, err := readCatalog(ctx, o.CatalogDir)
+	c, err := readCatalog(ctx, o.CatalogDir, o.OLMKept)
 	if err != nil {
 		return nil, err
 	}
@@ -156,8 +159,8 @@ func listedNow(ctx context.Context, o ApplyOptions, logf func(string, ...any)) (
 }
 
 // listedIn returns the manifests the listed versions of the state files
-// reference.
-func listedIn(files map[string][]byte) (map[ref]bool, error) {
+// reference, and the versions OLM catalogs keep deprecated (olmKept).
+func listedIn(ctx context.Context, files map[string][]byte, olmKept func(context.Context, string) (map[string]bool, error)) (map[ref]bool, error) {
 	c := &catalogUses{uses: map[ref][]use{}}
 	for path, data := range files {
 		cl, ok := gitops.StateCluster(path)
@@ -168,7 +171,11 @@ func listedIn(files map[string][]byte) (map[ref]bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		addUses(c.uses, cl, s, &catalog.History{})
+		kept, err := keptOf(ctx, cl, s, olmKept)
+		if err != nil {
+			return nil, err
+		}
+		addUses(c.uses, cl, s, &catalog.History{}, kept)
 	}
 	return c.listed(), nil
 }

@@ -20,6 +20,9 @@ func (p *Plan) Markdown() string {
 	}
 	fmt.Fprintf(&b, "Catalog commit `%s`, made %s: **%d manifests to delete** (%s; their layers go with the registry's garbage collection), %d delisted less than %s ago kept for now, %d of delisted versions still used by a listed version",
 		short(p.Catalog), p.Made.Format("2006-01-02 15:04 MST"), len(p.Entries), sizes, len(p.Recent), p.OlderThan, p.Kept)
+	if p.Deprecated > 0 {
+		fmt.Fprintf(&b, ", %d of delisted versions an OLM catalog still keeps deprecated (they are planned once the deprecation period ends and a publish run takes them out of the catalog)", p.Deprecated)
+	}
 	if len(p.Gone) > 0 {
 		fmt.Fprintf(&b, ", %d already gone at the destination", len(p.Gone))
 	}

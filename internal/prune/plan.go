@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/olm"
 	"github.com/operator-publish/publish/internal/registry"
 )
 
@@ -45,6 +47,14 @@ type Options struct {
 	// request is made, sizes are 0 and state "not checked").
 	Parse  func(string) (name.Reference, error)
 	Remote []remote.Option
+	// OLMKept returns the bundle images (host/repo@sha256:...) that the
+	// catalog image of an OLM cluster (its render key in the state, "olm
+	// <image>") keeps deprecated for their deprecation period
+	// (olm.Previous.Kept); a delisted version whose bundle is among them is
+	// still in that cluster's catalog, and nothing of it is planned. nil:
+	// a state with an OLM cluster is an error (prune cannot tell what the
+	// catalog keeps).
+	OLMKept func(ctx context.Context, catalogImage string) (map[string]bool, error)
 }
 
 // Entry is one manifest of the plan: a bundle or related image of
@@ -90,11 +100,15 @@ type Plan struct {
 	// Entries are to delete; Recent were delisted too recently (kept for
 	// now); Gone (with --lookup) are orphans the destination no longer has
 	// (a prune applied before); Kept counts the manifests of delisted
-	// versions that a listed version still references (never orphans).
-	Entries []Entry `json:"entries"`
-	Recent  []Entry `json:"recent"`
-	Gone    []Entry `json:"gone,omitempty"`
-	Kept    int     `json:"kept"`
+	// versions that a listed version still references (never orphans);
+	// Deprecated those of delisted versions that an OLM cluster's catalog
+	// still holds for their deprecation period (docs/olm.md), planned once
+	// a later catalog image no longer holds them.
+	Entries    []Entry `json:"entries"`
+	Recent     []Entry `json:"recent"`
+	Gone       []Entry `json:"gone,omitempty"`
+	Kept       int     `json:"kept"`
+	Deprecated int     `json:"deprecated,omitempty"`
 	// Truncated: the catalog history was cut (a shallow clone), so some
 	// delisting times are only when the history starts.
 	Truncated bool `json:"truncated,omitempty"`
@@ -105,12 +119,15 @@ type ref struct{ repo, digest string }
 
 // use is one version's reference to a manifest.
 type use struct {
-	present  bool
-	what     string
-	tag      string
-	since    time.Time
-	commit   string
-	fromTime bool
+	present bool
+	// deprecated: delisted, but the OLM catalog of its cluster keeps its
+	// bundle for the deprecation period (counted as present).
+	deprecated bool
+	what       string
+	tag        string
+	since      time.Time
+	commit     string
+	fromTime   bool
 }
 
 // MakePlan reads the state of every cluster at the catalog checkout's
@@ -120,7 +137,7 @@ type use struct {
 // Errors: the checkout is not a Git repository, a state file or the
 // history does not parse.
 func MakePlan(ctx context.Context, o Options) (*Plan, error) {
-	c, err := readCatalog(ctx, o.CatalogDir)
+	c, err := readCatalog(ctx, o.CatalogDir, o.OLMKept)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +146,9 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 		e, orphan := entryOf(r, us, o.Now.UTC())
 		switch {
 		case !orphan:
-			if usedByDelisted(us) {
+			if keptDeprecated(us) {
+				p.Deprecated++
+			} else if usedByDelisted(us) {
 				p.Kept++
 			}
 		case o.Now.Sub(e.DelistedSince) >= o.OlderThan:
@@ -150,10 +169,23 @@ func MakePlan(ctx context.Context, o Options) (*Plan, error) {
 	return p, nil
 }
 
+// keptDeprecated reports whether us are all delisted versions, one of
+// them kept in an OLM catalog for its deprecation period.
+func keptDeprecated(us []use) bool {
+	kept := false
+	for _, u := range us {
+		if u.present && !u.deprecated {
+			return false
+		}
+		kept = kept || u.deprecated
+	}
+	return kept
+}
+
 // usedByDelisted reports whether a delisted version is among us.
 func usedByDelisted(us []use) bool {
 	for _, u := range us {
-		if !u.present {
+		if !u.present || u.deprecated {
 			return true
 		}
 	}
@@ -198,9 +230,11 @@ func (c *catalogUses) listed() map[ref]bool {
 
 // readCatalog reads the state of every cluster at the HEAD of the catalog
 // checkout dir, and the history of each (since when a version is
-// delisted). Errors: dir is not in a Git repository or has no commit, a
-// state file or the history does not parse.
-func readCatalog(ctx context.Context, catalogDir string) (*catalogUses, error) {
+// delisted), and, of an OLM cluster, the bundles its catalog image keeps
+// deprecated (olmKept). Errors: dir is not in a Git repository or has no
+// commit, a state file or the history does not parse, an OLM catalog image
+// cannot be read.
+func readCatalog(ctx context.Context, catalogDir string, olmKept func(context.Context, string) (map[string]bool, error)) (*catalogUses, error) {
 	dir, err := filepath.Abs(catalogDir)
 	if err != nil {
 		return nil, err
@@ -252,17 +286,45 @@ func readCatalog(ctx context.Context, catalogDir string) (*catalogUses, error) {
 			return nil, err
 		}
 		c.truncated = c.truncated || h.Truncated
-		addUses(c.uses, cl, s, h)
+		kept, err := keptOf(ctx, cl, s, olmKept)
+		if err != nil {
+			return nil, err
+		}
+		addUses(c.uses, cl, s, h, kept)
 	}
 	return c, nil
 }
 
+// keptOf returns the bundle images the OLM catalog image of cluster cl
+// keeps deprecated (olmKept of the image its state s records), nil for a
+// cluster of another target. The error names the cluster and the image.
+func keptOf(ctx context.Context, cl string, s *gitops.State, olmKept func(context.Context, string) (map[string]bool, error)) (map[string]bool, error) {
+	image, ok := strings.CutPrefix(s.Rendered[cl], olm.RenderKeyPrefix)
+	if !ok {
+		return nil, nil
+	}
+	if olmKept == nil {
+		return nil, fmt.Errorf("cluster %s is published to OLM (catalog image %s): prune needs to read what its catalog keeps deprecated", cl, image)
+	}
+	kept, err := olmKept(ctx, image)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: reading its OLM catalog image %s, which may keep delisted bundles for their deprecation period: %w", cl, image, err)
+	}
+	return kept, nil
+}
+
 // addUses adds every version of s (cluster cl, with its history h) to
-// uses: its bundle and its related images, listed or delisted.
-func addUses(uses map[ref][]use, cl string, s *gitops.State, h *catalog.History) {
+// uses: its bundle and its related images, listed or delisted; a delisted
+// version whose bundle image is in kept (the cluster's OLM catalog keeps
+// it, deprecated) counts as present.
+func addUses(uses map[ref][]use, cl string, s *gitops.State, h *catalog.History, kept map[string]bool) {
 	for _, a := range s.Artifacts {
 		for _, v := range a.Versions {
 			u := use{present: a.Present && v.Present, what: fmt.Sprintf("%s: %s %s", cl, a.Name, v.Version)}
+			if !u.present && v.BundleDigest != "" && kept[a.Registry+"/"+a.Repository+"@"+v.BundleDigest] {
+				u.present, u.deprecated = true, true
+				u.what += " (kept deprecated in the OLM catalog)"
+			}
 			if !u.present {
 				if ev, ok := h.Since(a.Name, v.Version); ok && !ev.Present {
 					u.since, u.commit, u.fromTime = ev.Time, ev.Commit, true

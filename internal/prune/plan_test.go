@@ -176,3 +176,61 @@ func TestMakePlanLinkedWorktree(t *testing.T) {
 		t.Errorf("the linked worktree plans\n%s\nthe main checkout\n%s", got.Markdown(), want.Markdown())
 	}
 }
+
+// TestMakePlanOLMDeprecated: cluster a is published to OLM (its state's
+// render key names a catalog image). 1.0.0, delisted there long ago, is
+// planned only once the catalog image no longer keeps it deprecated (the
+// run that ends its deprecation period takes it out): prune and the
+// catalog agree. Without a way to read the catalog image, the plan is an
+// error naming the cluster.
+func TestMakePlanOLMDeprecated(t *testing.T) {
+	c := newCatalogRepo(t)
+	t0 := time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
+	const image = dst + "/olm/catalog@sha256:" + "ee00000000000000000000000000000000000000000000000000000000000000"
+	write := func(when time.Time, arts ...model.ArtifactRecord) {
+		data, err := (&gitops.State{Source: gitops.Source{Commit: "abc"}, Artifacts: arts, Rendered: map[string]string{"a": "olm " + image}}).Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(c.dir, filepath.FromSlash(gitops.StatePath("a")))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.git(when, "add", "-A")
+		c.git(when, "commit", "-q", "-m", "publish")
+	}
+	write(t0, etcd("1.0.0", "1.1.0", "1.2.0"))
+	write(t0.AddDate(0, 0, 1), etcd("1.1.0", "1.2.0"))
+	now := t0.AddDate(0, 3, 0)
+	kept := map[string]bool{dst + "/m/etcd/bundle@" + bundle10: true}
+	var asked []string
+	o := Options{CatalogDir: c.dir, OlderThan: DefaultOlderThan, Now: now, OLMKept: func(_ context.Context, img string) (map[string]bool, error) {
+		asked = append(asked, img)
+		return kept, nil
+	}}
+	p, err := MakePlan(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != image {
+		t.Errorf("catalog images read %v, want %s", asked, image)
+	}
+	if len(p.Entries) != 0 || p.Deprecated != 3 {
+		t.Errorf("1.0.0 is kept deprecated in the OLM catalog: entries %+v, deprecated %d (want its bundle, own image and signature)", p.Entries, p.Deprecated)
+	}
+	if md := p.Markdown(); !strings.Contains(md, "3 of delisted versions an OLM catalog still keeps deprecated") {
+		t.Errorf("Markdown:\n%s", md)
+	}
+	kept = map[string]bool{} // the period ended: the catalog no longer holds it
+	if p, err = MakePlan(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 3 || p.Deprecated != 0 {
+		t.Errorf("after the period: entries %+v, deprecated %d, want 1.0.0's three manifests planned", p.Entries, p.Deprecated)
+	}
+	o.OLMKept = nil
+	if _, err := MakePlan(context.Background(), o); err == nil || !strings.Contains(err.Error(), "cluster a is published to OLM") {
+		t.Errorf("without OLMKept: %v", err)
+	}
+}

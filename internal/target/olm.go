@@ -23,8 +23,8 @@ import (
 
 // DefaultOPMImage is the catalog base image when publish.yaml names none:
 // the opm release whose file-based catalog format and serve cache the
-// catalog is built for (operator-registry v1.60.0).
-const DefaultOPMImage = "quay.io/operator-framework/opm:v1.60.0"
+// catalog is built for (operator-registry v1.73.0).
+const DefaultOPMImage = "quay.io/operator-framework/opm:v1.73.0"
 
 // CatalogSourceFile is the CatalogSource's file below rendered/<cluster>/.
 const CatalogSourceFile = "catalogsource.yaml"
@@ -52,9 +52,9 @@ const (
 	KindClusterCatalog = "ClusterCatalog"
 )
 
-// olmKeyPrefix starts the render key of an olm cluster in
+// olmKeyPrefix (olm.RenderKeyPrefix) starts the render key of an olm cluster in
 // publish/state.yaml: "olm <catalog image>@sha256:...".
-const olmKeyPrefix = "olm "
+const olmKeyPrefix = olm.RenderKeyPrefix
 
 // OLMOptions configures the olm target: its Settings.Own, decoded from
 // publish.yaml clusters.<cluster>.olm (decodeOLM) or built in code.
@@ -91,7 +91,25 @@ type OLMOptions struct {
 	// DeprecationPeriod is how long a delisted version stays in the
 	// catalog, deprecated (ParseDeprecationPeriod; "" is 30 days).
 	DeprecationPeriod string
+	// Channels is ChannelsBundles ("" too) or ChannelsSemver;
+	// DefaultChannelType the semver template's defaultChannelTypePreference
+	// (olm.StreamMinor, "" too, or olm.StreamMajor).
+	Channels           string
+	DefaultChannelType string
+	// ServeCache false builds the catalog image without opm's serve cache
+	// (nil: with it when the base image's opm wrote it; olm.CacheDecision).
+	ServeCache *bool
 }
+
+// Channel sources of publish.yaml clusters.<cluster>.olm.channels.
+const (
+	// ChannelsBundles takes the channels the bundles name
+	// (metadata/annotations.yaml), the default.
+	ChannelsBundles = "bundles"
+	// ChannelsSemver generates channel streams as opm's semver template
+	// does (olm.Semver).
+	ChannelsSemver = "semver"
+)
 
 // kinds returns the catalog kinds (default CatalogSource) and an error
 // naming a wrong one.
@@ -355,11 +373,11 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 	if err != nil {
 		return "", err
 	}
-	digest, err := olm.Push(ctx, base, dst, files, t.mc.DstOptions()...)
+	digest, cache, err := olm.Push(ctx, base, dst, files, t.s.OLM.ServeCache, t.mc.DstOptions()...)
 	if err != nil {
 		return "", err
 	}
-	t.s.logf("olm: catalog image %s (%d packages, %d bundles)", digest, len(cfg.Packages), len(cfg.Bundles))
+	t.s.logf("olm: catalog image %s (%d packages, %d bundles); %s", digest, len(cfg.Packages), len(cfg.Bundles), cache.Reason)
 	if t.s.Sign != nil {
 		opts := append(t.mc.DstOptions(), remote.WithContext(ctx))
 		desc, err := remote.Head(digest, opts...)
@@ -395,10 +413,16 @@ func (t *olmTarget) Render(ctx context.Context, cat render.Files, arts []model.A
 
 // Preview renders nothing: the catalog image is built and pushed by run,
 // and the CatalogSource and ClusterCatalog change with its digest only.
-// The warning says so, then, a line each, what happens to the delisted
+// The warning says so, and whether the image will hold opm's serve cache
+// (olm.DecideCache, which run applies to the base image), then, a line each, what happens to the delisted
 // versions of arts (Delisting.Line: deprecated until when, or removed).
 func (t *olmTarget) Preview(_ render.Files, arts []model.ArtifactRecord, _ string) (string, error) {
 	w := "target olm: the catalog image and the objects of rendered/" + t.s.Cluster + "/ that point at it are built by publish run; the listing changes above are what the catalog will hold"
+	if sc := t.s.OLM.ServeCache; sc != nil && !*sc {
+		w += "\ntarget olm: the catalog image has no serve cache (serveCache: false): opm builds it when the catalog pod starts"
+	} else {
+		w += "\ntarget olm: the catalog image gets opm's serve cache only if the opm of " + t.base() + " is operator-registry " + olm.CacheWriterVersion() + ", which writes it; with another opm it has none (its command is serve /configs without --cache-dir) and opm builds it when the catalog pod starts"
+	}
 	ds, err := t.delistings(arts)
 	if err != nil {
 		return "", err

@@ -295,6 +295,9 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 	var pkgs []olm.Package
 	for _, a := range arts {
 		p := olm.Package{Name: a.Name}
+		if t.s.OLM.Channels == ChannelsSemver {
+			p.Semver = &olm.Semver{DefaultChannelType: t.s.OLM.DefaultChannelType}
+		}
 		for _, v := range a.Versions {
 			k := model.Key{Artifact: a.Name, Version: v.Version}
 			image := a.Registry + "/" + a.Repository + "@" + v.BundleDigest

@@ -55,6 +55,19 @@ type olmBlock struct {
 	// ("30d") or a Go duration ("720h"); default 30 days, "0" at once
 	// (ParseDeprecationPeriod).
 	DeprecationPeriod string `yaml:"deprecationPeriod,omitempty"`
+	// Channels is where the packages' channels come from: "bundles" (the
+	// default) the channels the bundles name, "semver" the minor-version
+	// and rolling major-version channels opm's semver template generates
+	// from spec.version (olm.Semver).
+	Channels string `yaml:"channels,omitempty"`
+	// DefaultChannelTypePreference, with channels semver, is the package's
+	// default channel: the newest minor-version channel ("minor", the
+	// default) or major-version channel ("major"), as in opm's template.
+	DefaultChannelTypePreference string `yaml:"defaultChannelTypePreference,omitempty"`
+	// ServeCache is whether the catalog image holds opm's serve cache
+	// (default true, when the base image's opm is the version that wrote
+	// it; olm.CacheDecision).
+	ServeCache *bool `yaml:"serveCache,omitempty"`
 }
 
 // olmCatalogSource is clusters.<cluster>.olm.catalogSource: the rendered
@@ -122,8 +135,11 @@ func (y olmBlock) options() OLMOptions {
 		ClusterCatalog: olm.CatalogOptions{
 			Name: y.ClusterCatalog.Name, PollIntervalMinutes: y.ClusterCatalog.PollIntervalMinutes, Priority: y.ClusterCatalog.Priority,
 		},
-		Redirect:          y.ImageRedirection,
-		DeprecationPeriod: y.DeprecationPeriod,
+		Redirect:           y.ImageRedirection,
+		DeprecationPeriod:  y.DeprecationPeriod,
+		Channels:           y.Channels,
+		DefaultChannelType: y.DefaultChannelTypePreference,
+		ServeCache:         y.ServeCache,
 	}
 	for _, e := range y.ClusterExtensions {
 		o.Extensions = append(o.Extensions, olm.ExtensionOptions{
@@ -186,6 +202,16 @@ func (o OLMOptions) problems(cluster string) []olmProblem {
 	}
 	if _, err := ParseDeprecationPeriod(o.DeprecationPeriod); err != nil {
 		add(err.Error(), "deprecationPeriod")
+	}
+	switch o.Channels {
+	case "", ChannelsBundles, ChannelsSemver:
+	default:
+		add(fmt.Sprintf("channels: %q: want %s (the default: the channels the bundles name) or %s (opm's semver template)", o.Channels, ChannelsBundles, ChannelsSemver), "channels")
+	}
+	if _, err := olm.ParseStream(o.DefaultChannelType); err != nil {
+		add(err.Error(), "defaultChannelTypePreference")
+	} else if o.DefaultChannelType != "" && o.Channels != ChannelsSemver {
+		add(fmt.Sprintf("defaultChannelTypePreference is set, but channels is not %s: set channels: %s, or remove it", ChannelsSemver, ChannelsSemver), "defaultChannelTypePreference")
 	}
 	// One CatalogSource field at a time, so that the problem names it
 	// (catalogSource.pollInterval).

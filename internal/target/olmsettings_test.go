@@ -66,6 +66,9 @@ func TestDecodeOLMProblems(t *testing.T) {
 		{"bundle format", "bundleFormat: csv\n", 1, "bundleFormat: "},
 		{"deprecation period", "bundleFormat: olm.csv.metadata\ndeprecationPeriod: a month\n", 2, `deprecationPeriod: "a month": want a number of days (30d) or a Go duration (720h); 0 removes delisted versions at once`},
 		{"negative deprecation period", "deprecationPeriod: -3d\n", 1, `deprecationPeriod: "-3d": want 0 or more days`},
+		{"channels", "channels: streams\n", 1, `channels: "streams": want bundles (the default: the channels the bundles name) or semver`},
+		{"default channel type", "channels: semver\ndefaultChannelTypePreference: patch\n", 2, `defaultChannelTypePreference "patch": want minor (the default) or major`},
+		{"default channel type without semver", "defaultChannelTypePreference: major\n", 1, "defaultChannelTypePreference is set, but channels is not semver"},
 		{"source name", "catalogSource:\n  name: Not_A_Name\n", 2, "catalogSource.name: CatalogSource name"},
 		{"source namespace", "catalogSource:\n  namespace: a.b\n", 2, "catalogSource.namespace: CatalogSource namespace"},
 		{"poll interval", "catalogSource:\n  pollInterval: soon\n", 2, `catalogSource.pollInterval: poll interval "soon"`},
@@ -103,13 +106,14 @@ func TestDecodeOLMProblems(t *testing.T) {
 // left to Check (which a run calls before pushing); a wrong type or an
 // unknown field is go.yaml.in/yaml/v4's error, for internal/config to name.
 func TestDecodeOLM(t *testing.T) {
-	own, err := decodeOLM(testBlock(t, "catalogImage: registry.local/olm/catalog\nbundleFormat: olm.bundle.object\ncatalogKinds: [CatalogSource, ClusterCatalog]\ncatalogSource:\n  pollInterval: 30m\nclusterExtensions:\n- package: etcd\n  namespace: etcd\nimageRedirection: [containerd]\n"))
+	own, err := decodeOLM(testBlock(t, "catalogImage: registry.local/olm/catalog\nbundleFormat: olm.bundle.object\ncatalogKinds: [CatalogSource, ClusterCatalog]\ncatalogSource:\n  pollInterval: 30m\nclusterExtensions:\n- package: etcd\n  namespace: etcd\nimageRedirection: [containerd]\nchannels: semver\ndefaultChannelTypePreference: major\nserveCache: false\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := own.(OLMOptions)
 	if o.CatalogImage != "registry.local/olm/catalog" || o.BundleFormat != "olm.bundle.object" || !o.UsesOLMv1() || o.Source.PollInterval != "30m" ||
-		len(o.Extensions) != 1 || o.Extensions[0].Where != "publish.yaml:7" || len(o.Redirect) != 1 {
+		len(o.Extensions) != 1 || o.Extensions[0].Where != "publish.yaml:7" || len(o.Redirect) != 1 ||
+		o.Channels != ChannelsSemver || o.DefaultChannelType != "major" || o.ServeCache == nil || *o.ServeCache {
 		t.Errorf("settings: %+v", o)
 	}
 	if own, err := decodeOLM(Block{Cluster: "edge"}); err != nil || !reflect.DeepEqual(own, OLMOptions{}) {
@@ -126,6 +130,25 @@ func TestDecodeOLM(t *testing.T) {
 		var le *yaml.LoadErrors
 		if _, err := decodeOLM(testBlock(t, text)); !errors.As(err, &le) || le.Errors[0].Mark.Line != 2 {
 			t.Errorf("%q: %v, want a *yaml.LoadErrors at line 2", text, err)
+		}
+	}
+}
+
+// TestPreviewServeCache: the plan says whether the catalog image will hold
+// opm's serve cache: never with serveCache false, else only when the base
+// image's opm is the operator-registry version that writes it.
+func TestPreviewServeCache(t *testing.T) {
+	off := false
+	for _, tc := range []struct {
+		o    OLMOptions
+		want string
+	}{
+		{OLMOptions{ServeCache: &off}, "the catalog image has no serve cache (serveCache: false)"},
+		{OLMOptions{}, "gets opm's serve cache only if the opm of " + DefaultOPMImage + " is operator-registry v1.73.0"},
+	} {
+		w, err := newOLM(Settings{Cluster: "edge", Own: tc.o}).Preview(nil, nil, "")
+		if err != nil || !strings.Contains(w, tc.want) {
+			t.Errorf("%+v: %q, %v; want …%s…", tc.o, w, err, tc.want)
 		}
 	}
 }

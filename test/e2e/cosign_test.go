@@ -196,7 +196,7 @@ func TestCosignVerifies(t *testing.T) {
 	t.Run("olm", func(t *testing.T) {
 		e := tinyEnv(t)
 		c := newCosignCLI(t, e)
-		base := e.src.Ref("operator-framework/opm:v1.60.0")
+		base := e.src.Ref("operator-framework/opm:v1.73.0")
 		ri, _ := random.Image(512, 1)
 		if err := remote.Write(mustRef(t, base), ri, e.src.Options()...); err != nil {
 			t.Fatal(err)

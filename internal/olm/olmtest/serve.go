@@ -1,6 +1,7 @@
 // Package olmtest holds what the tests of the olm target share to check a
 // catalog image as OLM does: opm (RequireOPM), the catalog layer on disk
-// (ExtractLayer), and `opm serve` queried through operator-registry's gRPC
+// (ExtractLayer), an opm base image holding opm (PushOPMBase, ExtractOPM,
+// OtherVersion), and `opm serve` queried through operator-registry's gRPC
 // client (Serve, Bundles). Test helpers only: nothing in the binary
 // imports it.
 package olmtest
@@ -42,7 +43,7 @@ func RequireOPM(t *testing.T) string {
 	if err == nil {
 		return p
 	}
-	testenv.Skipf(t, "integration test needs opm (operator-registry v1.60.0): run hack/opm/build.sh and set OPM to the path it prints (%v)", err)
+	testenv.Skipf(t, "integration test needs opm (operator-registry v1.73.0): run hack/opm/build.sh and set OPM to the path it prints (%v)", err)
 	return ""
 }
 
@@ -52,30 +53,7 @@ func RequireOPM(t *testing.T) string {
 // reach the registry.
 func ExtractLayer(t *testing.T, ref string, opts ...remote.Option) string {
 	t.Helper()
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc, err := remote.Get(r, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var img v1.Image
-	if desc.MediaType.IsIndex() {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			t.Fatal(err)
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if img, err = idx.Image(im.Manifests[0].Digest); err != nil {
-			t.Fatal(err)
-		}
-	} else if img, err = desc.Image(); err != nil {
-		t.Fatal(err)
-	}
+	img := firstImage(t, ref, opts...)
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +98,37 @@ func ExtractLayer(t *testing.T, ref string, opts ...remote.Option) string {
 	return root
 }
 
+// firstImage reads image ref: an image, or the first platform image of an
+// image index.
+func firstImage(t *testing.T, ref string, opts ...remote.Option) v1.Image {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(r, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var img v1.Image
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img, err = idx.Image(im.Manifests[0].Digest); err != nil {
+			t.Fatal(err)
+		}
+	} else if img, err = desc.Image(); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
 // listenPort returns the TCP port process pid listens on, 0 while it
 // listens on none: opm serve -p 0 takes a free port and does not print it,
 // so the port is read from /proc (its sockets in LISTEN state).
@@ -155,12 +164,17 @@ func listenPort(pid int) int {
 }
 
 // Serve runs `opm serve` on the catalog layer extracted at root (the
-// catalog image's command, its cache enforced) on a free port, waits
+// catalog image's command: its cache enforced when the layer has one,
+// else none, and opm builds it) on a free port, waits
 // until its gRPC health check answers, and returns operator-registry's
 // gRPC client for it and the port. The server stops when the test ends.
 func Serve(t *testing.T, ctx context.Context, opm string, root string) (*client.Client, int) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, opm, "serve", filepath.Join(root, "configs"), "--cache-dir="+filepath.Join(root, "tmp", "cache"), "--cache-enforce-integrity", "-p", "0", "--pprof-addr", "")
+	args := []string{"serve", filepath.Join(root, "configs"), "-p", "0", "--pprof-addr", ""}
+	if _, err := os.Stat(filepath.Join(root, "tmp", "cache")); err == nil {
+		args = append(args, "--cache-dir="+filepath.Join(root, "tmp", "cache"), "--cache-enforce-integrity")
+	}
+	cmd := exec.CommandContext(ctx, opm, args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "HOME="+cmd.Dir)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
