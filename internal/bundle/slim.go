@@ -18,7 +18,7 @@ import (
 // Kept: every field of Bundle but Loaded.Objects; Loaded's CRDs with their
 // group, names, scope and versions (served, storage, deprecation) and
 // without schemas, conversion or descriptions; the CSV's metadata (without
-// the alm-examples annotation), version, replaces, skips, install modes,
+// the alm-examples annotation), version, release, replaces, skips, install modes,
 // owned and required CRDs and API services (names, versions, kinds, without
 // descriptors), min Kubernetes version, related images, labels, keywords,
 // maintainers, provider, links and maturity. Dropped: the CSV's description,
@@ -87,7 +87,7 @@ func slimCSV(csv *v1alpha1.ClusterServiceVersion) *v1alpha1.ClusterServiceVersio
 	}
 	in := &csv.Spec
 	sp := &s.Spec
-	sp.Version, sp.Replaces, sp.Skips, sp.MinKubeVersion = in.Version, in.Replaces, in.Skips, in.MinKubeVersion
+	sp.Version, sp.Release, sp.Replaces, sp.Skips, sp.MinKubeVersion = in.Version, in.Release, in.Replaces, in.Skips, in.MinKubeVersion
 	sp.DisplayName, sp.Keywords, sp.Maintainers, sp.Provider, sp.Links, sp.Maturity = in.DisplayName, in.Keywords, in.Maintainers, in.Provider, in.Links, in.Maturity
 	sp.InstallModes, sp.RelatedImages, sp.Labels, sp.Selector = in.InstallModes, in.RelatedImages, in.Labels, in.Selector
 	sp.InstallStrategy.StrategyName = in.InstallStrategy.StrategyName
