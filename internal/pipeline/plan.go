@@ -54,6 +54,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*report.Plan, error) {
 // openPlanTip opens the catalog branch tip a plan reads, saying when the
 // branch is new.
 func openPlanTip(ctx context.Context, o Options) (*catalog.Tip, error) {
+	o.Catalog.History = o.gated()
 	tip, err := catalog.OpenTip(ctx, o.Catalog)
 	if err != nil {
 		return nil, err
@@ -155,6 +156,7 @@ func planContent(ctx context.Context, r *run, p *report.Plan, pr *prepared, stat
 		p.Findings = []lint.Finding{}
 	}
 	p.Artifacts = planArtifacts(state.Artifacts, pr.next, pr.vs)
+	p.Waiting = pr.waits
 	listing := append([]model.Change{}, pr.changes.List()...)
 	if r.mc.DstHost() != "" {
 		planImages(p.Artifacts, pr.vs, pr.verified, func(imgs []*report.PlanImage) { headAtDestination(ctx, r.mc, imgs) })
