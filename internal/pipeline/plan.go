@@ -109,6 +109,7 @@ func planOn(ctx context.Context, o PlanOptions, tip *catalog.Tip) (*report.Plan,
 		p.Files = files
 	}
 	p.Diff = patch
+	planGraphs(ctx, r, p, pr.vs, s.state.Artifacts, next)
 	p.Summarise(listing)
 	return p, nil
 }

@@ -28,6 +28,9 @@ type Plan struct {
 	// (publish.yaml clusters.<name>.after, docs/rollout.md), with when
 	// each may list; none without gates.
 	Waiting []rollout.Wait `json:"waiting,omitempty"`
+	// Graphs are the upgrade graphs of the changed packages of bundles,
+	// before and after (NewPlanGraph); none for charts.
+	Graphs []PlanGraph `json:"graphs,omitempty"`
 }
 
 // PlanSource says what was compared.

@@ -48,6 +48,7 @@ func (p *Plan) Markdown() string {
 		b.WriteString("\n")
 	}
 	p.markdownWaiting(&b)
+	p.markdownGraphs(&b)
 	if p.Source.All {
 		b.WriteString("> **Note:** no usable base commit; every version was treated as changed.\n\n")
 	}
