@@ -158,6 +158,7 @@ func planContent(ctx context.Context, r *run, p *report.Plan, pr *prepared, stat
 	}
 	p.Artifacts = planArtifacts(state.Artifacts, pr.next, pr.vs)
 	p.Waiting = pr.waits
+	p.Listed = listedAfter(p, pr.next)
 	listing := append([]model.Change{}, pr.changes.List()...)
 	if r.mc.DstHost() != "" {
 		planImages(p.Artifacts, pr.vs, pr.verified, func(imgs []*report.PlanImage) { headAtDestination(ctx, r.mc, imgs) })

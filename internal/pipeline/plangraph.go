@@ -71,3 +71,33 @@ func planGraphs(ctx context.Context, r *run, p *report.Plan, vs []*model.Version
 		p.Graphs = append(p.Graphs, report.NewPlanGraph(name, listed(previous, name), listed(next, name), bundles))
 	}
 }
+
+// listedAfter is report.Plan.Listed: the versions next lists of the
+// artifacts p changes or holds back, ascending as next records them
+// (model.SortRecords); nil when there is none.
+func listedAfter(p *report.Plan, next []model.ArtifactRecord) map[string][]string {
+	want := map[string]bool{}
+	for _, a := range p.Artifacts {
+		want[a.Name] = true
+	}
+	for _, w := range p.Waiting {
+		want[w.Artifact] = true
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, a := range next {
+		if !want[a.Name] {
+			continue
+		}
+		vs := []string{}
+		for _, v := range a.Versions {
+			if a.Present && v.Present {
+				vs = append(vs, v.Version)
+			}
+		}
+		out[a.Name] = vs
+	}
+	return out
+}

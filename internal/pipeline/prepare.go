@@ -164,7 +164,7 @@ func (p *prepared) record(m Mapper, rep *mirror.Report, previous []model.Artifac
 		return err
 	}
 	p.current, p.waits = p.gates.hold(current, previous)
-	p.next = render.Merge(previous, current)
+	p.next = render.Merge(previous, p.current)
 	p.changes = render.Diff(previous, p.next)
 	return nil
 }

@@ -145,6 +145,11 @@ func TestRolloutGates(t *testing.T) {
 	if w := waitOf(res, "staging", "1.2.0"); !strings.Contains(w, "not listed on lab") {
 		t.Errorf("staging's wait at t0: %q", w)
 	}
+	for _, c := range res.Clusters {
+		if c.Name != "lab" && !c.Changes.Empty() {
+			t.Errorf("at t0, cluster %s changes: %+v", c.Name, c.Changes)
+		}
+	}
 	res, on = f.runAt(t, t0.Add(59*time.Minute), "1.2.0")
 	if on != "lab" || res.Commit != "" {
 		t.Fatalf("at t0+59m: tiny 1.2.0 on %q, commit %q: want lab only, no commit", on, res.Commit)
@@ -158,6 +163,12 @@ func TestRolloutGates(t *testing.T) {
 	plans := f.planAt(t, t0.Add(59*time.Minute))
 	if md := plans[1].Markdown(); !strings.Contains(md, "### Waiting for gates: 1") || !strings.Contains(md, "| `tiny` | 1.2.0 | lab | 2026-12-01T09:00Z |") {
 		t.Errorf("staging's plan at t0+59m:\n%s", md)
+	}
+	if plans[1].Summary.Upgraded != 0 || len(plans[1].Files) != 0 {
+		t.Errorf("staging's plan at t0+59m lists what waits:\n%s", plans[1].Markdown())
+	}
+	if tbl := report.ClusterTable(plans); !strings.Contains(tbl, "| `tiny` | unchanged | 1.1.0 (+1 older); 1.2.0 waiting until 2026-12-01T09:00Z | 1.1.0 (+1 older); 1.2.0 waiting for staging |") {
+		t.Errorf("the cluster table at t0+59m:\n%s", tbl)
 	}
 	l, err := ListGated(context.Background(), catalogOpts(f.catalog), nil, map[string][]rollout.Gate{"staging": {{Cluster: "lab", Soak: time.Hour}}}, t0.Add(59*time.Minute))
 	if err != nil {

@@ -250,3 +250,71 @@ func (p *Plan) markdownGraphs(b *strings.Builder) {
 		fmt.Fprintf(b, "`%s`: before and after this change (dotted: skips and skipRange; struck out: delisted)\n\n```mermaid\n%s```\n\n", g.Package, g.Mermaid())
 	}
 }
+
+// ClusterTable is the Markdown table of what the plans (one per cluster)
+// leave listed, cluster by cluster: a row per artifact a plan changes or
+// holds back, a column per plan's cluster, each cell the newest version
+// listed after the plan (with how many older ones stay listed) and the
+// versions its gates hold back, "waiting until <time>" (UTC) or "waiting
+// for <cluster>"; "unchanged" where a plan does not touch the artifact,
+// "none" where it lists no version. "" when no plan changes or holds back
+// anything.
+func ClusterTable(plans []*Plan) string {
+	arts := map[string]bool{}
+	for _, p := range plans {
+		for a := range p.Listed {
+			arts[a] = true
+		}
+		for _, w := range p.Waiting {
+			arts[w.Artifact] = true
+		}
+	}
+	if len(arts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("### Listed by cluster\n\n| artifact |")
+	for _, p := range plans {
+		fmt.Fprintf(&b, " %s |", p.Cluster)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(plans)) + "\n")
+	for _, a := range sortedNames(arts) {
+		fmt.Fprintf(&b, "| `%s` |", a)
+		for _, p := range plans {
+			fmt.Fprintf(&b, " %s |", p.clusterCell(a))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// clusterCell is the ClusterTable cell of artifact a in p.
+func (p *Plan) clusterCell(a string) string {
+	vs, touched := p.Listed[a]
+	var parts []string
+	switch {
+	case len(vs) > 0:
+		s := vs[len(vs)-1]
+		if len(vs) > 1 {
+			s += fmt.Sprintf(" (+%d older)", len(vs)-1)
+		}
+		parts = append(parts, s)
+	case touched:
+		parts = append(parts, "none")
+	}
+	for _, w := range p.Waiting {
+		if w.Artifact != a {
+			continue
+		}
+		if w.Until.IsZero() {
+			parts = append(parts, fmt.Sprintf("%s waiting for %s", w.Version, w.Upstream))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s waiting until %s", w.Version, w.Until.UTC().Format("2006-01-02T15:04Z")))
+		}
+	}
+	if len(parts) == 0 {
+		return "unchanged"
+	}
+	return strings.Join(parts, "; ")
+}

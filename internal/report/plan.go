@@ -31,6 +31,9 @@ type Plan struct {
 	// Graphs are the upgrade graphs of the changed packages of bundles,
 	// before and after (NewPlanGraph); none for charts.
 	Graphs []PlanGraph `json:"graphs,omitempty"`
+	// Listed are the versions listed after the plan (ascending) of the
+	// artifacts it changes or holds back, by artifact (ClusterTable).
+	Listed map[string][]string `json:"listed,omitempty"`
 }
 
 // PlanSource says what was compared.

@@ -47,6 +47,7 @@ func (p *Plan) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(ClusterTable([]*Plan{p}))
 	p.markdownWaiting(&b)
 	p.markdownGraphs(&b)
 	if p.Source.All {
