@@ -91,26 +91,14 @@ func addWaiting(ctx context.Context, tip *catalog.Tip, cat render.Files, l *repo
 	if err != nil {
 		return inputErr(err)
 	}
-	listed := map[[2]string]string{}
-	for _, a := range mine {
+	due, waits := g.Pending(up.Artifacts, mine, now)
+	for _, a := range due {
 		for _, v := range a.Versions {
-			if a.Present && v.Present {
-				listed[[2]string{a.Name, v.Version}] = v.BundleDigest
-			}
+			l.AddWaiting(c, a.Name, v.Version, rollout.Wait{})
 		}
 	}
-	for _, a := range up.Artifacts {
-		for _, v := range a.Versions {
-			d, had := listed[[2]string{a.Name, v.Version}]
-			if !a.Present || !v.Present || had && d == v.BundleDigest {
-				continue
-			}
-			var w rollout.Wait
-			if held := g.Check(a.Name, v.Version, v.BundleDigest, now); held != nil {
-				w = *held
-			}
-			l.AddWaiting(c, a.Name, v.Version, w)
-		}
+	for _, w := range waits {
+		l.AddWaiting(c, w.Artifact, w.Version, w)
 	}
 	return nil
 }

@@ -177,6 +177,9 @@ func TestRolloutGates(t *testing.T) {
 	if tbl := l.Table(); !strings.Contains(tbl, "waiting until 2026-12-01T09:00Z") {
 		t.Errorf("publish list does not show staging waiting:\n%s", tbl)
 	}
+	if l, err = ListGated(context.Background(), catalogOpts(f.catalog), []string{"staging"}, map[string][]rollout.Gate{"staging": {{Cluster: "lab", Soak: time.Hour}}}, t0.Add(time.Hour)); err != nil || !strings.Contains(l.Table(), "1.2.0    due") {
+		t.Errorf("publish list --cluster staging at t0+1h does not show 1.2.0 due (%v):\n%s", err, l.Table())
+	}
 
 	if _, on = f.runAt(t, t0.Add(time.Hour), "1.2.0"); on != "lab staging" {
 		t.Fatalf("at t0+1h: tiny 1.2.0 on %q, want lab staging", on)
