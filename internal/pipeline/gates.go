@@ -32,7 +32,7 @@ type gateSet struct {
 	upstream []model.ArtifactRecord
 	now      time.Time
 	// waiting are the versions that wait as the catalog alone says
-	// (rollout.Gates.Pending on the incremental way, which reads no
+	// (markPending: rollout.Gates.Pending; the incremental way reads no
 	// manifest of theirs): reported with those the records hold back.
 	waiting []rollout.Wait
 }
@@ -95,8 +95,7 @@ func (g *gateSet) pendingPaths(o Options, idx *gitops.StateIndex) ([]string, err
 		}
 	}
 	var paths []string
-	pending, waiting := g.gates.Pending(g.upstream, prev, g.now)
-	g.waiting = waiting
+	pending, _ := g.gates.Pending(g.upstream, prev, g.now)
 	for _, a := range pending {
 		for _, v := range a.Versions {
 			if v.Path == "" {
@@ -109,22 +108,46 @@ func (g *gateSet) pendingPaths(o Options, idx *gitops.StateIndex) ([]string, err
 	return paths, nil
 }
 
+// markPending marks Changed the versions of vs whose gates passed since
+// the cluster's last publish (rollout.Gates.Pending over previous, the
+// cluster's records), so that they are read and their records made anew
+// on either way (a rebuilt bundle the state knows by its old digest
+// included); it keeps the versions that wait, as the catalog says, for
+// hold.
+func (g *gateSet) markPending(vs []*model.Version, previous []model.ArtifactRecord) {
+	if g == nil {
+		return
+	}
+	due, waiting := g.gates.Pending(g.upstream, previous, g.now)
+	g.waiting = waiting
+	keys := map[model.Key]bool{}
+	for _, a := range due {
+		for _, v := range a.Versions {
+			keys[model.Key{Artifact: a.Name, Version: v.Version}] = true
+		}
+	}
+	for _, v := range vs {
+		if keys[v.Key()] {
+			v.Changed = true
+		}
+	}
+}
+
 // hold is rollout.Gates.Hold of current over previous at the gates' time,
-// with the waits the catalog alone gave for versions current does not
-// hold (pendingPaths); current as it is without gates.
+// with the waits the catalog alone gave (markPending) for the versions
+// Hold does not hold (not read: a rebuild upstream that has not soaked);
+// current as it is without gates.
 func (g *gateSet) hold(current, previous []model.ArtifactRecord) ([]model.ArtifactRecord, []rollout.Wait) {
 	if g == nil {
 		return current, nil
 	}
 	out, waits := g.gates.Hold(current, previous, g.now)
-	read := map[model.Key]bool{}
-	for _, a := range current {
-		for _, v := range a.Versions {
-			read[model.Key{Artifact: a.Name, Version: v.Version}] = true
-		}
+	held := map[model.Key]bool{}
+	for _, w := range waits {
+		held[model.Key{Artifact: w.Artifact, Version: w.Version}] = true
 	}
 	for _, w := range g.waiting {
-		if !read[model.Key{Artifact: w.Artifact, Version: w.Version}] {
+		if !held[model.Key{Artifact: w.Artifact, Version: w.Version}] {
 			waits = append(waits, w)
 		}
 	}

@@ -225,6 +225,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	r.uncommitted = s.dirty
 	state := s.state
 	r.markChanged(vs, s.dirty, state.Source.Dirty, state.Artifacts)
+	s.gates.markPending(vs, state.Artifacts)
 	read := m.read
 	if read == nil {
 		read = readVersions

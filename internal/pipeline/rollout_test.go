@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,9 +13,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/rollout"
+	"github.com/operator-publish/publish/internal/target"
 )
 
 // rollout is a package repo and catalog with three clusters, lab →
@@ -128,7 +131,8 @@ func (f *rolloutFixture) pushBundle(t *testing.T, v, tag, note string) {
 // after that, each without any new commit in the package repo; between,
 // runs change nothing and say why the version waits, with the time left.
 // A delisting on lab resets the wait of staging, as does a new bundle
-// digest on lab.
+// digest on lab; a rebuild of a version staging lists waits its soak
+// there, staging keeping the published bundle meanwhile.
 func TestRolloutGates(t *testing.T) {
 	f := newRollout(t)
 	t0 := f.now
@@ -219,6 +223,23 @@ func TestRolloutGates(t *testing.T) {
 	if _, on = f.runAt(t, t1.Add(time.Hour+45*time.Minute), "1.3.0"); on != "lab staging" {
 		t.Fatalf("at t1+1h45m: tiny 1.3.0 on %q", on)
 	}
+	// A rebuild of 1.3.0, listed on staging, at t1+2h: staging keeps the
+	// published bundle until the rebuild has soaked on lab an hour, then
+	// a run without a package-repo change takes it.
+	listed := f.digestOf(t, "staging", "1.3.0")
+	f.pushBundle(t, "1.3.0", "v1.3.0-r2", "rebuilt")
+	f.runAt(t, t1.Add(2*time.Hour), "1.3.0")
+	rebuilt := f.digestOf(t, "lab", "1.3.0")
+	if rebuilt == listed || f.digestOf(t, "staging", "1.3.0") != listed {
+		t.Fatalf("at t1+2h: lab has %s, staging %s; want the rebuild on lab only", rebuilt, f.digestOf(t, "staging", "1.3.0"))
+	}
+	res, _ = f.runAt(t, t1.Add(2*time.Hour+59*time.Minute), "1.3.0")
+	if f.digestOf(t, "staging", "1.3.0") != listed || !strings.Contains(waitOf(res, "staging", "1.3.0"), "since 2026-12-02T10:00Z") {
+		t.Fatalf("at t1+2h59m: staging has %s (wait %q), want the published bundle", f.digestOf(t, "staging", "1.3.0"), waitOf(res, "staging", "1.3.0"))
+	}
+	if f.runAt(t, t1.Add(3*time.Hour), "1.3.0"); f.digestOf(t, "staging", "1.3.0") != rebuilt {
+		t.Fatalf("at t1+3h: staging has %s, want the rebuild %s", f.digestOf(t, "staging", "1.3.0"), rebuilt)
+	}
 
 	// A new bundle digest on lab resets it too: 1.4.0 listed on lab at
 	// t2, rebuilt at t2+30m; staging waits for the new bundle's hour.
@@ -250,4 +271,76 @@ func (f *rolloutFixture) planAt(t *testing.T, at time.Time) []*report.Plan {
 		t.Fatalf("plan at %s: %v\n%s", at, err, log.String())
 	}
 	return plans
+}
+
+// TestRolloutGatesOLM: on an upstream-OLM cluster edge gated after lab
+// (soak 1h), a rebuilt bundle of a listed version (same version, new
+// digest) keeps the catalog image's entry of the published bundle, image
+// and CSV alike, until it has soaked on lab; then the new bundle takes its
+// place.
+func TestRolloutGatesOLM(t *testing.T) {
+	f := &rolloutFixture{fixture: newFixture(t), now: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)}
+	pushRandom(t, f.src+"/operator-framework/opm:v1.60.0")
+	f.run(t)
+	f.addOverlays(t, "lab", "edge")
+	run := func(at time.Time, gated bool) {
+		t.Helper()
+		f.now = at
+		var log syncBuffer
+		o := f.options(&log)
+		o.Declared = []string{"lab", "edge"}
+		o.Clusters = []ClusterOptions{{Name: "lab"}, {Name: "edge", Target: target.OLM, TargetSettings: target.OLMOptions{BaseImage: f.src + "/operator-framework/opm:v1.60.0"}}}
+		if gated {
+			o.Clusters[1].After = []rollout.Gate{{Cluster: "lab", Soak: time.Hour}}
+		}
+		if _, err := Run(context.Background(), o); err != nil {
+			t.Fatalf("run at %s: %v\n%s", at, err, log.String())
+		}
+	}
+	// edgeBundle is the catalog image's olm.bundle of tiny 1.1.0: its
+	// image and whether its CSV is the rebuilt one.
+	edgeBundle := func() (string, bool) {
+		t.Helper()
+		_, cfg := f.catalogConfigs(t)
+		for _, b := range cfg.Bundles {
+			if b.Name == "tiny.v1.1.0" {
+				data, _ := json.Marshal(b.Properties)
+				return b.Image, strings.Contains(string(data), "rebuilt")
+			}
+		}
+		t.Fatal("the catalog image has no tiny.v1.1.0")
+		return "", false
+	}
+	run(f.now.Add(-24*time.Hour), false)
+	before, rebuilt := edgeBundle()
+	if rebuilt {
+		t.Fatal("the first catalog image has the rebuilt CSV")
+	}
+	f.pushBundle(t, "1.1.0", "v1.1.0-r2", "rebuilt")
+	run(f.now, true)
+	if img, rebuilt := edgeBundle(); img != before || rebuilt {
+		t.Errorf("while the rebuild soaks on lab, edge's catalog has %s (rebuilt CSV %v), want the published %s and its CSV", img, rebuilt, before)
+	}
+	run(f.now.Add(time.Hour), true)
+	if img, rebuilt := edgeBundle(); img == before || !rebuilt {
+		t.Errorf("after the soak, edge's catalog has %s (rebuilt CSV %v), want the rebuilt bundle", img, rebuilt)
+	}
+}
+
+// digestOf is the bundle digest the state of cluster records for tiny v
+// at the catalog's tip ("" when it has none).
+func (f *rolloutFixture) digestOf(t *testing.T, cluster, v string) string {
+	t.Helper()
+	st, err := gitops.ParseState(gitops.StatePath(cluster), []byte(f.catalogFile(t, gitops.StatePath(cluster))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Artifacts {
+		for _, r := range a.Versions {
+			if a.Name == "tiny" && r.Version == v {
+				return r.BundleDigest
+			}
+		}
+	}
+	return ""
 }
