@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/blang/semver/v4"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/report"
@@ -34,7 +36,7 @@ func corpusGraphs(t *testing.T) (*report.Plan, map[string][]*bundle.Bundle) {
 		t.Logf("corpus bundles left out: %v", err)
 	}
 	byPkg := map[string][]*bundle.Bundle{}
-	for _, b := range bs {
+	for _, b := range append(bs, skipper()...) {
 		byPkg[b.Package] = append(byPkg[b.Package], b)
 	}
 	p := &report.Plan{Cluster: "edge"}
@@ -66,6 +68,25 @@ func corpusGraphs(t *testing.T) (*report.Plan, map[string][]*bundle.Bundle) {
 		p.Graphs = append(p.Graphs, report.NewPlanGraph(n, before, after, gb))
 	}
 	return p, byPkg
+}
+
+// skipper is a package the corpus lacks: an upgrade graph with skips and
+// a skipRange besides replaces, and a version in two channels.
+func skipper() []*bundle.Bundle {
+	mk := func(v, replaces string, skips []string, skipRange string, channels ...string) *bundle.Bundle {
+		csv := &v1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Name: "skipper.v" + v, Annotations: map[string]string{}}}
+		csv.Spec.Replaces, csv.Spec.Skips = replaces, skips
+		if skipRange != "" {
+			csv.Annotations["olm.skipRange"] = skipRange
+		}
+		return &bundle.Bundle{CSV: csv, CSVName: csv.Name, Version: v, Package: "skipper", Channels: channels}
+	}
+	return []*bundle.Bundle{
+		mk("1.0.0", "", nil, "", "stable"),
+		mk("1.1.0", "skipper.v1.0.0", nil, "", "stable", "fast"),
+		mk("1.2.0", "skipper.v1.1.0", []string{"skipper.v1.0.0"}, "", "stable", "fast"),
+		mk("1.3.0", "", nil, ">=1.0.0 <1.3.0", "stable"),
+	}
 }
 
 // wantEdges are the upgrade edges the CSVs of bundles give between the
@@ -184,7 +205,8 @@ type drawn struct {
 }
 
 // TestPlanMermaidInChromium: the job summary of a plan whose upgrade
-// graphs are every corpus package's, before and after, is drawn by
+// graphs are the corpus packages' (and skipper's, whose CSVs skip and
+// have a skipRange), before and after, is drawn by
 // Mermaid (the npm package, hack/mermaid/build.sh) in Debian's headless
 // Chromium, started once: no diagram fails to parse or render, each
 // drawn edge is one the package's CSVs give (replaces, skips, skipRange
