@@ -7,6 +7,7 @@ import (
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/rollout"
 	"github.com/operator-publish/publish/internal/target"
 	"github.com/spf13/pflag"
 )
@@ -55,6 +56,8 @@ type renderSettings struct {
 	// (deliveryFlags.apply: --delivery, else publish.yaml).
 	Delivery    string
 	PullRequest pipeline.PullRequestOptions
+	// After are publish.yaml clusters.<cluster>.after, the cluster's gates.
+	After []rollout.Gate
 }
 
 // clusterOptions is the pipeline's view of rs, with its OCI reference.
@@ -62,7 +65,7 @@ func (rs renderSettings) clusterOptions(oci string) pipeline.ClusterOptions {
 	return pipeline.ClusterOptions{
 		Name: rs.Cluster, Target: rs.Target, TargetSettings: rs.TargetSettings, OCI: oci, Render: rs.Render,
 		Include: rs.Include, Exclude: rs.Exclude, DstRegistry: rs.DstRegistry,
-		Delivery: rs.Delivery, PullRequest: rs.PullRequest,
+		Delivery: rs.Delivery, PullRequest: rs.PullRequest, After: rs.After,
 	}
 }
 
@@ -120,6 +123,7 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 		Include:        cs.Include,
 		Exclude:        cs.Exclude,
 		DstRegistry:    cs.DstRegistry,
+		After:          gatesOf(cs.After),
 	}, nil
 }
 
@@ -210,4 +214,13 @@ func (f *ociFlags) resolve(cfg *config.Config, cluster string) (string, error) {
 		return "", usagef("--oci: %w", err)
 	}
 	return f.ref, nil
+}
+
+// gatesOf is the pipeline's view of publish.yaml clusters.<name>.after.
+func gatesOf(after config.Gates) []rollout.Gate {
+	var out []rollout.Gate
+	for _, g := range after {
+		out = append(out, rollout.Gate{Cluster: g.Cluster, Soak: g.SoakTime})
+	}
+	return out
 }

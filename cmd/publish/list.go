@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/rollout"
 	"github.com/spf13/cobra"
 )
 
@@ -21,7 +23,10 @@ func newListCmd(inv *invocation) *cobra.Command {
 		Long: `list reads the catalog repo alone (its branch tip's publish/state/ files: no
 package repo, no registry, no cluster) and prints every artifact and version
 any cluster records, and on each cluster whether it is listed, delisted
-(present: false) or was never published there ("-").
+(present: false) or was never published there ("-"). With a publish.yaml
+whose clusters have gates (clusters.<name>.after), a version listed upstream
+and not yet on the cluster is "waiting until <time>", "waiting for
+<cluster>" (not listed there yet) or "due" (the next run lists it).
 
 This is not violet's list, which exports what the clusters have installed,
 from the platform; publish status asks a cluster what it runs.
@@ -46,7 +51,15 @@ summary).`,
 			if r.cluster != "" {
 				clusters = []string{r.cluster}
 			}
-			l, err := pipeline.List(cmd.Context(), o, clusters)
+			// The gates of publish.yaml, when there is one, show what
+			// waits where.
+			gates := map[string][]rollout.Gate{}
+			for _, n := range inv.config.ClusterNames() {
+				if g := gatesOf(inv.config.ClusterSettings(n).After); len(g) > 0 {
+					gates[n] = g
+				}
+			}
+			l, err := pipeline.ListGated(cmd.Context(), o, clusters, gates, time.Now())
 			if err != nil {
 				return err
 			}

@@ -80,7 +80,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 			var doc any = plan
 			md := plan.Markdown()
 			if len(plans) > 1 {
-				doc, md = plans, ""
+				doc, md = plans, report.ClusterTable(plans)
 				plan = &report.Plan{Findings: []lint.Finding{}}
 				for _, pl := range plans {
 					md += pl.Markdown() + "\n"

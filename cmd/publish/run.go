@@ -106,7 +106,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 			return usagef("--no-oci and --oci: give one of them")
 		}
 	}
-	if len(all) > 1 || rs.Include != nil || rs.Exclude != nil || rs.DstRegistry != "" || rs.Delivery == pipeline.DeliveryPullRequest {
+	if len(all) > 1 || rs.Include != nil || rs.Exclude != nil || rs.DstRegistry != "" || rs.Delivery == pipeline.DeliveryPullRequest || len(rs.After) > 0 {
 		o.Clusters = nil
 		for _, c := range all {
 			oci := ""

@@ -50,6 +50,22 @@ type History struct {
 	events map[[2]string][]VersionEvent
 }
 
+// NewHistory returns the History of cluster made of events (each of that
+// cluster; oldest first per version), not read from a repository: for the
+// judges of a history (the gates, internal/rollout) to be tested on a
+// history written out.
+func NewHistory(cluster string, events ...VersionEvent) *History {
+	h := &History{Cluster: cluster, events: map[[2]string][]VersionEvent{}}
+	for _, e := range events {
+		k := [2]string{e.Artifact, e.Version}
+		h.events[k] = append(h.events[k], e)
+		if e.Time.After(h.Last) {
+			h.Last = e.Time
+		}
+	}
+	return h
+}
+
 // Events returns the events of one version, oldest first; none when the
 // history never records it.
 func (h *History) Events(artifact, version string) []VersionEvent {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +150,26 @@ func TestReadHistory(t *testing.T) {
 			t.Errorf("0.1.0 at the tip: %+v (%v)", e, ok)
 		}
 	})
+}
+
+// TestOpenTipHistory: over Git smart HTTP, OpenTip fetches the branch's
+// tip commit alone (a Truncated History), and with gitops.Options.History
+// its whole line, which the gates between clusters date listings by.
+func TestOpenTipHistory(t *testing.T) {
+	o, bare := backends[1].make(t)
+	seed(t, bare, "main", map[string]string{"README.md": "catalog\n"})
+	for _, s := range []string{"2\n", "3\n"} {
+		commitPush(t, o, bare, files(map[string]string{"README.md": s}))
+	}
+	want, _ := strconv.Atoi(run(t, bare, "rev-list", "--count", "main"))
+	for _, full := range []bool{false, true} {
+		o.History = full
+		h, err := openTip(t, o).History(context.Background(), "none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full && (h.Truncated || h.Commits != want) || !full && (!h.Truncated || h.Commits != 1) {
+			t.Errorf("History %v: truncated %v, %d commits read (the branch has %d)", full, h.Truncated, h.Commits, want)
+		}
+	}
 }

@@ -60,7 +60,8 @@ var tipOpens atomic.Int64
 func TipOpens() int64 { return tipOpens.Load() }
 
 // OpenTip opens the tip of o.Branch of the catalog repo o.URL, rooted at
-// o.Path (--catalog-path). An empty repo, a new branch, or a tip without
+// o.Path (--catalog-path): a remote branch's tip commit alone, or its
+// whole history with o.History. An empty repo, a new branch, or a tip without
 // that directory is a Tip with no files (Head "" for the first two).
 // Errors: *gitops.UnreachableError for a catalog that cannot be opened or
 // fetched, *gitops.AuthError for unusable credentials, a bad
@@ -93,10 +94,14 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		defer cancel()
+		depth := 1
+		if o.History {
+			depth = 0 // the gates date listings by the branch's history
+		}
 		repo, err = git.PlainCloneContext(cctx, t.dir, true, &git.CloneOptions{
 			URL: url, Auth: auth, CABundle: o.CABundle,
 			ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
-			SingleBranch:  true, Depth: 1, NoCheckout: true, Tags: git.NoTags,
+			SingleBranch:  true, Depth: depth, NoCheckout: true, Tags: git.NoTags,
 		})
 		if err == nil {
 			repo, err = t.open(t.dir)

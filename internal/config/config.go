@@ -116,6 +116,10 @@ type Cluster struct {
 	// PullRequest configures the pull request of a cluster whose delivery
 	// is pull-request.
 	PullRequest PullRequest `yaml:"pullRequest,omitempty"`
+	// After are the gates of the cluster: upstream clusters on which a
+	// version must have been listed for a soak time before this cluster
+	// lists it (docs/rollout.md).
+	After Gates `yaml:"after,omitempty"`
 	// Values are the Helm values files of the cluster's charts, by
 	// artifact: a path in the package repo (relative, slash-separated,
 	// no ".."), merged over the chart's own values when the chart is
@@ -395,6 +399,9 @@ func Parse(path string, data []byte) (*Config, error) {
 				return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "oci"), Msg: fmt.Sprintf("clusters.%s.oci: %v", name, err)}
 			}
 		}
+	}
+	if err := checkGates(path, data, c); err != nil {
+		return nil, err
 	}
 	switch c.Forge.Kind {
 	case "", "github", "gitlab", "gitea", "forgejo":

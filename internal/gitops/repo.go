@@ -77,6 +77,10 @@ type Options struct {
 	// InitCatalog (--init-catalog) lets a publish seed the template into a
 	// repo that holds files but no publish/state.yaml (CheckCatalog).
 	InitCatalog bool
+	// History makes catalog.OpenTip fetch the branch's whole history
+	// rather than its tip commit alone: the gates between clusters date a
+	// listing by the catalog commit that made it (docs/rollout.md).
+	History bool
 	// Timeout bounds each network operation (default 5 minutes).
 	Timeout time.Duration
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/ocicatalog"
 	"github.com/operator-publish/publish/internal/render"
+	"github.com/operator-publish/publish/internal/rollout"
 	"github.com/operator-publish/publish/internal/target"
 )
 
@@ -51,6 +52,11 @@ type ClusterOptions struct {
 	// settings (docs/clusters.md).
 	Delivery    string
 	PullRequest PullRequestOptions
+	// After are the cluster's gates (publish.yaml clusters.<name>.after):
+	// a version lists here only once every upstream cluster has listed it,
+	// with the same bundle digest, for the gate's soak time, as the catalog
+	// history dates it (docs/rollout.md).
+	After []rollout.Gate
 }
 
 // selects reports whether the cluster's selection takes artifact.
@@ -153,6 +159,9 @@ type ClusterResult struct {
 	// PullRequest what the run did with its pull request (nil for push).
 	Delivery    string
 	PullRequest *delivery.Result
+	// Waiting are the versions the cluster's gates hold back
+	// (ClusterOptions.After), by artifact and version.
+	Waiting []rollout.Wait
 }
 
 // shared is what the clusters of one run share: the artifacts read (by
@@ -459,6 +468,7 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.Catalog.History = o.gated()
 	var f forge.Forge
 	if pullRequests(cls) {
 		var err error

@@ -73,6 +73,9 @@ type scope struct {
 	dirty map[string]bool
 	// written is the commit the last render wrote, for push.
 	written *catalog.Written
+	// gates are the cluster's gates with what the tip says of the
+	// upstream clusters (openGates); nil without gates.
+	gates *gateSet
 }
 
 // scopeOptions says what the scope is for.
@@ -158,6 +161,9 @@ func (s *scope) openTip(ctx context.Context) error {
 		hu.UseHistory(h)
 	}
 	var err error
+	if s.gates, err = openGates(ctx, s.o, tip); err != nil {
+		return err
+	}
 	s.oldState, _, err = tip.ReadFile(gitops.StatePath(s.o.Cluster))
 	if err != nil {
 		return err
@@ -203,6 +209,13 @@ func (s *scope) incremental(ctx context.Context, so scopeOptions) error {
 	// The manifests the last publish took from a dirty tree are read
 	// again (markChanged), as are the dirty ones now.
 	again := append(append([]string(nil), src.dirty...), r.idx.Header.Source.Dirty...)
+	// So are the versions whose gates passed since the last publish: a
+	// run lists them without a change in the package repo.
+	pending, err := s.gates.pendingPaths(o, r.idx)
+	if err != nil {
+		return err
+	}
+	again = append(again, pending...)
 	files, ms, scanErr, touched, err := scopedScan(o.Source, src.repo.Prefix(), r.idx, src.dr, src.since, again)
 	if err != nil {
 		return err

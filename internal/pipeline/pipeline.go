@@ -386,6 +386,17 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 			return err
 		}
 	}
+	// A version its gates hold back is not mirrored to the cluster's
+	// destination yet (the records made without digests say which).
+	if held := heldKeys(cr.p.waits); len(held) > 0 {
+		var mvs []*model.Version
+		for _, v := range vs {
+			if !held[v.Key()] {
+				mvs = append(mvs, v)
+			}
+		}
+		vs = mvs
+	}
 	rep, err := sh.mirror(ctx, r.mc, o.Mirror.DstRegistry, vs, cr.extra)
 	res.Mirror = rep
 	if err != nil {
@@ -399,6 +410,10 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 		return err
 	}
 	cr.current = cr.p.current
+	cr.cres.Waiting = cr.p.waits
+	for _, l := range waitLines(cr.p.waits) {
+		o.logf("%s", l)
+	}
 	return nil
 }
 

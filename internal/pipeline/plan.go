@@ -54,6 +54,7 @@ func PlanRun(ctx context.Context, o PlanOptions) (*report.Plan, error) {
 // openPlanTip opens the catalog branch tip a plan reads, saying when the
 // branch is new.
 func openPlanTip(ctx context.Context, o Options) (*catalog.Tip, error) {
+	o.Catalog.History = o.gated()
 	tip, err := catalog.OpenTip(ctx, o.Catalog)
 	if err != nil {
 		return nil, err
@@ -108,6 +109,7 @@ func planOn(ctx context.Context, o PlanOptions, tip *catalog.Tip) (*report.Plan,
 		p.Files = files
 	}
 	p.Diff = patch
+	planGraphs(ctx, r, p, pr.vs, s.state.Artifacts, next)
 	p.Summarise(listing)
 	return p, nil
 }
@@ -155,6 +157,8 @@ func planContent(ctx context.Context, r *run, p *report.Plan, pr *prepared, stat
 		p.Findings = []lint.Finding{}
 	}
 	p.Artifacts = planArtifacts(state.Artifacts, pr.next, pr.vs)
+	p.Waiting = pr.waits
+	p.Listed = listedAfter(p, pr.next)
 	listing := append([]model.Change{}, pr.changes.List()...)
 	if r.mc.DstHost() != "" {
 		planImages(p.Artifacts, pr.vs, pr.verified, func(imgs []*report.PlanImage) { headAtDestination(ctx, r.mc, imgs) })

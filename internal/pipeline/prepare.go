@@ -12,6 +12,7 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/rollout"
 	"github.com/operator-publish/publish/internal/source/diff"
 	"github.com/operator-publish/publish/internal/target"
 )
@@ -72,6 +73,9 @@ type prepareIn struct {
 	// already reached it (push --catalog), and merges them with Previous.
 	Records Mapper
 	Report  *mirror.Report
+	// Gates, when set, hold back in the records the versions whose gates
+	// have not passed (gateSet.hold).
+	Gates *gateSet
 }
 
 // prepared is what prepare gives: the one value the commands that publish,
@@ -88,6 +92,10 @@ type prepared struct {
 	// Previous to next (render.Diff); all zero without the records step.
 	current, next []model.ArtifactRecord
 	changes       render.Changes
+	// gates hold back the versions whose gates have not passed; waits
+	// are those versions, from the last records step.
+	gates *gateSet
+	waits []rollout.Wait
 }
 
 // prepare is the one sequence every command that publishes, plans,
@@ -100,7 +108,7 @@ type prepared struct {
 // target check that refuses, and for a repository that cannot be mapped.
 // Findings are returned, not errors: the caller decides what stops it.
 func prepare(ctx context.Context, in prepareIn) (*prepared, error) {
-	p := &prepared{vs: in.Versions, changed: model.ChangedVersions(in.Versions)}
+	p := &prepared{vs: in.Versions, changed: model.ChangedVersions(in.Versions), gates: in.Gates}
 	if in.Read != nil {
 		if err := in.Read(ctx, p.changed); err != nil {
 			return nil, err
@@ -146,7 +154,8 @@ func prepare(ctx context.Context, in prepareIn) (*prepared, error) {
 
 // record makes the records step of p: the records of p.vs through m with
 // rep's digests (nil: nothing mirrored yet), completed from previous
-// (currentRecords), merged with previous, and the listing changes.
+// (currentRecords), the versions whose gates have not passed held back
+// (p.waits), merged with previous, and the listing changes.
 // `publish run` takes it again once the mirror reported. Errors are input
 // errors (a repository that cannot be mapped).
 func (p *prepared) record(m Mapper, rep *mirror.Report, previous []model.ArtifactRecord) error {
@@ -154,8 +163,8 @@ func (p *prepared) record(m Mapper, rep *mirror.Report, previous []model.Artifac
 	if err != nil {
 		return err
 	}
-	p.current = current
-	p.next = render.Merge(previous, current)
+	p.current, p.waits = p.gates.hold(current, previous)
+	p.next = render.Merge(previous, p.current)
 	p.changes = render.Diff(previous, p.next)
 	return nil
 }
@@ -216,6 +225,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	r.uncommitted = s.dirty
 	state := s.state
 	r.markChanged(vs, s.dirty, state.Source.Dirty, state.Artifacts)
+	s.gates.markPending(vs, state.Artifacts)
 	read := m.read
 	if read == nil {
 		read = readVersions
@@ -237,7 +247,7 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 		},
 		Lint: true, LintConfig: o.Lint, Cluster: o.Cluster, Listed: s.listing(), Files: s.files, Diff: r.diff,
 		Verify: o.Verify, Client: r.mc,
-		Records: DestinationOf(r.mc),
+		Records: DestinationOf(r.mc), Gates: s.gates,
 	}
 	if m.plan {
 		in.Unparsed = s.scanErr

@@ -2,18 +2,23 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/blang/semver/v4"
 
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/rollout"
 )
 
 // Listing states of a version on a cluster (Listing).
 const (
 	Listed   = "listed"   // present: the cluster's catalog offers it
 	Delisted = "delisted" // present: false (a tombstone): installed copies keep running
+	// Waiting: not listed on the cluster, held by its gates
+	// (publish.yaml clusters.<name>.after; ListedVersion.Waiting says why).
+	Waiting = "waiting"
 )
 
 // Listing is what the catalog lists where (`publish list`), from the
@@ -40,6 +45,9 @@ type ListedArtifact struct {
 type ListedVersion struct {
 	Version  string            `json:"version"`
 	Clusters map[string]string `json:"clusters"`
+	// Waiting says, by cluster, why a version Waiting there is held:
+	// the upstream cluster, when it may list, the reason.
+	Waiting map[string]rollout.Wait `json:"waiting,omitempty"`
 }
 
 // NewListing builds the Listing of commit from the records of each
@@ -90,12 +98,46 @@ func lessVersion(a, b string) bool {
 }
 
 // cell is a version's state on cluster c as the table and Markdown show
-// it: "listed", "delisted" or "-".
+// it: "listed", "delisted", "waiting until <time>" (UTC), "waiting for
+// <upstream>" (not listed there yet), "due" (its gates passed: the next
+// run lists it) or "-".
 func (v ListedVersion) cell(c string) string {
-	if s, ok := v.Clusters[c]; ok {
+	s, ok := v.Clusters[c]
+	if !ok {
+		return "-"
+	}
+	if s != Waiting {
 		return s
 	}
-	return "-"
+	w := v.Waiting[c]
+	switch {
+	case w.Upstream == "":
+		return "due"
+	case w.Until.IsZero():
+		return "waiting for " + w.Upstream
+	}
+	return "waiting until " + w.Until.UTC().Format("2006-01-02T15:04Z")
+}
+
+// AddWaiting marks artifact's version as Waiting on cluster with w (a zero
+// w: its gates passed, and the next run lists it). A version the listing
+// does not hold is added.
+func (l *Listing) AddWaiting(cluster, artifact, version string, w rollout.Wait) {
+	i := sort.Search(len(l.Artifacts), func(i int) bool { return l.Artifacts[i].Name >= artifact })
+	if i == len(l.Artifacts) || l.Artifacts[i].Name != artifact {
+		l.Artifacts = slices.Insert(l.Artifacts, i, ListedArtifact{Name: artifact})
+	}
+	a := &l.Artifacts[i]
+	j := sort.Search(len(a.Versions), func(j int) bool { return !lessVersion(a.Versions[j].Version, version) })
+	if j == len(a.Versions) || a.Versions[j].Version != version {
+		a.Versions = slices.Insert(a.Versions, j, ListedVersion{Version: version, Clusters: map[string]string{}})
+	}
+	v := &a.Versions[j]
+	v.Clusters[cluster] = Waiting
+	if v.Waiting == nil {
+		v.Waiting = map[string]rollout.Wait{}
+	}
+	v.Waiting[cluster] = w
 }
 
 // Table is the Listing as aligned text: one row per version, one column per

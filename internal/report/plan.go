@@ -4,6 +4,7 @@ import (
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/rollout"
 )
 
 // PlanSchemaVersion is the version of the plan JSON (docs/plan-json.md).
@@ -23,6 +24,16 @@ type Plan struct {
 	Findings      []lint.Finding      `json:"findings"`
 	Files         []gitops.FileChange `json:"files"`
 	Diff          string              `json:"diff"`
+	// Waiting are the versions the cluster's gates hold back
+	// (publish.yaml clusters.<name>.after, docs/rollout.md), with when
+	// each may list; none without gates.
+	Waiting []rollout.Wait `json:"waiting,omitempty"`
+	// Graphs are the upgrade graphs of the changed packages of bundles,
+	// before and after (NewPlanGraph); none for charts.
+	Graphs []PlanGraph `json:"graphs,omitempty"`
+	// Listed are the versions listed after the plan (ascending) of the
+	// artifacts it changes or holds back, by artifact (ClusterTable).
+	Listed map[string][]string `json:"listed,omitempty"`
 }
 
 // PlanSource says what was compared.

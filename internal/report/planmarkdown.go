@@ -47,6 +47,9 @@ func (p *Plan) Markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(ClusterTable([]*Plan{p}))
+	p.markdownWaiting(&b)
+	p.markdownGraphs(&b)
 	if p.Source.All {
 		b.WriteString("> **Note:** no usable base commit; every version was treated as changed.\n\n")
 	}
@@ -170,4 +173,22 @@ func (p *Plan) markdownSignatures(b *strings.Builder) {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(b, "| image | status | policy | signature |\n|---|---|---|---|\n%s\n\n", strings.Join(rows, "\n"))
+}
+
+// markdownWaiting writes the versions the cluster's gates hold back: a
+// table of artifact, version, the upstream cluster it waits for, when it
+// may list (UTC) and why; nothing when none waits.
+func (p *Plan) markdownWaiting(b *strings.Builder) {
+	if len(p.Waiting) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "### Waiting for gates: %d\n\n| artifact | version | waits for | lists from | why |\n|---|---|---|---|---|\n", len(p.Waiting))
+	for _, w := range p.Waiting {
+		until := "when listed there"
+		if !w.Until.IsZero() {
+			until = w.Until.UTC().Format("2006-01-02T15:04Z")
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", w.Artifact, w.Version, w.Upstream, until, strings.ReplaceAll(w.Reason, "|", `\|`))
+	}
+	b.WriteString("\n")
 }

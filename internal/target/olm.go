@@ -152,8 +152,11 @@ type olmTarget struct {
 	// bundles holds the bundle of every present version read in this run.
 	bundles map[model.Key]*bundle.Bundle
 	// reused holds the entries of the last catalog image for unchanged
-	// versions.
-	reused map[model.Key]olm.Entry
+	// versions; published those of the versions read again (a rebuilt
+	// bundle), which a record that keeps the published digest (a gate
+	// holding the rebuild back, internal/rollout) takes instead of the
+	// bundle read.
+	reused, published map[model.Key]olm.Entry
 	// where names each version's manifest (file:line of spec.artifact).
 	where map[model.Key]string
 	// delisted holds the entries of the last catalog image for versions
@@ -216,6 +219,7 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	mc := env.Client
 	t.mc = mc
 	t.bundles, t.reused, t.where = map[model.Key]*bundle.Bundle{}, map[model.Key]olm.Entry{}, map[model.Key]string{}
+	t.published = map[model.Key]olm.Entry{}
 	t.messages = map[model.Key]string{}
 	for _, v := range vs {
 		t.where[v.Key()] = v.Where()
@@ -232,19 +236,25 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	}
 	var unread []*model.Version
 	for _, v := range vs {
-		if v.Changed && kind.BundleOf(v) != nil {
-			continue
-		}
 		m := v.Manifest
+		var e olm.Entry
+		found := false
 		if d := digests[[2]string{m.Artifact, m.Tag()}]; d != "" && prev != nil {
 			if ref, err := mc.ParseReference(m.Spec.Artifact); err == nil {
-				if e, ok := prev.Entry(mc.DstHost()+"/"+mc.DestinationRepository(ref)+"@"+d, t.s.OLM.BundleFormat); ok && t.hasInstaller(m.Artifact, e) {
-					t.reused[v.Key()] = e
-					continue
-				}
+				e, found = prev.Entry(mc.DstHost()+"/"+mc.DestinationRepository(ref)+"@"+d, t.s.OLM.BundleFormat)
+				found = found && t.hasInstaller(m.Artifact, e)
 			}
 		}
-		unread = append(unread, v)
+		switch {
+		case v.Changed && kind.BundleOf(v) != nil:
+			if found {
+				t.published[v.Key()] = e
+			}
+		case found:
+			t.reused[v.Key()] = e
+		default:
+			unread = append(unread, v)
+		}
 	}
 	t.keepDelisted(prev, vs, state)
 	if err := env.Read(ctx, unread); err != nil {

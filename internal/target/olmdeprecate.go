@@ -323,6 +323,12 @@ func (t *olmTarget) catalogPackages(arts []model.ArtifactRecord) ([]olm.Package,
 				p.Entries = append(p.Entries, e)
 				continue
 			}
+			if e, ok := t.published[k]; ok && e.Image == image {
+				// Read again, but the record keeps the published bundle.
+				e.Source, e.Deprecated, e.DelistedSince = t.where[k], t.messages[k], time.Time{}
+				p.Entries = append(p.Entries, e)
+				continue
+			}
 			b := t.bundles[k]
 			if b == nil || v.BundleDigest == "" {
 				return nil, fmt.Errorf("olm target: %s %s is listed but its bundle was not read or mirrored", a.Name, v.Version)
