@@ -531,3 +531,41 @@ func TestStatusText(t *testing.T) {
 		t.Errorf("shortDigests: %q", got)
 	}
 }
+
+// TestEmptyAnswerNotWaiting: a request whose answer has no body (a 204 to
+// DELETE, a HEAD) is over with its headers: its caller may never close the
+// body (go-containerregistry's push check cancels its upload without
+// closing it) and no "waiting for registry" line follows.
+func TestEmptyAnswerNotWaiting(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	clock := newFakeClock()
+	recs := make(chan slog.Record, 64)
+	c, err := New(Options{PlainHTTPHosts: []string{host}, Logger: slog.New(recordHandler{recs}), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{http.MethodDelete, http.MethodHead} {
+		req, _ := http.NewRequest(method, srv.URL+"/v2/x/blobs/uploads/123", nil)
+		resp, err := (&http.Client{Transport: c.Transport()}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp // never closed, as the push check does
+	}
+	clock.Advance(time.Minute)
+	select {
+	case r := <-recs:
+		t.Errorf("unexpected line %q %v", r.Message, attrs(r))
+	default:
+	}
+	c.mon.mu.Lock()
+	n := len(c.mon.reqs)
+	c.mon.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d requests still in flight after their empty answers", n)
+	}
+}

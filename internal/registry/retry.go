@@ -440,6 +440,13 @@ func (t *retryTransport) once(r *http.Request, b *budget) (*http.Response, error
 		return nil, err
 	}
 	w.kick()
+	if resp.ContentLength == 0 || r.Method == http.MethodHead {
+		// Nothing to read: the request is over. A caller that never
+		// closes an empty body (go-containerregistry's push check cancels
+		// its upload so) must not look in flight, and be reported as
+		// waiting, for the rest of the run.
+		w.stop()
+	}
 	wb := &watchedBody{ReadCloser: resp.Body, w: w, cancel: cancel, parent: parent, method: r.Method, url: r.URL.Redacted()}
 	if resp.StatusCode == http.StatusOK {
 		wb.deadline(t.clock, blobDeadline(r, resp.ContentLength, t.timeout), resp.ContentLength)
