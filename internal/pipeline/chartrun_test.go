@@ -264,6 +264,21 @@ func TestChartsRunGitWay(t *testing.T) {
 		t.Error("nginx:1, which the cluster's values replace, was mirrored")
 	}
 
+	// publish mirror copies the same charts, digests unchanged.
+	mo := e.mirrorOptions()
+	mo.DstRegistry = e.reg.Host + "/other"
+	mres, err := Mirror(context.Background(), MirrorOptions{Source: e.source, Mirror: mo})
+	if err != nil {
+		t.Fatalf("mirror: %v", err)
+	}
+	got := map[string]string{}
+	for _, r := range mres.Report.Images {
+		got[r.Destination] = r.Digest
+	}
+	if got[e.reg.Ref("other/src/charts/web:1.0.0")] != e.digests["web 1.0.0"] || got[e.reg.Ref("other/stable/cron:0.1.0")] != cron.Versions[0].BundleDigest {
+		t.Errorf("publish mirror's report: %v", got)
+	}
+
 	// A run with nothing new changes nothing.
 	if res, err := Run(context.Background(), e.options()); err != nil || res.Commit != "" {
 		t.Fatalf("second run: commit %q, %v", res.Commit, err)
