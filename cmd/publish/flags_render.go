@@ -111,6 +111,7 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 	if len(cs.ImagePullSecrets) > 0 {
 		rc.ImagePullSecrets = cs.ImagePullSecrets
 	}
+	rc.ChartGitURL = cs.ChartGitURL
 	return renderSettings{
 		Cluster:        cluster,
 		Target:         k.Name,

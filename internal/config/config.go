@@ -121,6 +121,12 @@ type Cluster struct {
 	// no ".."), merged over the chart's own values when the chart is
 	// rendered for this cluster (docs/charts.md).
 	Values map[string]string `yaml:"values,omitempty"`
+	// ChartGitURL is the catalog repo's URL as the cluster's Captain
+	// clones it: the spec.source.url of the ChartRepo of type Git of each
+	// chart the cluster lists (docs/charts.md). Default: the catalog
+	// repo's URL as publish reaches it (--catalog), without user
+	// information.
+	ChartGitURL string `yaml:"chartGitURL,omitempty"`
 
 	// own holds the settings each target's Decode returned for its block
 	// of Blocks, by target name (set by Parse).

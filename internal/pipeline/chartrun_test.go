@@ -324,7 +324,6 @@ func TestChartsRunGitWay(t *testing.T) {
 	e.checkCatalog(t, "web", "1.0.0")
 }
 
-
 // checkDestination checks the charts at the destination: web with its
 // source digest and both layers (the chart and its provenance), cron as
 // an OCI chart of Helm's media types holding the repository's archive.

@@ -29,7 +29,7 @@ type Config struct {
 	ImagePullSecrets []string // Artifact.spec.imagePullSecrets
 	// ChartGitURL is the Git repository a chart's ChartRepo (type Git)
 	// reads its sources from, as Captain clones it: the catalog repo's
-	// URL unless publish.yaml says another (charts.gitURL); ChartGitPath
+	// URL unless publish.yaml says another (clusters.<cluster>.chartGitURL); ChartGitPath
 	// is the catalog's directory in it ("" for the root, --catalog-path).
 	ChartGitURL, ChartGitPath string
 }
