@@ -112,6 +112,9 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 		rc.ImagePullSecrets = cs.ImagePullSecrets
 	}
 	rc.ChartGitURL = cs.ChartGitURL
+	if cs.ChartRepo != nil {
+		rc.ChartRepo = *cs.ChartRepo
+	}
 	return renderSettings{
 		Cluster:        cluster,
 		Target:         k.Name,

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"io"
 	"os"
 	pathpkg "path"
@@ -18,6 +19,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/ocicatalog"
+	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 	yaml "go.yaml.in/yaml/v4"
 )
@@ -127,6 +129,11 @@ type Cluster struct {
 	// repo's URL as publish reaches it (--catalog), without user
 	// information.
 	ChartGitURL string `yaml:"chartGitURL,omitempty"`
+	// ChartRepo, when set, is an existing ChartRepo (name, and the URL of
+	// the ChartMuseum repository it serves, its spec.url) to which the
+	// cluster's charts are uploaded through ChartMuseum's API instead of
+	// the Git way (docs/charts.md).
+	ChartRepo *render.ChartRepoRef `yaml:"chartRepo,omitempty"`
 
 	// own holds the settings each target's Decode returned for its block
 	// of Blocks, by target name (set by Parse).
@@ -380,6 +387,9 @@ func Parse(path string, data []byte) (*Config, error) {
 				}
 			}
 		}
+		if msg := checkChartRepo(cl.ChartRepo); msg != "" {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "chartRepo"), Msg: fmt.Sprintf("clusters.%s.chartRepo: %s", name, msg)}
+		}
 		switch cl.Delivery {
 		case "", "push", "pull-request":
 		default:
@@ -557,4 +567,26 @@ func topKeyLine(data []byte, key string) int {
 		}
 	}
 	return 0
+}
+
+// checkChartRepo says what is wrong with a cluster's chartRepo ("" when
+// nothing, or none is set): both name and url, the url http(s) with a
+// host and no user information (credentials are never in the file).
+func checkChartRepo(r *render.ChartRepoRef) string {
+	if r == nil {
+		return ""
+	}
+	if r.Name == "" || r.URL == "" {
+		return "want both name and url, e.g. {name: public-charts, url: http://captain-chartmuseum:8080/public-charts}"
+	}
+	u, err := url.Parse(r.URL)
+	switch {
+	case err != nil:
+		return "url: want http(s)://host[:port][/path] without credentials, query or fragment" // the URL may hold a credential: not printed
+	case u.User != nil:
+		return "url: the user information of the URL is a credential: write it without one (a ChartMuseum that wants a password is not supported yet)"
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Sprintf("url %q: want http(s)://host[:port][/path] without credentials, query or fragment", r.URL)
+	}
+	return ""
 }

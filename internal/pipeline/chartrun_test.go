@@ -178,6 +178,24 @@ func (e *chartEnv) writeChart(t *testing.T, art, version, source string, images 
 	}
 }
 
+// writeValues writes cluster global's values file of web: the image
+// nginx:2 instead of the chart's nginx:1.
+func (e *chartEnv) writeValues(t *testing.T) {
+	t.Helper()
+	os.MkdirAll(filepath.Join(e.source, "values/global"), 0o755)
+	if err := os.WriteFile(filepath.Join(e.source, "values/global/web.yaml"), []byte("image: "+e.reg.Ref("src/web/nginx:2")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// removeVersion removes the manifest of art at version.
+func (e *chartEnv) removeVersion(t *testing.T, art, version string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(e.source, "packages", art, version)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (e *chartEnv) mirrorOptions() mirror.Options {
 	cred := mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}
 	return mirror.Options{DstRegistry: e.reg.Host + "/mirror", CAFile: e.reg.CAFile, Src: cred, Dst: cred}
@@ -236,8 +254,7 @@ func TestChartsRunGitWay(t *testing.T) {
 	e := newChartEnv(t)
 	e.pushWeb(t, "1.0.0")
 	e.writeChart(t, "cron", "0.1.0", "artifact: "+e.repoURL+"\n  chart: cron", e.reg.Ref("src/cron/job:1"))
-	os.MkdirAll(filepath.Join(e.source, "values/global"), 0o755)
-	os.WriteFile(filepath.Join(e.source, "values/global/web.yaml"), []byte("image: "+e.reg.Ref("src/web/nginx:2")+"\n"), 0o644)
+	e.writeValues(t)
 	e.commit(t, "two charts")
 
 	res, err := Run(context.Background(), e.options())
@@ -294,7 +311,7 @@ func TestChartsRunGitWay(t *testing.T) {
 	e.checkCatalog(t, "web", "1.1.0")
 
 	// Delist web 1.0.0 and the whole cron chart in one commit.
-	os.RemoveAll(filepath.Join(e.source, "packages/web/1.0.0"))
+	e.removeVersion(t, "web", "1.0.0")
 	os.RemoveAll(filepath.Join(e.source, "packages/cron"))
 	e.commit(t, "delist")
 	res, err = Run(context.Background(), e.options())

@@ -32,6 +32,18 @@ type Config struct {
 	// URL unless publish.yaml says another (clusters.<cluster>.chartGitURL); ChartGitPath
 	// is the catalog's directory in it ("" for the root, --catalog-path).
 	ChartGitURL, ChartGitPath string
+	// ChartRepo, when its URL is set, is the existing ChartRepo whose
+	// ChartMuseum repository the cluster's charts are uploaded to
+	// (publish.yaml clusters.<cluster>.chartRepo: the ChartMuseum way):
+	// no ChartRepo is rendered for them and no chart sources written.
+	ChartRepo ChartRepoRef
+}
+
+// ChartRepoRef names an existing ChartRepo and the repository it serves
+// (its spec.url), e.g. public-charts.
+type ChartRepoRef struct {
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
 }
 
 func (c Config) withDefaults() Config {
@@ -204,13 +216,14 @@ func Objects(cfg Config, arts []model.ArtifactRecord) []Object {
 // ClusterObjects is Objects for cluster, with the ChartRepo (type Git) of
 // each chart a version of which is listed, in the order of arts: its
 // source is the chart's directory of the cluster in the catalog repo
-// (ChartDir).
+// (ChartDir). A cluster whose charts go to an existing ChartRepo
+// (Config.ChartRepo) gets none.
 func ClusterObjects(cluster string, cfg Config, arts []model.ArtifactRecord) []Object {
 	cfg = cfg.withDefaults()
 	var out []Object
 	for _, a := range arts {
 		if a.Type == manifest.TypeChart {
-			if o := chartRepo(cfg, cluster, a); o != nil {
+			if o := chartRepo(cfg, cluster, a); o != nil && cfg.ChartRepo.URL == "" {
 				out = append(out, o)
 			}
 			continue
