@@ -493,3 +493,37 @@ func helmImages(t *testing.T, c *chart.Chart, vals map[string]any) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestChartsBrokenStopRun: a chart whose template does not render, and a
+// manifest whose version is not its chart's, stop `publish run` with
+// their lint errors at the manifest's spec.artifact line: nothing
+// mirrored, nothing committed.
+func TestChartsBrokenStopRun(t *testing.T) {
+	e := newChartEnv(t)
+	bad := chartArchive(t, "web", map[string]string{
+		"Chart.yaml":                "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"templates/deployment.yaml": "kind: Deployment\nimage: {{ .Values.image \n",
+	})
+	pushOCIChart(t, e.reg.Ref("src/charts/web:1.0.0"), bad, nil, e.reg.Options()...)
+	e.writeChart(t, "web", "1.0.0", "artifact: oci://"+e.reg.Ref("src/charts/web:1.0.0"), e.reg.Ref("src/web/nginx:2"))
+	pushOCIChart(t, e.reg.Ref("src/charts/cron:0.1.0"), cronChart(t, e.reg.Host), nil, e.reg.Options()...)
+	e.writeChart(t, "cron", "0.2.0", "artifact: oci://"+e.reg.Ref("src/charts/cron:0.1.0"), e.reg.Ref("src/cron/job:1"))
+	e.commit(t, "broken charts")
+	_, err := Run(context.Background(), e.options())
+	if err == nil {
+		t.Fatal("run of broken charts succeeded")
+	}
+	for _, want := range []string{"packages/web/1.0.0/manifest.yaml:7", "chart/render", "packages/cron/0.2.0/manifest.yaml:7", "chart/metadata"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("run of broken charts: the error lacks %q:\n%v", want, err)
+		}
+	}
+	if cat, err := git.PlainOpen(e.catalog); err != nil {
+		t.Fatal(err)
+	} else if head, err := cat.Head(); err == nil {
+		t.Errorf("a run that stopped committed %s", head.Hash())
+	}
+	if _, err := remote.Head(mustRef(t, e.reg.Ref("mirror/src/cron/job:1")), e.reg.Options()...); err == nil {
+		t.Error("a run that stopped at lint mirrored an image")
+	}
+}
