@@ -204,8 +204,9 @@ func (e *chartEnv) mirrorOptions() mirror.Options {
 func (e *chartEnv) options() Options {
 	return Options{Source: e.source, Cluster: "global", Mirror: e.mirrorOptions(), Catalog: catalogOpts(e.catalog), AllowEmpty: true,
 		ChartValues: func(cluster, art string) string {
-			if art == "web" {
-				return "values/" + cluster + "/web.yaml"
+			p := "values/" + cluster + "/" + art + ".yaml" // when there is one
+			if _, err := os.Stat(filepath.Join(e.source, p)); err == nil {
+				return p
 			}
 			return ""
 		}}
