@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -50,6 +51,11 @@ func Generated(cluster string, cfg Config, arts []model.ArtifactRecord) (Files, 
 	base := GeneratedBase(cluster)
 	files := Files{}
 	var resources []string
+	for _, a := range arts {
+		if a.Type == manifest.TypeChart && a.Present && cfg.ChartGitURL == "" && cfg.ChartRepo.URL == "" {
+			return nil, fmt.Errorf("chart %s: its ChartRepo (type Git) needs the catalog repo's URL as the cluster clones it: set clusters.%s.chartGitURL in publish.yaml", a.Name, cluster)
+		}
+	}
 	for _, obj := range ClusterObjects(cluster, cfg, arts) {
 		data, err := yaml.Marshal(obj)
 		if err != nil {
