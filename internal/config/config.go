@@ -403,6 +403,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		if cl.Delivery == "pull-request" && cl.OCI != "" {
 			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with oci: the cluster pulls the OCI catalog, which would change before the pull request is reviewed; use delivery: push for this cluster, or sync it from Git", name)}
 		}
+		if cl.Delivery == "pull-request" && cl.ChartRepo != nil {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with chartRepo: the charts would reach the ChartMuseum before the pull request is reviewed; leave chartRepo out (the charts then go the Git way, in the pull request) or use delivery: push", name)}
+		}
 		if err := checkValues(path, data, name, cl.Values); err != nil {
 			return nil, err
 		}

@@ -66,6 +66,7 @@ clusters:
 		{`{name: public-charts}`, "publish.yaml:7: clusters.west.chartRepo: want both name and url"},
 		{`{name: p, url: "https://u:secret@cm.example.com/p"}`, "write it without one"},
 		{`{name: p, url: "ftp://cm.example.com/p"}`, "want http(s)://host"},
+		{`{name: p, url: "http://cm.example.com/p"}` + "\n    delivery: pull-request", "clusters.west: delivery: pull-request cannot be combined with chartRepo"},
 	} {
 		_, err := Parse("publish.yaml", []byte(strings.Replace(file, `{name: public-charts, url: "http://captain-chartmuseum:8080/public-charts"}`, tc.with, 1)))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") {
