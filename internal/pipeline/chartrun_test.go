@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
@@ -33,6 +34,7 @@ import (
 	helmregistry "helm.sh/helm/v4/pkg/registry"
 	"sigs.k8s.io/yaml"
 
+	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -526,5 +528,44 @@ func TestChartsBrokenStopRun(t *testing.T) {
 	}
 	if _, err := remote.Head(mustRef(t, e.reg.Ref("mirror/src/cron/job:1")), e.reg.Options()...); err == nil {
 		t.Error("a run that stopped at lint mirrored an image")
+	}
+}
+
+// recordingVerifier verifies every reference and records which.
+type recordingVerifier struct {
+	mu   sync.Mutex
+	refs []string
+}
+
+func (r *recordingVerifier) Verify(_ context.Context, ref string, _ []remote.Option) model.Verification {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refs = append(r.refs, ref)
+	return model.Verification{Image: ref, Status: model.VerifyVerified, Mode: "enforce"}
+}
+
+func (r *recordingVerifier) Unmatched([]string) (string, []config.VerifyEntry) { return "", nil }
+
+// TestChartsVerify: a signature policy (publish.yaml verify) checks an
+// OCI chart and every image a chart renders or lists, before anything is
+// mirrored; a chart of a classic repository, in no registry, is not asked
+// for a signature, its images are.
+func TestChartsVerify(t *testing.T) {
+	e := newChartEnv(t)
+	e.pushWeb(t, "1.0.0")
+	e.writeChart(t, "cron", "0.1.0", "artifact: "+e.repoURL+"\n  chart: cron", e.reg.Ref("src/cron/job:1"))
+	e.writeValues(t)
+	e.commit(t, "two charts")
+	rv := &recordingVerifier{}
+	o := e.options()
+	o.Verify = rv
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	sort.Strings(rv.refs)
+	want := []string{e.reg.Ref("src/charts/web:1.0.0"), e.reg.Ref("src/cron/job:1"), e.reg.Ref("src/web/nginx:2")}
+	sort.Strings(want)
+	if strings.Join(rv.refs, " ") != strings.Join(want, " ") {
+		t.Errorf("verified %v, want %v", rv.refs, want)
 	}
 }
