@@ -23,6 +23,18 @@ func repoChart(v *model.Version) bool {
 	return err == nil && src.OCI == ""
 }
 
+// hasRepoChart reports whether a changed version of vs is a chart of a
+// classic repository (repoChart), which the mirror pushes even when it
+// copies nothing else.
+func hasRepoChart(vs []*model.Version) bool {
+	for _, v := range model.ChangedVersions(vs) {
+		if repoChart(v) {
+			return true
+		}
+	}
+	return false
+}
+
 // pushRepoCharts pushes the chart of each changed version of vs that
 // comes from a classic repository to the destination, as the OCI
 // artifact `helm push` makes of it (kind.ChartImage: the archive the

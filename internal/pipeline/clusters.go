@@ -216,7 +216,7 @@ func (sh *shared) mirror(ctx context.Context, mc *mirror.Client, dst string, vs 
 	}
 	related, bundles = keep(related), keep(bundles)
 	rep := &mirror.Report{}
-	if len(related)+len(bundles) > 0 {
+	if len(related)+len(bundles) > 0 || hasRepoChart(vs) {
 		var err error
 		rep, err = mirrorTargetList(ctx, mc, vs, related, bundles)
 		if err != nil {
