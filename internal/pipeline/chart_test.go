@@ -98,6 +98,9 @@ func TestChartsLintPlanRun(t *testing.T) {
 	if md := plan.Markdown(); !strings.Contains(md, "| `web` | listed | 1.0.0 (added) | 3 (3) |") {
 		t.Errorf("the plan does not list the chart with its images (spec.relatedImages, the one the cluster's values render, the chart):\n%s", md)
 	}
+	if md := plan.Markdown(); !strings.Contains(md, "chartrepo_web.yaml") || strings.Contains(md, "artifact_web.yaml") {
+		t.Errorf("the plan's rendered diff does not show the chart as its ChartRepo:\n%s", md)
+	}
 	var missing []string
 	for _, x := range plan.Findings {
 		if x.Rule == lint.RuleChartMissingRelated {
