@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/operator-publish/publish/internal/bundle"
+	"github.com/operator-publish/publish/internal/report"
+	"github.com/operator-publish/publish/internal/shard"
 )
 
 // packChartDir packs testdata/charts/<name> (README.md there says what
@@ -176,4 +179,53 @@ func TestChartsWithOperators(t *testing.T) {
 	if strings.Join(res.Changes.Relisted, ";") != "backup 2.0.0" || e.catalogFile(t, "charts/global/backup/2.0.0/Chart.yaml") == "" {
 		t.Errorf("relist: %+v", res.Changes)
 	}
+}
+
+// TestChartsSplitRun: a run split in two parts and merged publishes the
+// charts as one run does: the OCI chart copied by the part that owns its
+// repository, the classic repository's chart pushed (once: then a HEAD)
+// and its digest recorded by the merge.
+func TestChartsSplitRun(t *testing.T) {
+	e := newChartEnv(t)
+	e.pushWeb(t, "1.0.0")
+	e.writeChart(t, "cron", "0.1.0", "artifact: "+e.repoURL+"\n  chart: cron", e.reg.Ref("src/cron/job:1"))
+	e.writeValues(t)
+	e.commit(t, "two charts")
+	ctx := context.Background()
+	var results []*report.Report
+	var names []string
+	for i := 1; i <= 2; i++ {
+		o := e.options()
+		o.Shard = shard.Shard{Index: i, Total: 2}
+		res, err := Run(ctx, o)
+		if err != nil {
+			t.Fatalf("part %d: %v", i, err)
+		}
+		r := report.New("run")
+		r.AddMirror(res.Mirror, nil)
+		r.AddShard(res.Shard.Part, res.Shard.Plan, res.Shard.Items)
+		results = append(results, r)
+		names = append(names, fmt.Sprintf("part-%d.json", i))
+	}
+	shards, err := CheckShardResults(results, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.options()
+	o.Shards = shards
+	if _, err := Run(ctx, o); err != nil {
+		t.Fatalf("merge: %v", err)
+	}
+	st := e.state(t)
+	img, err := remote.Image(mustRef(t, e.reg.Ref("mirror/stable/cron:0.1.0")), e.reg.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := img.Digest(); st["cron"].Versions[0].BundleDigest != d.String() {
+		t.Errorf("the merge recorded cron's digest %q, the destination has %s", st["cron"].Versions[0].BundleDigest, d)
+	}
+	if st["web"].Versions[0].BundleDigest != e.digests["web 1.0.0"] {
+		t.Errorf("web's digest %q, want the source's", st["web"].Versions[0].BundleDigest)
+	}
+	e.checkCatalog(t, "cron", "0.1.0")
 }

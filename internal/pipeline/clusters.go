@@ -197,7 +197,11 @@ func (sh *shared) mirror(ctx context.Context, mc *mirror.Client, dst string, vs 
 	}
 	related, bundles := mirrorTargets(vs, extra)
 	if sh.shards != nil {
-		return sh.mergedMirror(ctx, mc, related, bundles)
+		rep, err := sh.mergedMirror(ctx, mc, related, bundles)
+		if err == nil { // a classic repository's chart is no part's: pushed here (a HEAD when a part did)
+			err = mirrorRepoCharts(ctx, mc, vs, rep)
+		}
+		return rep, err
 	}
 	if sh.part != nil {
 		related, bundles = sh.inPart(mc, related), sh.inPart(mc, bundles)
