@@ -114,6 +114,10 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 	if len(cs.ImagePullSecrets) > 0 {
 		rc.ImagePullSecrets = cs.ImagePullSecrets
 	}
+	rc.ChartGitURL = cs.ChartGitURL
+	if cs.ChartRepo != nil {
+		rc.ChartRepo = *cs.ChartRepo
+	}
 	return renderSettings{
 		Cluster:        cluster,
 		Target:         k.Name,

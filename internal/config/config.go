@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	pathpkg "path"
 	"sort"
@@ -18,6 +19,7 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/ocicatalog"
+	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/target"
 	yaml "go.yaml.in/yaml/v4"
 )
@@ -125,6 +127,17 @@ type Cluster struct {
 	// no ".."), merged over the chart's own values when the chart is
 	// rendered for this cluster (docs/charts.md).
 	Values map[string]string `yaml:"values,omitempty"`
+	// ChartGitURL is the catalog repo's URL as the cluster's Captain
+	// clones it: the spec.source.url of the ChartRepo of type Git of each
+	// chart the cluster lists (docs/charts.md). Default: the catalog
+	// repo's URL as publish reaches it (--catalog), without user
+	// information.
+	ChartGitURL string `yaml:"chartGitURL,omitempty"`
+	// ChartRepo, when set, is an existing ChartRepo (name, and the URL of
+	// the ChartMuseum repository it serves, its spec.url) to which the
+	// cluster's charts are uploaded through ChartMuseum's API instead of
+	// the Git way (docs/charts.md).
+	ChartRepo *render.ChartRepoRef `yaml:"chartRepo,omitempty"`
 
 	// own holds the settings each target's Decode returned for its block
 	// of Blocks, by target name (set by Parse).
@@ -378,6 +391,9 @@ func Parse(path string, data []byte) (*Config, error) {
 				}
 			}
 		}
+		if msg := checkChartRepo(cl.ChartRepo); msg != "" {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "chartRepo"), Msg: fmt.Sprintf("clusters.%s.chartRepo: %s", name, msg)}
+		}
 		switch cl.Delivery {
 		case "", "push", "pull-request":
 		default:
@@ -390,6 +406,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if cl.Delivery == "pull-request" && cl.OCI != "" {
 			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with oci: the cluster pulls the OCI catalog, which would change before the pull request is reviewed; use delivery: push for this cluster, or sync it from Git", name)}
+		}
+		if cl.Delivery == "pull-request" && cl.ChartRepo != nil {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with chartRepo: the charts would reach the ChartMuseum before the pull request is reviewed; leave chartRepo out (the charts then go the Git way, in the pull request) or use delivery: push", name)}
 		}
 		if err := checkValues(path, data, name, cl.Values); err != nil {
 			return nil, err
@@ -558,4 +577,26 @@ func topKeyLine(data []byte, key string) int {
 		}
 	}
 	return 0
+}
+
+// checkChartRepo says what is wrong with a cluster's chartRepo ("" when
+// nothing, or none is set): both name and url, the url http(s) with a
+// host and no user information (credentials are never in the file).
+func checkChartRepo(r *render.ChartRepoRef) string {
+	if r == nil {
+		return ""
+	}
+	if r.Name == "" || r.URL == "" {
+		return "want both name and url, e.g. {name: public-charts, url: http://captain-chartmuseum:8080/public-charts}"
+	}
+	u, err := url.Parse(r.URL)
+	switch {
+	case err != nil:
+		return "url: want http(s)://host[:port][/path] without credentials, query or fragment" // the URL may hold a credential: not printed
+	case u.User != nil:
+		return "url: the user information of the URL is a credential: write it without one (a ChartMuseum that wants a password is not supported yet)"
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Sprintf("url %q: want http(s)://host[:port][/path] without credentials, query or fragment", r.URL)
+	}
+	return ""
 }

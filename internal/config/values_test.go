@@ -39,3 +39,38 @@ clusters:
 		}
 	}
 }
+
+// TestClusterCharts: clusters.<c>.chartGitURL and chartRepo are read; a
+// chartRepo without a name or url, or whose url holds credentials or is
+// not http(s), is an error at its line.
+func TestClusterCharts(t *testing.T) {
+	const file = `apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  east:
+    chartGitURL: https://git.example.com/platform/catalog.git
+  west:
+    chartRepo: {name: public-charts, url: "http://captain-chartmuseum:8080/public-charts"}
+`
+	c, err := Parse("publish.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ClusterSettings("east").ChartGitURL; got != "https://git.example.com/platform/catalog.git" {
+		t.Errorf("east chartGitURL %q", got)
+	}
+	if r := c.ClusterSettings("west").ChartRepo; r == nil || r.Name != "public-charts" || r.URL != "http://captain-chartmuseum:8080/public-charts" {
+		t.Errorf("west chartRepo %+v", r)
+	}
+	for _, tc := range []struct{ with, want string }{
+		{`{name: public-charts}`, "publish.yaml:7: clusters.west.chartRepo: want both name and url"},
+		{`{name: p, url: "https://u:secret@cm.example.com/p"}`, "write it without one"},
+		{`{name: p, url: "ftp://cm.example.com/p"}`, "want http(s)://host"},
+		{`{name: p, url: "http://cm.example.com/p"}` + "\n    delivery: pull-request", "clusters.west: delivery: pull-request cannot be combined with chartRepo"},
+	} {
+		_, err := Parse("publish.yaml", []byte(strings.Replace(file, `{name: public-charts, url: "http://captain-chartmuseum:8080/public-charts"}`, tc.with, 1)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: got %v, want %q", tc.with, err, tc.want)
+		}
+	}
+}

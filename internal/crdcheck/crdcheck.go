@@ -40,7 +40,7 @@ type Validator struct {
 var embedded embed.FS
 
 // Alauda returns a Validator for the Alauda CRDs built into the binary
-// (Artifact, ArtifactVersion, Library; copies of ../shared/crds, kept equal
+// (Artifact, ArtifactVersion, Library, ChartRepo; copies of ../shared/crds, kept equal
 // by a test).
 func Alauda() (*Validator, error) {
 	v := &Validator{kinds: map[schema.GroupVersionKind]version{}}

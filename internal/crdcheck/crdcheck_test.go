@@ -15,8 +15,8 @@ import (
 func TestEmbeddedEqualShared(t *testing.T) {
 	shared := testenv.RequireShared(t)
 	entries, _ := embedded.ReadDir("crds")
-	if len(entries) != 3 {
-		t.Fatalf("%d embedded CRDs, want 3", len(entries))
+	if len(entries) != 4 {
+		t.Fatalf("%d embedded CRDs, want 4", len(entries))
 	}
 	for _, e := range entries {
 		got, _ := embedded.ReadFile("crds/" + e.Name())
@@ -35,7 +35,7 @@ func TestAlauda(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.Knows("app.alauda.io/v1alpha1", "Artifact") || !v.Knows("app.alauda.io/v1alpha1", "ArtifactVersion") || v.Knows("v1", "ConfigMap") {
+	if !v.Knows("app.alauda.io/v1alpha1", "Artifact") || !v.Knows("app.alauda.io/v1alpha1", "ArtifactVersion") || !v.Knows("app.alauda.io/v1beta1", "ChartRepo") || v.Knows("v1", "ConfigMap") {
 		t.Error("Knows")
 	}
 	ok := "apiVersion: app.alauda.io/v1alpha1\nkind: ArtifactVersion\nmetadata: {name: a.v1, namespace: ns}\nspec: {tag: v1, present: true}\n"

@@ -110,7 +110,7 @@ func readChart(ctx context.Context, env Env, v *model.Version) error {
 	if err != nil {
 		return err
 	}
-	content := &chartContent{facts: lint.Chart{Name: c.Name(), Version: c.Metadata.Version, Cluster: env.Cluster}, description: c.Metadata.Description}
+	content := &chartContent{facts: lint.Chart{Name: c.Name(), Version: c.Metadata.Version, Cluster: env.Cluster}, description: c.Metadata.Description, archive: archive}
 	vf, err := env.values(v)
 	if err != nil {
 		content.facts.RenderErr = err
@@ -176,6 +176,20 @@ func (chartKind) Lint(in *lint.Input, _ Env, v *model.Version) {
 type chartContent struct {
 	facts       lint.Chart
 	description string
+	// archive is the chart archive (.tgz) as the source gave it: the
+	// layer of an OCI chart, the file of a repository's index.
+	archive []byte
+}
+
+// ChartArchive returns the chart archive (.tgz) read for v, byte for
+// byte as the source gave it (an OCI chart's content layer, the archive a
+// repository's index.yaml names), nil when v was not read or is of
+// another kind. Callers must not change it.
+func ChartArchive(v *model.Version) []byte {
+	if c, ok := v.Content.(*chartContent); ok {
+		return c.archive
+	}
+	return nil
 }
 
 // ChartOf returns what was read of the chart of v for the cluster it was

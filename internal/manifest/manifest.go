@@ -143,9 +143,17 @@ func (e *Error) Error() string {
 
 // Tag returns the tag the bundle carries at the destination: the tag of
 // spec.artifact, or "v<version>" when spec.artifact is pinned by digest only.
-// ArtifactVersion.spec.tag is this value.
+// ArtifactVersion.spec.tag is this value. A chart's is the tag of its OCI
+// reference (ChartSource.Reference: a classic repository's chart is
+// tagged with its version).
 func (m *PackageManifest) Tag() string {
-	if t := tagOf(m.Spec.Artifact); t != "" {
+	ref := m.Spec.Artifact
+	if m.Spec.Type == TypeChart {
+		if src, err := ParseChartSource(m.Spec.Artifact, m.Spec.Chart); err == nil {
+			ref = src.Reference(m.Version.String())
+		}
+	}
+	if t := tagOf(ref); t != "" {
 		return t
 	}
 	return "v" + m.Version.String()

@@ -13,8 +13,13 @@ import (
 // carries what a tombstone needs to be rendered after its manifests are
 // gone. The state file's format is documented in docs/design.md.
 type ArtifactRecord struct {
-	Name        string          `json:"name"`
-	Present     bool            `json:"present"`
+	Name    string `json:"name"`
+	Present bool   `json:"present"`
+	// Type is the kind of package (the manifests' spec.type): "" for a
+	// bundle (and in states written before charts), manifest.TypeChart ("chart") for a Helm
+	// chart, which the alauda target renders as a ChartRepo, not an
+	// Artifact.
+	Type        string          `json:"type,omitempty"`
 	Registry    string          `json:"registry"`   // destination host[:port]
 	Repository  string          `json:"repository"` // bundle repository at the destination
 	DisplayName string          `json:"displayName,omitempty"`

@@ -224,7 +224,11 @@ func packageCatalog(ctx context.Context, o PackageOptions) (v1.Image, []string, 
 	// tip has, the overlay decides.
 	dir := render.RenderedDir + "/" + o.Cluster
 	cat.Replace([]string{dir}, nil)
-	if _, err := target.RenderInto(cat, o.Cluster, o.Render, state.Artifacts, ""); err != nil {
+	rc := o.Render
+	if rc.ChartGitURL == "" {
+		rc.ChartGitURL = gitURL(o.Catalog.URL) // a chart's ChartRepo names the catalog repo
+	}
+	if _, err := target.RenderInto(cat, o.Cluster, rc, state.Artifacts, ""); err != nil {
 		return nil, nil, err
 	}
 	// Paths relative to rendered/<cluster>, as the artifact holds them.

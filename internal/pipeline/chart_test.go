@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,10 +57,9 @@ func pushTestChart(t *testing.T, ref string) {
 // TestChartsLintPlanRun: a package repo with a bundle and a chart. lint
 // reads and lints the chart (chart/* findings at its manifest's line);
 // plan reads it for the cluster with the cluster's values file and
-// plans; run stops at the chart manifest's spec.type line with an input
-// error and commits nothing (charts are not published to the catalog
-// yet), and mirror refuses it the same way; and on an olm cluster the
-// chart is a chart/target lint error.
+// plans; run stops at the image the chart renders that no registry has,
+// naming the manifest's lines, and commits nothing; and on an olm cluster
+// the chart is a chart/target lint error.
 func TestChartsLintPlanRun(t *testing.T) {
 	f := newFixture(t)
 	pushTestChart(t, f.src+"/charts/web:1.0.0")
@@ -100,6 +98,9 @@ func TestChartsLintPlanRun(t *testing.T) {
 	if md := plan.Markdown(); !strings.Contains(md, "| `web` | listed | 1.0.0 (added) | 3 (3) |") {
 		t.Errorf("the plan does not list the chart with its images (spec.relatedImages, the one the cluster's values render, the chart):\n%s", md)
 	}
+	if md := plan.Markdown(); !strings.Contains(md, "chartrepo_web.yaml") || strings.Contains(md, "artifact_web.yaml") {
+		t.Errorf("the plan's rendered diff does not show the chart as its ChartRepo:\n%s", md)
+	}
 	var missing []string
 	for _, x := range plan.Findings {
 		if x.Rule == lint.RuleChartMissingRelated {
@@ -112,20 +113,16 @@ func TestChartsLintPlanRun(t *testing.T) {
 
 	os.WriteFile(filepath.Join(f.source, "values/global/web.yaml"), []byte("image: registry.example.com/web/nginx:1\n"), 0o644)
 	f.commit(t, "values")
+	// The image the chart renders is on no registry: run stops at the
+	// mirror, naming the manifest lines, and commits nothing.
 	_, _, err = f.runOpts(t, func(o *Options) { o.Cluster = "global"; o.ChartValues = values })
-	var ie *InputError
-	if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "packages/web/1.0.0/manifest.yaml:6: web 1.0.0: charts are linted and read; publishing them to the catalog is not supported yet") {
-		t.Fatalf("run of a chart: %v, want an input error at spec.type", err)
+	if err == nil || !strings.Contains(err.Error(), "registry.example.com/web/nginx:1") || !strings.Contains(err.Error(), "packages/web/1.0.0/manifest.yaml:7 (deployed by the chart's rendered templates") {
+		t.Fatalf("run of a chart whose image is nowhere: %v", err)
 	}
 	if cat, err := git.PlainOpen(f.catalog); err != nil {
 		t.Fatal(err)
 	} else if head, err := cat.Head(); err == nil {
 		t.Errorf("a run that stopped committed %s", head.Hash())
-	}
-
-	_, err = Mirror(context.Background(), MirrorOptions{Source: f.source, Paths: []string{"packages/web"}, Mirror: mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true}})
-	if err == nil || !errors.As(err, &ie) || !strings.Contains(err.Error(), "packages/web/1.0.0/manifest.yaml:6: web 1.0.0: charts are linted and read; mirroring and packaging them is not supported yet") {
-		t.Errorf("mirror of a chart: %v, want an input error at spec.type", err)
 	}
 
 	_, _, err = f.runOpts(t, func(o *Options) { o.Cluster = "edge"; o.Target = "olm"; o.ChartValues = values })

@@ -206,7 +206,11 @@ func (sh *shared) mirror(ctx context.Context, mc *mirror.Client, dst string, vs 
 	}
 	related, bundles := mirrorTargets(vs, extra)
 	if sh.shards != nil {
-		return sh.mergedMirror(ctx, mc, related, bundles)
+		rep, err := sh.mergedMirror(ctx, mc, related, bundles)
+		if err == nil { // a classic repository's chart is no part's: pushed here (a HEAD when a part did)
+			err = mirrorRepoCharts(ctx, mc, vs, rep)
+		}
+		return rep, err
 	}
 	if sh.part != nil {
 		related, bundles = sh.inPart(mc, related), sh.inPart(mc, bundles)
@@ -225,7 +229,7 @@ func (sh *shared) mirror(ctx context.Context, mc *mirror.Client, dst string, vs 
 	}
 	related, bundles = keep(related), keep(bundles)
 	rep := &mirror.Report{}
-	if len(related)+len(bundles) > 0 {
+	if len(related)+len(bundles) > 0 || hasRepoChart(vs) {
 		var err error
 		rep, err = mirrorTargetList(ctx, mc, vs, related, bundles)
 		if err != nil {

@@ -353,7 +353,7 @@ func (s *scope) catalogFacts(f *facts) (*incrementalRead, error) {
 		}
 	}
 	overlay, err := s.tip.Files("", func(p string, isDir bool) bool {
-		return isDir && (p == render.RenderedDir || p == "publish")
+		return isDir && (p == render.RenderedDir || p == "publish" || p == render.ChartsDir)
 	})
 	if err != nil {
 		return nil, err

@@ -99,7 +99,7 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 	if err != nil {
 		return nil, &FlagError{Err: err}
 	}
-	if _, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Check: refuseCharts}); err != nil {
+	if _, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true}); err != nil {
 		return nil, fmt.Errorf("nothing mirrored:\n%w", err)
 	}
 	var extra []mirror.Target
@@ -120,6 +120,9 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 	res.Related, res.Bundles = countUnique(related), countUnique(bundles)
 	log.logf("mirror: %d package versions, %d related images, %d bundles to %s", res.Versions, res.Related, res.Bundles, o.Mirror.DstRegistry)
 	res.Report, err = mc.MirrorTargets(ctx, related, bundles)
+	if err == nil {
+		err = mirrorRepoCharts(ctx, mc, selected, res.Report)
+	}
 	if err != nil {
 		return res, fmt.Errorf("mirror failed:\n%w", annotateImageErrors(err, namedBy(selected)))
 	}

@@ -32,23 +32,40 @@ func mirrorTargetList(ctx context.Context, mc *mirror.Client, vs []*model.Versio
 		}
 	}
 	rep, err := mc.MirrorTargets(ctx, related, bundleRefs)
+	if err == nil {
+		err = mirrorRepoCharts(ctx, mc, vs, rep)
+	}
 	if err != nil {
 		return rep, mirrorErr(annotateImageErrors(err, namedBy(vs)))
 	}
 	return rep, nil
 }
 
+// mirrorRepoCharts pushes the charts of classic repositories among the
+// changed versions of vs (pushRepoCharts), after every image and OCI
+// artifact copied, and adds their results to rep.
+func mirrorRepoCharts(ctx context.Context, mc *mirror.Client, vs []*model.Version, rep *mirror.Report) error {
+	res, err := pushRepoCharts(ctx, mc, vs)
+	if rep != nil {
+		rep.Images = append(rep.Images, res...)
+	}
+	return err
+}
+
 // mirrorTargets returns what mirroring the changed versions of vs means:
-// extra and their related images (Version.Images), and their bundles, each
-// under its version's tag at the destination (also when spec.artifact pins
-// it by digest).
+// extra and their related images (Version.Images), and their bundles and
+// OCI charts, each under its version's tag at the destination (also when
+// spec.artifact pins it by digest). A chart of a classic repository is no
+// target: pushRepoCharts pushes it.
 func mirrorTargets(vs []*model.Version, extra []mirror.Target) (related, bundles []mirror.Target) {
 	related = extra
 	for _, v := range model.ChangedVersions(vs) {
 		for _, ref := range v.Images {
 			related = append(related, mirror.Target{Ref: ref})
 		}
-		bundles = append(bundles, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
+		if !repoChart(v) {
+			bundles = append(bundles, mirror.Target{Ref: v.Ref(), Tag: v.Manifest.Tag()})
+		}
 	}
 	return related, bundles
 }

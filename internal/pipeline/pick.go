@@ -138,8 +138,8 @@ func readWith(mc *mirror.Client) func(context.Context, []*model.Version) error {
 	}
 }
 
-// refuseCharts is prepare's Check of mirror and package: charts are not
-// mirrored or packaged yet (unpublishableCharts).
+// refuseCharts is prepare's Check of package: charts are not packaged
+// yet (unpublishableCharts).
 func refuseCharts(vs []*model.Version) error {
-	return unpublishableCharts(vs, "mirroring and packaging them")
+	return unpublishableCharts(vs, "packaging them")
 }

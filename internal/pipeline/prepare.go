@@ -258,18 +258,6 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	if bc, ok := r.target.(target.BundleChecker); ok {
 		in.Check = bc.CheckBundles
 	}
-	if !m.plan && in.RefuseCharts == "" { // else chart/target stops the run
-		check := in.Check
-		in.Check = func(vs []*model.Version) error {
-			if err := unpublishableCharts(vs, "publishing them to the catalog"); err != nil {
-				return err
-			}
-			if check != nil {
-				return check(vs)
-			}
-			return nil
-		}
-	}
 	return prepare(ctx, in)
 }
 

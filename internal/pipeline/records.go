@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/registry"
@@ -156,6 +157,9 @@ func Artifacts(m Mapper, vs []*model.Version, rep *mirror.Report) ([]model.Artif
 	for _, art := range model.Group(vs) {
 		a := model.ArtifactRecord{Name: art.Name}
 		for i, v := range art.Versions {
+			if v.Kind() == manifest.TypeChart {
+				a.Type = manifest.TypeChart
+			}
 			pm := v.Manifest
 			registry, repository, err := m.MapRepository(v.Ref())
 			if err != nil {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-git/go-git/v5"
+
 	"github.com/operator-publish/publish/internal/checkout"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -43,6 +45,7 @@ func Render(ctx context.Context, o RenderOptions) (render.Changes, error) {
 	ro := Options{Source: o.Source, PackagesDir: o.PackagesDir, Cluster: o.Cluster}
 	ro.defaults()
 	ro.Target, ro.TargetSettings, ro.Render = o.Target, o.TargetSettings, o.Render
+	ro.Catalog.URL = originURL(o.CatalogDir) // a chart's ChartRepo names it (render.Config.ChartGitURL)
 	tgt, err := ro.newTarget()
 	if err != nil {
 		return render.Changes{}, err
@@ -138,4 +141,18 @@ func isBareRepo(dir string) bool {
 	}
 	_, err := os.Stat(filepath.Join(dir, ".git"))
 	return err != nil
+}
+
+// originURL is the URL of the remote origin of the Git checkout at dir,
+// "" when it has none or is no checkout.
+func originURL(dir string) string {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return ""
+	}
+	r, err := repo.Remote("origin")
+	if err != nil || len(r.Config().URLs) == 0 {
+		return ""
+	}
+	return r.Config().URLs[0]
 }

@@ -27,6 +27,17 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 	if err != nil {
 		return nil, err
 	}
+	if cr := o.Render.ChartRepo; cr.URL != "" {
+		if err := uploadCharts(ctx, r.mc, cr, state.Artifacts, next, model.ChangedVersions(s.vs), o.logf); err != nil {
+			return nil, fmt.Errorf("%w; nothing committed", err)
+		}
+	} else {
+		charts, err := chartSources(s.tip, o.Cluster, next, s.vs)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, charts...)
+	}
 	res.Changes.Updated = updatedInCatalog(res.Changes, updatedVersions(res.Diff, r.dirty, state.Artifacts, next), changes, o.Cluster, state.Artifacts, next)
 	rendered := map[string]string{o.Cluster: key}
 	commit, origin := o.sourceCommit()

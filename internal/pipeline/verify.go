@@ -68,15 +68,19 @@ type verifyTarget struct {
 	what string // the kind ("bundle"), "related image" or "image the bundle's CSV deploys"
 }
 
-// verifyTargets lists the artifact (a bundle) and related images of vs,
-// each with the manifest line naming it: spec.artifact for the artifact
-// and for the images it deploys (model.Content.Images: the bundle's CSV),
-// the spec.relatedImages entry for the others.
+// verifyTargets lists the artifact (a bundle, an OCI chart) and related
+// images of vs, each with the manifest line naming it: spec.artifact for
+// the artifact and for the images it deploys (model.Content.Images: the
+// bundle's CSV, the chart's render), the spec.relatedImages entry for the
+// others. A chart of a classic repository is in no registry and has no
+// signature to check: its images are listed, not the chart.
 func verifyTargets(vs []*model.Version) []verifyTarget {
 	var out []verifyTarget
 	for _, v := range vs {
 		m := v.Manifest
-		out = append(out, verifyTarget{v: v, ref: v.Ref(), line: m.Lines["spec.artifact"], what: v.Kind()})
+		if !repoChart(v) { // a classic repository's chart is in no registry: no signature to check, only its images
+			out = append(out, verifyTarget{v: v, ref: v.Ref(), line: m.Lines["spec.artifact"], what: v.Kind()})
+		}
 		related := map[string]int{}
 		for j, r := range m.Spec.RelatedImages {
 			if _, ok := related[r]; !ok {

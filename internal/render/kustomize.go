@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/operator-publish/publish/internal/lint"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/model"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -50,7 +51,12 @@ func Generated(cluster string, cfg Config, arts []model.ArtifactRecord) (Files, 
 	base := GeneratedBase(cluster)
 	files := Files{}
 	var resources []string
-	for _, obj := range Objects(cfg, arts) {
+	for _, a := range arts {
+		if a.Type == manifest.TypeChart && a.Present && cfg.ChartGitURL == "" && cfg.ChartRepo.URL == "" {
+			return nil, fmt.Errorf("chart %s: its ChartRepo (type Git) needs the catalog repo's URL as the cluster clones it: set clusters.%s.chartGitURL in publish.yaml", a.Name, cluster)
+		}
+	}
+	for _, obj := range ClusterObjects(cluster, cfg, arts) {
 		data, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err
@@ -194,15 +200,18 @@ func groupResources(kp string, rs []string) ([]string, map[string][]string, erro
 
 // ArtifactOf returns the artifact an object belongs to: the
 // cpaas.io/artifact-version label of an ArtifactVersion, the selector of an
-// Artifact, else its name (all survive overlays that move or rename
-// objects); "" for any other object (it belongs to the cluster). obj is
-// the object as YAML decodes it.
+// Artifact, else its name, the name of a ChartRepo (its chart) (all
+// survive overlays that move objects); "" for any other object (it
+// belongs to the cluster). obj is the object as YAML decodes it.
 func ArtifactOf(obj Object) string {
 	md, _ := obj["metadata"].(Object)
 	if labels, ok := md["labels"].(Object); ok {
 		if s, ok := labels[LabelArtifactVersion].(string); ok && obj["kind"] == "ArtifactVersion" {
 			return s
 		}
+	}
+	if n, ok := md["name"].(string); ok && obj["kind"] == ChartRepoKind {
+		return n
 	}
 	if spec, ok := obj["spec"].(Object); ok && obj["kind"] == "Artifact" {
 		if sel, ok := spec["artifactVersionSelector"].(Object); ok {
@@ -486,7 +495,7 @@ func toObject(m map[string]any) Object {
 }
 
 // Key identifies everything besides the artifacts that rendering depends
-// on: every file of the catalog cat outside .git/, rendered/ and publish/
+// on: every file of the catalog cat outside .git/, rendered/, publish/ and charts/ (the chart sources)
 // (the overlays and whatever they reference), the cluster and cfg, hashed
 // in the order a walk of a checkout visits them. When the key recorded at
 // the last render is unchanged, only the artifacts whose generated objects
@@ -496,7 +505,7 @@ func Key(cat Files, cluster string, cfg Config) string {
 	fmt.Fprintf(h, "render-key/v1\x00%s\x00%s\x00%s\x00%s\x00", cluster, cfg.Namespace, cfg.Library, strings.Join(cfg.ImagePullSecrets, ","))
 	for _, rel := range cat.walkOrder() {
 		switch top, _, _ := strings.Cut(rel, "/"); top {
-		case ".git", RenderedDir, "publish":
+		case ".git", RenderedDir, "publish", ChartsDir: // charts/: the chart sources publish writes
 			continue
 		}
 		data := cat[rel]

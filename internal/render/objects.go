@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/model"
 )
 
@@ -26,6 +27,23 @@ type Config struct {
 	Namespace        string   // default cpaas-system
 	Library          string   // default platform
 	ImagePullSecrets []string // Artifact.spec.imagePullSecrets
+	// ChartGitURL is the Git repository a chart's ChartRepo (type Git)
+	// reads its sources from, as Captain clones it: the catalog repo's
+	// URL unless publish.yaml says another (clusters.<cluster>.chartGitURL); ChartGitPath
+	// is the catalog's directory in it ("" for the root, --catalog-path).
+	ChartGitURL, ChartGitPath string
+	// ChartRepo, when its URL is set, is the existing ChartRepo whose
+	// ChartMuseum repository the cluster's charts are uploaded to
+	// (publish.yaml clusters.<cluster>.chartRepo: the ChartMuseum way):
+	// no ChartRepo is rendered for them and no chart sources written.
+	ChartRepo ChartRepoRef
+}
+
+// ChartRepoRef names an existing ChartRepo and the repository it serves
+// (its spec.url), e.g. public-charts.
+type ChartRepoRef struct {
+	Name string `yaml:"name"`
+	URL  string `yaml:"url"`
 }
 
 func (c Config) withDefaults() Config {
@@ -189,11 +207,27 @@ type Object = map[string]any
 // first, then its versions in order. Shapes follow the CRDs: Artifact spec
 // {type, present, registry, repository, displayName, description,
 // imagePullSecrets, artifactVersionSelector}, ArtifactVersion spec {tag,
-// present}.
+// present}. A chart (model.ArtifactRecord.Type chart) is no Artifact: it
+// is the ChartRepo of ClusterObjects.
 func Objects(cfg Config, arts []model.ArtifactRecord) []Object {
+	return ClusterObjects("", cfg, arts)
+}
+
+// ClusterObjects is Objects for cluster, with the ChartRepo (type Git) of
+// each chart a version of which is listed, in the order of arts: its
+// source is the chart's directory of the cluster in the catalog repo
+// (ChartDir). A cluster whose charts go to an existing ChartRepo
+// (Config.ChartRepo) gets none.
+func ClusterObjects(cluster string, cfg Config, arts []model.ArtifactRecord) []Object {
 	cfg = cfg.withDefaults()
 	var out []Object
 	for _, a := range arts {
+		if a.Type == manifest.TypeChart {
+			if o := chartRepo(cfg, cluster, a); o != nil && cfg.ChartRepo.URL == "" {
+				out = append(out, o)
+			}
+			continue
+		}
 		spec := Object{
 			"type":       "bundle",
 			"present":    a.Present,

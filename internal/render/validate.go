@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Validate checks every rendered Artifact, ArtifactVersion and Library of
+// Validate checks every rendered Artifact, ArtifactVersion, Library and ChartRepo of
 // files (rendered/<cluster>) against the CRDs built into the binary, so that
 // an overlay patch cannot commit an object the API server would reject (or
 // silently prune). The error names each file and the overlay.

@@ -518,7 +518,8 @@ func templateObjects(t *testing.T) map[string][]*unstructured.Unstructured {
 // TestAPIServer is the story of a real cluster: kube-apiserver v1.37.2
 // (built by hack/apiserver/build.sh) with etcd and the CRDs of
 // ../shared/crds accepts, in a server-side dry run, every object the corpus
-// run renders and the Argo CD and Flux objects of catalog-repo-template/;
+// run renders, the ChartRepo the alauda target renders for a chart (ACP's
+// CRD) and the Argo CD and Flux objects of catalog-repo-template/;
 // then, with the objects applied, `publish adopt` running as the template's
 // service account gives every ArtifactVersion its owner, and a second run
 // changes nothing.
@@ -575,8 +576,14 @@ func TestAPIServer(t *testing.T) {
 				kinds[u.GetKind()]++
 			}
 		}
+		for _, u := range chartRepoObjects(t) {
+			if err := k.apply(ctx, u, true); err != nil {
+				t.Errorf("the API server rejects the ChartRepo of a chart: %v", err)
+			}
+			kinds[u.GetKind()]++
+		}
 		t.Logf("server-side dry run accepted: %v", kinds)
-		for _, kind := range []string{"Artifact", "ArtifactVersion", "Application", "Kustomization", "CronJob", "ConfigMap", "Role", "RoleBinding", "ServiceAccount"} {
+		for _, kind := range []string{"Artifact", "ArtifactVersion", "ChartRepo", "Application", "Kustomization", "CronJob", "ConfigMap", "Role", "RoleBinding", "ServiceAccount"} {
 			if kinds[kind] == 0 {
 				t.Errorf("no %s was applied", kind)
 			}
