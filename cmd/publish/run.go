@@ -123,11 +123,16 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		if err != nil {
 			return err
 		}
+		o.SignImages = inv.config != nil && inv.config.Sign.Images
 		if s != nil {
-			if o.OCI == "" && !rs.Caps.CatalogImage {
-				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image): give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
+			if o.OCI == "" && !rs.Caps.CatalogImage && o.Verify == nil && !o.SignImages {
+				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image), and what publish.yaml verify and sign.images ask for: give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
 			}
+			s.Version = versionString()
 			o.Sign = s
+		}
+		if o.SignImages && s == nil {
+			return usagef("publish.yaml sign.images: true signs each mirrored image with the site's key: give --cosign-key")
 		}
 	}
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}

@@ -58,6 +58,11 @@ type Verification struct {
 	Mode string `json:"mode,omitempty"`
 	// Policy is where the deciding entry is, "publish.yaml:LINE".
 	Policy string `json:"policy,omitempty"`
+	// PolicyDigest is the SHA-256 (hex) of the deciding entry as
+	// publish.yaml gives it (its pattern, mode, index, key or keyless
+	// identity and trusted root): what a verification summary names as
+	// its policy's digest. "" when not required.
+	PolicyDigest string `json:"-"`
 	// Expected is what counts as signed ("key publish/vendor.pub",
 	// "issuer X, subject Y"); Found what was found instead (or the
 	// signature that verified).

@@ -86,6 +86,12 @@ type Options struct {
 	// (--cosign-key; docs/signatures.md), and when the tag already pointed
 	// at it, if the digest has no Sigstore bundle referrer yet.
 	Sign ImageSigner
+	// SignImages (publish.yaml sign.images) signs, with Sign, each digest
+	// the run mirrored (an image, an image index and each platform
+	// child) at the destination, unless it has a signature by Sign's key
+	// (attestMirrored). With Sign and a verify policy, each mirrored
+	// digest the policy verified also gets a verification summary.
+	SignImages bool
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
 	// AllowDirty lets run publish manifests whose content on disk is not
@@ -389,6 +395,13 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 		return err
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
+	opts := r.dstOpts
+	if opts == nil {
+		opts = r.mc.DstOptions()
+	}
+	if err := attestMirrored(ctx, o, r.mc, opts, rep, cr.p.verified); err != nil {
+		return err
+	}
 
 	// The records again, with the digests of what reached the
 	// destination.

@@ -26,7 +26,9 @@ package verify
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +48,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
@@ -96,6 +97,7 @@ type cached struct {
 type entry struct {
 	cfg      config.VerifyEntry
 	where    string // publish.yaml:LINE
+	digest   string // ruleDigest
 	expected string
 	// key: the public key and its sigstore-go verifier.
 	key      crypto.PublicKey
@@ -114,7 +116,7 @@ func New(c *config.Config) (*Verifier, error) {
 	}
 	v := &Verifier{file: c.Path, cfg: c, cache: map[string]*cached{}}
 	for i, e := range c.Verify {
-		en := &entry{cfg: e, where: fmt.Sprintf("%s:%d", config.FileName, e.Line)}
+		en := &entry{cfg: e, where: fmt.Sprintf("%s:%d", config.FileName, e.Line), digest: ruleDigest(e)}
 		line := func(field string) int {
 			if l := e.Lines[field]; l > 0 {
 				return l
@@ -163,26 +165,31 @@ func New(c *config.Config) (*Verifier, error) {
 	return v, nil
 }
 
-// keyVerifier loads a PEM public key: the key, its signature verifier
-// (for .sig tags) and a sigstore-go verifier of key bundles (offline: no
-// transparency log, no timestamps).
+// ruleDigest is the SHA-256 (hex) of what decides in e: its pattern,
+// mode, index, the key (PEM, as read) or the keyless identity and the
+// trusted root (its content's SHA-256), as JSON in that order. A
+// verification summary names its policy by it: two runs under the same
+// rule give the same digest, whatever its line.
+func ruleDigest(e config.VerifyEntry) string {
+	root := ""
+	if e.TrustedRootJSON != nil {
+		h := sha256.Sum256(e.TrustedRootJSON)
+		root = "sha256:" + hex.EncodeToString(h[:])
+	}
+	data, _ := json.Marshal(struct {
+		Match, Mode, Index, Key string
+		Keyless                 *config.Keyless
+		TrustedRoot             string
+	}{e.Match, e.Mode, e.Index, string(e.KeyPEM), e.Keyless, root})
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// keyVerifier loads a PEM public key (sign.KeyVerifier): the key, its
+// signature verifier (for .sig tags) and a sigstore-go verifier of key
+// bundles (offline: no transparency log, no timestamps).
 func keyVerifier(keyPEM []byte) (crypto.PublicKey, signature.Verifier, *sgverify.Verifier, error) {
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(keyPEM)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("key does not parse: %w", err)
-	}
-	kv, err := signature.LoadVerifier(pub, crypto.SHA256)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("key cannot verify signatures: %w", err)
-	}
-	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
-		return root.NewExpiringKey(kv, noTime, noTime), nil
-	})
-	bv, err := sgverify.NewVerifier(tm, sgverify.WithNoObserverTimestamps())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pub, kv, bv, nil
+	return sign.KeyVerifier(keyPEM)
 }
 
 // VerifyDigestBundle checks that bundleJSON (a Sigstore bundle, as
@@ -205,10 +212,6 @@ func VerifyDigestBundle(bundleJSON, digest, keyPEM []byte) error {
 	}
 	return nil
 }
-
-// noTime leaves a policy key valid at every time (a key has no validity
-// period of its own here).
-var noTime time.Time
 
 func keyName(k string) string {
 	if strings.Contains(k, "-----BEGIN") {
@@ -300,7 +303,7 @@ func (v *Verifier) VerifyAt(ctx context.Context, ref, read string, opts []remote
 		}
 		return out
 	}
-	out.Mode, out.Policy, out.Expected = e.cfg.Mode, e.where, e.expected
+	out.Mode, out.Policy, out.Expected, out.PolicyDigest = e.cfg.Mode, e.where, e.expected, e.digest
 	opts = append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
@@ -453,6 +456,9 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 		im, err := idx.IndexManifest()
 		if err == nil {
 			for _, m := range im.Manifests {
+				if m.Annotations[sign.BundlePredicateTypeAnnotation] == model.SummaryPredicateType {
+					continue // a verification summary, no signature
+				}
 				switch m.ArtifactType {
 				case BundleArtifactType:
 				case "", emptyMediaType:
