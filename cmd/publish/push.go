@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -23,6 +24,7 @@ type pushCmd struct {
 	oci     ociFlags
 	sign    signFlags
 	key     archiveKey
+	trust   trustFlags
 }
 
 func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
@@ -106,8 +108,13 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		return err
 	}
 	if s != nil {
+		s.Version = versionString()
 		o.Options.Sign = s
 	}
+	if _, err := p.trust.until(time.Now()); err != nil {
+		return err
+	}
+	o.Trust = p.trust.pushTrust(o.TempDir)
 	o.Options.Log = inv.log
 	return nil
 }
@@ -193,6 +200,7 @@ OCI catalog pushed to --oci.`,
 	p.oci.register(fs)
 	p.sign.register(fs, "the OCI catalog pushed to --oci")
 	p.key.register(fs)
+	p.trust.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

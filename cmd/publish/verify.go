@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
@@ -12,6 +13,7 @@ import (
 
 func newVerifyCmd(inv *invocation) *cobra.Command {
 	var key archiveKey
+	var trust trustFlags
 	cmd := &cobra.Command{
 		Use:   "verify FILE.tgz",
 		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
@@ -67,6 +69,16 @@ signature does not verify.`,
 				sum = "matches " + archive.ChecksumPath(args[0])
 			}
 			fmt.Fprintf(w, "sha256    %s (%s)\n", res.SHA256, sum)
+			if len(c.Trust) > 0 {
+				rep, err := trust.check(c.Trust, time.Now())
+				if err != nil {
+					return &pipeline.InputError{Err: err}
+				}
+				fmt.Fprintf(w, "trust     %d verify rules, %d keys, %d trusted roots (trust/policy.json)\n", rep.Rules, rep.Keys, rep.Roots)
+				for _, e := range rep.Expiring {
+					inv.warnf("%s", e)
+				}
+			}
 			if key.key != "" {
 				if err := key.checkSum(args[0], res.SHA256); err != nil {
 					return &pipeline.InputError{Err: err}
@@ -78,6 +90,7 @@ signature does not verify.`,
 		},
 	}
 	key.register(cmd.Flags())
+	trust.register(cmd.Flags())
 	withEnvHelp(cmd.Flags())
 	return cmd
 }

@@ -89,10 +89,14 @@ func CatalogRef(cluster string) string { return KindCatalog + ":" + cluster }
 
 // Paths inside the archive.
 const (
-	LayoutFile   = "oci-layout"
-	IndexFile    = "index.json"
-	BlobsDir     = "blobs/sha256/"
-	PackagesDir  = "packages/"
+	LayoutFile  = "oci-layout"
+	IndexFile   = "index.json"
+	BlobsDir    = "blobs/sha256/"
+	PackagesDir = "packages/"
+	// TrustDir holds the trust material of the verify policy
+	// (PackageOptions.Trust): trust/policy.json, the public keys and the
+	// Sigstore trusted roots it names.
+	TrustDir     = "trust/"
 	layoutData   = `{"imageLayoutVersion":"1.0.0"}`
 	checksumExt  = ".sha256"
 	fileMode     = 0o644

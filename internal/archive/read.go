@@ -26,6 +26,9 @@ const (
 	EntryIndex
 	EntryPackage
 	EntryBlob
+	// EntryTrust is a file of the trust material under trust/ (*.json,
+	// *.pub): the verify policy's keys and trusted roots (TrustDir).
+	EntryTrust
 )
 
 // Entry is one regular file of an archive.
@@ -190,7 +193,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		return Entry{}, false, errors.New("path is not clean (//, ./): not allowed")
 	}
 	if h.Typeflag == tar.TypeDir {
-		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) {
+		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) || clean+"/" == TrustDir || strings.HasPrefix(clean, TrustDir) {
 			return Entry{}, true, nil
 		}
 		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/ and packages/)")
@@ -216,6 +219,8 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		return e, false, nil
 	case strings.HasPrefix(clean, PackagesDir) && strings.HasSuffix(clean, ".yaml"):
 		e.Kind = EntryPackage
+	case strings.HasPrefix(clean, TrustDir) && (strings.HasSuffix(clean, ".json") || strings.HasSuffix(clean, ".pub")):
+		e.Kind = EntryTrust
 	default:
 		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest> and packages/…/*.yaml)")
 	}

@@ -1,0 +1,142 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/sigstore/sigstore-go/pkg/root"
+)
+
+// expiringRoot is a Sigstore trusted root whose one Fulcio CA has a root
+// certificate valid until notAfter (JSON).
+func expiringRoot(t *testing.T, notAfter time.Time) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test fulcio"}, NotBefore: notAfter.AddDate(-1, 0, 0), NotAfter: notAfter,
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: cert, URI: "https://fulcio.test"}}, nil, nil, map[string]*root.TransparencyLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestArchiveCarriesTrust: publish package puts the verify policy's
+// trust material in the archive (trust/policy.json, the key, the
+// keyless rule's trusted root); publish verify on a copy elsewhere reads
+// it without any registry or Sigstore service, and warns for the trusted
+// root whose CA certificate expires within the window (10 days from now,
+// inside the default 30), not with a window that ends before; publish push
+// verifies every image it put at the site with that policy, offline, on
+// Debian's docker-registry (TLS, the referrers tag schema).
+func TestArchiveCarriesTrust(t *testing.T) {
+	f := newPublishFixture(t, debianRegistry(t))
+	for _, img := range []string{"bundle", "manager", "worker"} {
+		f.sign(t, img)
+	}
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	p := filepath.Join(f.source, config.FileName)
+	os.WriteFile(filepath.Join(f.source, "root.json"), expiringRoot(t, now.AddDate(0, 0, 10)), 0o644)
+	os.WriteFile(p, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nverify:\n"+
+		"- match: "+f.src.host+"/tiny/*\n  key: vendor.pub\n"+
+		"- match: other.example.com/**\n  mode: warn\n  keyless: {issuer: https://issuer.example.com, subject: release@example.com}\n  trustedRoot: root.json\n"), 0o644)
+	c, err := config.Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := TrustFiles(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), "ops.tgz")
+	if _, err := pipeline.Package(ctx, pipeline.PackageOptions{Source: f.source, Mirror: f.options(v).Mirror, Output: out, Verify: v, Trust: trust}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The far side: a copy of the archive alone.
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "copy.tgz")
+	if err := os.WriteFile(cp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vr, err := archive.Verify(cp, archive.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range vr.Contents.Trust {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, " ") != "keys/verify-L4.pub policy.json roots/verify-L6.json" {
+		t.Errorf("trust material in the archive: %v", paths)
+	}
+	rep, err := CheckTrust(vr.Contents.Trust, now, now.AddDate(0, 0, 30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rules != 2 || rep.Keys != 1 || rep.Roots != 1 || len(rep.Expiring) != 1 || !strings.Contains(rep.Expiring[0], "trust/roots/verify-L6.json: Fulcio CA root certificate \"CN=test fulcio\" expires 2026-12-14T12:00:00Z") {
+		t.Errorf("CheckTrust, 30 days: %+v", rep)
+	}
+	if rep, err := CheckTrust(vr.Contents.Trust, now, now.AddDate(0, 0, 5)); err != nil || len(rep.Expiring) != 0 {
+		t.Errorf("CheckTrust, 5 days: %+v, %v", rep, err)
+	}
+
+	// push verifies at the site with the archive's policy.
+	site := f.siteRegistry(t, "docker-registry")
+	var log bytes.Buffer
+	o := pipeline.PushOptions{Archive: cp, TempDir: t.TempDir(), Mirror: site.mirror, Options: pipeline.Options{Log: slog.New(slog.NewTextHandler(&log, nil))},
+		Trust: func(files []archive.File) (pipeline.ImageVerifier, []string, error) {
+			rep, err := CheckTrust(files, now, now.AddDate(0, 0, 30))
+			if err != nil {
+				return nil, nil, err
+			}
+			v, err := FromTrust(files, t.TempDir())
+			return v, rep.Expiring, err
+		}}
+	if _, err := pipeline.Push(ctx, o); err != nil {
+		t.Fatalf("push: %v\n%s", err, log.String())
+	}
+	for _, want := range []string{"push: verify with the archive's trust material: 3 images, 3 signed, 0 unsigned, 0 failed", "expires 2026-12-14T12:00:00Z"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("push log lacks %q:\n%s", want, log.String())
+		}
+	}
+}
