@@ -67,7 +67,7 @@ type PackageOptions struct {
 	// Verify checks the signatures of the selected versions' bundles and
 	// related images before anything is written (publish.yaml verify);
 	// nil: none.
-	Verify   ImageVerifier
+	Verify ImageVerifier
 	// Trust is the trust material of Verify's policy written under
 	// trust/ in the archive (verify.TrustFiles), for push on the far side.
 	Trust    []archive.File

@@ -105,8 +105,8 @@ sign:
 	}
 	subjects := map[string]string{ // mirrored digest -> verifiedLevels
 		byDigest(e.dstRef(e.src.Ref("tiny/bundle:v1.0.0"))): model.LevelUnsignedAccepted,
-		byDigest(e.dstRef(workerRef)):                      model.LevelSignatureVerified,
-		manager:                                            model.LevelUnsignedAccepted,
+		byDigest(e.dstRef(workerRef)):                       model.LevelSignatureVerified,
+		manager:                                             model.LevelUnsignedAccepted,
 	}
 	for _, m := range im.Manifests {
 		subjects[strings.Split(manager, "@")[0]+"@"+m.Digest.String()] = model.LevelUnsignedAccepted
