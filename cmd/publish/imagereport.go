@@ -32,14 +32,16 @@ func checkOutputFlag(flag, path string) error {
 
 // writeReport writes the image report (docs/report.md) of command to
 // path ("": none) from what the mirror stage did (rep, nil when it did not
-// start) and the command's error err, whose failed images it lists. It
+// start), the outcome of each image's signature check (verified, nil for
+// none) and the command's error err, whose failed images it lists. It
 // returns err joined with a failure to write, which names --report.
-func writeReport(path, command string, rep *mirror.Report, err error) error {
+func writeReport(path, command string, rep *mirror.Report, verified map[string]model.Verification, err error) error {
 	if path == "" {
 		return err
 	}
 	r := report.New(command)
 	r.AddMirror(rep, pipeline.ImageErrors(err))
+	r.AddVerification(verified)
 	if werr := r.WriteFile(path); werr != nil {
 		return errors.Join(err, fmt.Errorf("--report: %w", werr))
 	}

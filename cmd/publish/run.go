@@ -207,15 +207,15 @@ are delisted (present: false), never deleted.`,
 func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, reportFile, shardResult string) error {
 	res, err := pipeline.Run(cmd.Context(), o)
 	var mr *mirror.Report
+	var verified map[string]model.Verification
 	if res != nil {
-		mr = res.Mirror
+		mr, verified = res.Mirror, res.Verified
 	}
-	err = writeReport(reportFile, "run", mr, err)
+	err = writeReport(reportFile, "run", mr, verified, err)
 	if shardResult != "" {
 		var sr *pipeline.ShardRun
-		var verified map[string]model.Verification
 		if res != nil {
-			sr, verified = res.Shard, res.Verified
+			sr = res.Shard
 		}
 		if sr == nil {
 			sr = &pipeline.ShardRun{Part: o.Shard}

@@ -17,9 +17,6 @@ const (
 	// LevelUnsignedAccepted: no signature at all, accepted by a rule of
 	// mode if-signed (Outcome unsigned, not Failed).
 	LevelUnsignedAccepted = "OPERATOR_PUBLISH_UNSIGNED_ACCEPTED"
-	// LevelNotVerified: the verification failed, and the rule's mode
-	// (warn) let the image through; the result is FAILED.
-	LevelNotVerified = "OPERATOR_PUBLISH_NOT_VERIFIED"
 )
 
 // Summary is what a verification summary says of one digest at the
@@ -38,8 +35,9 @@ type Summary struct {
 	// referrers), as REGISTRY/REPOSITORY@DIGEST, sorted; summaries are
 	// left out.
 	Inputs []string
-	// Passed is the verificationResult (PASSED or FAILED); Levels the
-	// verifiedLevels (Level* constants).
+	// Passed is the verificationResult (PASSED or FAILED; NewSummary
+	// makes PASSED ones only); Levels the verifiedLevels (Level*
+	// constants).
 	Passed bool
 	Levels []string
 	// Time is timeVerified.
@@ -48,15 +46,17 @@ type Summary struct {
 
 // NewSummary is the summary of the verification v for the mirrored
 // digest resource (REGISTRY/REPOSITORY@DIGEST) with its inputs, at t;
-// ok is false when v says nothing to summarize (no rule required the
-// image, or a registry failure kept it from being checked).
+// ok is false when v says nothing to summarize: no rule required the
+// image, a registry failure kept it from being checked, or it failed its
+// rule (mode warn let it through). A failed verification gets no summary:
+// cosign verify --key and Flux's verify accept any Sigstore bundle that
+// verifies with the key, whatever its predicate says, so a FAILED summary
+// signed with the site's key would pass them.
 func NewSummary(v Verification, resource string, inputs []string, t time.Time) (Summary, bool) {
 	s := Summary{ResourceURI: resource, PolicyURI: PolicyURI(v.Policy), PolicyDigest: v.PolicyDigest, Inputs: inputs, Time: t}
 	switch {
-	case v.Outcome() == "":
+	case v.Outcome() == "", v.Failed():
 		return Summary{}, false
-	case v.Failed():
-		s.Levels = []string{LevelNotVerified}
 	case v.Outcome() == OutcomeSigned:
 		s.Passed, s.Levels = true, []string{LevelSignatureVerified}
 	default:

@@ -71,6 +71,11 @@ type Image struct {
 	// before it was copied (publish.yaml verify: model.Verification's
 	// Status, "verified", "unsigned", …); absent when none applied.
 	Verification string `json:"verification,omitempty"`
+	// Outcome sorts Verification as the plan counts it per artifact
+	// (model.Verification.Outcome): "signed", "unsigned" (no signature,
+	// accepted under if-signed or a warning under warn), "failed";
+	// absent when no rule required the image.
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // AddVerification records the status of each image's signature check
@@ -78,7 +83,7 @@ type Image struct {
 func (r *Report) AddVerification(verified map[string]model.Verification) {
 	for i := range r.Images {
 		if v, ok := verified[r.Images[i].Source]; ok {
-			r.Images[i].Verification = v.Status
+			r.Images[i].Verification, r.Images[i].Outcome = v.Status, v.Outcome()
 		}
 	}
 }
