@@ -111,6 +111,10 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		s.Version = versionString()
 		o.Options.Sign = s
 	}
+	o.Options.SignImages = inv.config != nil && inv.config.Sign.Images
+	if o.Options.SignImages && s == nil {
+		return usagef("publish.yaml sign.images: true signs each pushed image with the site's key: give --cosign-key")
+	}
 	if _, err := p.trust.until(time.Now()); err != nil {
 		return err
 	}

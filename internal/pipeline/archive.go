@@ -385,7 +385,11 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		return nil, err
 	}
 	res := &PushResult{Push: pr}
-	if err := verifyPushed(ctx, o, mc, opts, pr); err != nil {
+	verified, err := verifyPushed(ctx, o, mc, opts, pr)
+	if err == nil {
+		err = attestPushed(ctx, o, mc, opts, pr, verified)
+	}
+	if err != nil {
 		return res, err
 	}
 	if o.Options.Sign != nil {

@@ -8,6 +8,8 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
 	"log/slog"
 	"math/big"
 	"os"
@@ -16,9 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/config"
+	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/sign"
 	"github.com/sigstore/sigstore-go/pkg/root"
 )
 
@@ -137,6 +143,48 @@ func TestArchiveCarriesTrust(t *testing.T) {
 	for _, want := range []string{"push: verify with the archive's trust material: 3 images, 3 signed, 0 unsigned, 0 failed", "expires 2026-12-14T12:00:00Z"} {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("push log lacks %q:\n%s", want, log.String())
+		}
+	}
+
+	// With the site's key and sign.images: a summary and a signature of
+	// the site's key on each image pushed, once.
+	der, err := x509.MarshalPKCS8PrivateKey(newTestKey(t).priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := sign.LoadKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil, "site key", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Options.Sign, o.Options.SignImages = sign.ImageSigner{Key: k, Version: "test"}, true
+	for round, want := range []string{"sign: 3 mirrored digests signed", "sign: 0 mirrored digests signed"} {
+		log.Reset()
+		pr, err := pipeline.Push(ctx, o)
+		if err != nil {
+			t.Fatalf("push %d: %v\n%s", round, err, log.String())
+		}
+		summaries := strings.Replace(want, "mirrored digests signed", "verification summaries attached", 1)
+		if !strings.Contains(log.String(), want) || !strings.Contains(log.String(), summaries) {
+			t.Errorf("push %d: want %q and %q:\n%s", round, want, summaries, log.String())
+		}
+		for _, im := range pr.Push.Images {
+			d, err := name.NewDigest(strings.SplitN(im.Destination, ":", 3)[0] + ":" + strings.SplitN(im.Destination, ":", 3)[1] + "@" + im.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := map[string]int{}
+			for _, dg := range referrers(t, d, site.opts) {
+				m, err := remote.Get(d.Context().Digest(dg), site.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var mf struct{ Annotations map[string]string }
+				json.Unmarshal(m.Manifest, &mf)
+				n[mf.Annotations[sign.BundlePredicateTypeAnnotation]]++
+			}
+			if n[model.SummaryPredicateType] != 1 {
+				t.Errorf("push %d: %s has %d summaries, want 1", round, d, n[model.SummaryPredicateType])
+			}
 		}
 	}
 }
