@@ -150,19 +150,20 @@ func summaryInputs(ctx context.Context, repo name.Repository, digest v1.Hash, si
 		copied[s] = true
 	}
 	opts = append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))
+	var refs []v1.Descriptor
 	idx, err := remote.Referrers(repo.Digest(digest.String()), opts...)
-	if mirror.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !mirror.IsNotFound(err) {
 		return nil, err
 	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		refs = im.Manifests
 	}
 	var out []string
-	for _, m := range im.Manifests {
+	for _, m := range refs {
 		if copied[m.Digest.String()] {
 			out = append(out, repo.Name()+"@"+m.Digest.String())
 		}

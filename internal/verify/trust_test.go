@@ -57,6 +57,47 @@ func expiringRoot(t *testing.T, notAfter time.Time) []byte {
 	return data
 }
 
+// summaryAt returns the predicate of the one verification summary of d
+// (a Sigstore bundle referrer), decoded from its DSSE envelope.
+func summaryAt(t *testing.T, d name.Digest, opts []remote.Option) map[string]any {
+	t.Helper()
+	for _, dg := range referrers(t, d, opts) {
+		ref := d.Context().Digest(dg)
+		m, err := remote.Get(ref, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mf struct{ Annotations map[string]string }
+		json.Unmarshal(m.Manifest, &mf)
+		if mf.Annotations[sign.BundlePredicateTypeAnnotation] != model.SummaryPredicateType {
+			continue
+		}
+		img, err := remote.Image(ref, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, _ := img.Layers()
+		rc, err := ls[0].Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b struct {
+			DSSEEnvelope struct{ Payload []byte } `json:"dsseEnvelope"`
+		}
+		if err := json.NewDecoder(rc).Decode(&b); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		var st struct{ Predicate map[string]any }
+		if err := json.Unmarshal(b.DSSEEnvelope.Payload, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Predicate
+	}
+	t.Fatalf("%s has no summary", d)
+	return nil
+}
+
 // TestArchiveCarriesTrust: publish package puts the verify policy's
 // trust material in the archive (trust/policy.json, the key, the
 // keyless rule's trusted root); publish verify on a copy elsewhere reads
@@ -157,6 +198,7 @@ func TestArchiveCarriesTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.Options.Sign, o.Options.SignImages = sign.ImageSigner{Key: k, Version: "test"}, true
+	o.Options.Now = func() time.Time { return now }
 	for round, want := range []string{"sign: 3 mirrored digests signed", "sign: 0 mirrored digests signed"} {
 		log.Reset()
 		pr, err := pipeline.Push(ctx, o)
@@ -168,10 +210,11 @@ func TestArchiveCarriesTrust(t *testing.T) {
 			t.Errorf("push %d: want %q and %q:\n%s", round, want, summaries, log.String())
 		}
 		for _, im := range pr.Push.Images {
-			d, err := name.NewDigest(strings.SplitN(im.Destination, ":", 3)[0] + ":" + strings.SplitN(im.Destination, ":", 3)[1] + "@" + im.Digest)
+			ref, err := name.ParseReference(im.Destination)
 			if err != nil {
 				t.Fatal(err)
 			}
+			d := ref.Context().Digest(im.Digest)
 			n := map[string]int{}
 			for _, dg := range referrers(t, d, site.opts) {
 				m, err := remote.Get(d.Context().Digest(dg), site.opts...)
@@ -184,6 +227,15 @@ func TestArchiveCarriesTrust(t *testing.T) {
 			}
 			if n[model.SummaryPredicateType] != 1 {
 				t.Errorf("push %d: %s has %d summaries, want 1", round, d, n[model.SummaryPredicateType])
+			}
+			// What it says: the connected side's rule and its digest, the
+			// injected time, the digest at the site.
+			pred := summaryAt(t, d, site.opts)
+			pol, _ := pred["policy"].(map[string]any)
+			dg, _ := pol["digest"].(map[string]any)
+			if pol["uri"] != "publish.yaml#L4" || dg["sha256"] != ruleDigest(c.Verify[0]) || pred["timeVerified"] != "2026-12-04T12:00:00Z" ||
+				pred["resourceUri"] != d.String() || pred["verificationResult"] != "PASSED" {
+				t.Errorf("push %d: the summary of %s: %v", round, d, pred)
 			}
 		}
 	}

@@ -236,5 +236,13 @@ func FromTrust(files []archive.File, dir string) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the policy of %s%s: %w", archive.TrustDir, TrustPolicyFile, err)
 	}
-	return New(c)
+	v, err := New(c)
+	if err != nil || v == nil {
+		return v, err
+	}
+	// Results name the connected side's rule, publish.yaml:LINE.
+	for i, e := range v.entries {
+		e.where = strings.Replace(pol.Rules[i].Rule, "#L", ":", 1)
+	}
+	return v, nil
 }
