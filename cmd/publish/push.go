@@ -162,7 +162,9 @@ of these artifacts only, and --cluster C (with publish.yaml) those that
 clusters.C.include/exclude select; the catalog change then lists and
 delists that subset only. --key PUBLIC.pem checks the archive's signature
 (FILE.tgz.sigstore.json) before anything is pushed; --cosign-key signs the
-OCI catalog pushed to --oci.`,
+OCI catalog pushed to --oci. With the verify policy's trust material in the
+archive (trust/), every image pushed is verified at the destination with it,
+offline, and --cosign-key attaches a signed verification summary to each.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := p.options(inv, args[0]); err != nil {
@@ -202,7 +204,7 @@ OCI catalog pushed to --oci.`,
 	p.commit.register(fs)
 	p.r.register(fs)
 	p.oci.register(fs)
-	p.sign.register(fs, "the OCI catalog pushed to --oci")
+	p.sign.register(fs, "the OCI catalog pushed to --oci, a verification summary of each image the archive's trust material verified, and with publish.yaml sign.images each image pushed")
 	p.key.register(fs)
 	p.trust.register(fs)
 	withEnvHelp(fs)

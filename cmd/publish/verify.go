@@ -24,10 +24,16 @@ blob against its digest, and the OCI layout: oci-layout, index.json with a
 source reference per image, every manifest and blob they name, every
 PackageManifest. With --key PUBLIC.pem, the archive's signature
 (FILE.tgz.sigstore.json, from publish package --cosign-key) must verify with
-that key, offline. Exit 1 when the archive is damaged or incomplete, or its
-signature does not verify.`,
+that key, offline. The trust material of the verify policy (trust/: its keys
+and Sigstore trusted roots) must parse; a certificate of a trusted root that
+expires before --valid-until is a warning. Exit 1 when the archive is
+damaged or incomplete, its trust material does not parse, or its signature
+does not verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := trust.until(time.Now()); err != nil {
+				return err
+			}
 			res, err := archive.Verify(args[0], archive.Limits{}, inv.newProgress(cmd.ErrOrStderr(), "verify"))
 			if err != nil {
 				return &pipeline.InputError{Err: err}

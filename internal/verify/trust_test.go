@@ -3,15 +3,10 @@ package verify
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,37 +20,8 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/sign"
-	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/operator-publish/publish/internal/testenv"
 )
-
-// expiringRoot is a Sigstore trusted root whose one Fulcio CA has a root
-// certificate valid until notAfter (JSON).
-func expiringRoot(t *testing.T, notAfter time.Time) []byte {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test fulcio"}, NotBefore: notAfter.AddDate(-1, 0, 0), NotAfter: notAfter,
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := root.NewTrustedRoot(root.TrustedRootMediaType01, []root.CertificateAuthority{&root.FulcioCertificateAuthority{Root: cert, URI: "https://fulcio.test"}}, nil, nil, map[string]*root.TransparencyLog{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := tr.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
 
 // summaryAt returns the predicate of the one verification summary of d
 // (a Sigstore bundle referrer), decoded from its DSSE envelope.
@@ -113,7 +79,7 @@ func TestArchiveCarriesTrust(t *testing.T) {
 	}
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	p := filepath.Join(f.source, config.FileName)
-	os.WriteFile(filepath.Join(f.source, "root.json"), expiringRoot(t, now.AddDate(0, 0, 10)), 0o644)
+	os.WriteFile(filepath.Join(f.source, "root.json"), testenv.ExpiringTrustedRoot(t, now.AddDate(0, 0, 10)), 0o644)
 	os.WriteFile(p, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nverify:\n"+
 		"- match: "+f.src.host+"/tiny/*\n  key: vendor.pub\n"+
 		"- match: other.example.com/**\n  mode: warn\n  keyless: {issuer: https://issuer.example.com, subject: release@example.com}\n  trustedRoot: root.json\n"), 0o644)
