@@ -20,6 +20,9 @@ import (
 // Options.SignImages a signature of its own.
 type ImageAttester interface {
 	ImageSigner
+	// SignReferrer signs repo@desc as a bundle referrer only: never a
+	// .sig tag, which at a mirrored image holds the vendor's signature.
+	SignReferrer(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error)
 	// Signed reports whether repo@desc has a signature by this signer.
 	Signed(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (bool, error)
 	// Summarize attaches s to repo@desc as a signed verification summary,
@@ -63,7 +66,7 @@ func attestMirrored(ctx context.Context, o Options, mc *mirror.Client, opts []re
 				if o.SignImages {
 					if has, err := at.Signed(gctx, repo, d, opts); err != nil || !has {
 						if err == nil {
-							_, err = at.Sign(gctx, repo, d, opts)
+							_, err = at.SignReferrer(gctx, repo, d, opts)
 						}
 						if err != nil {
 							return fmt.Errorf("signing %s@%s (sign.images, --cosign-key): %w", repo, d.Digest, err)

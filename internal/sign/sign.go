@@ -398,6 +398,17 @@ func (s ImageSigner) Sign(ctx context.Context, repo name.Repository, desc v1.Des
 	return what, nil
 }
 
+// SignReferrer signs repo@desc with a Sigstore bundle referrer only,
+// never the .sig tag, whatever SigTag says: a mirrored image's .sig tag
+// holds the vendor's signature, which a tag of ours would replace.
+func (s ImageSigner) SignReferrer(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error) {
+	sig, err := s.Key.SignImage(ctx, repo, desc, false, opts)
+	if err != nil {
+		return "", err
+	}
+	return "Sigstore bundle referrer " + sig.Referrer.String(), nil
+}
+
 // Signed reports whether repo@desc has a signature by s.Key (Key.Signed).
 func (s ImageSigner) Signed(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (bool, error) {
 	return s.Key.Signed(ctx, repo, desc, opts)
