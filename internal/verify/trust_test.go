@@ -206,3 +206,36 @@ func TestArchiveCarriesTrust(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryIsNoSignature: an image whose only referrer is a
+// verification summary signed with the policy's key is unsigned (no
+// signature at all), on go-containerregistry's registry: a summary says
+// what a verifier concluded, it does not sign the image.
+func TestSummaryIsNoSignature(t *testing.T) {
+	r := inProcessRegistry(t)
+	key := newTestKey(t)
+	der, err := x509.MarshalPKCS8PrivateKey(key.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := sign.LoadKey(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil, "key", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := r.host + "/app/img:v1"
+	pushRandom(t, ref, r.opts)
+	n, _ := name.ParseReference(ref)
+	desc, err := remote.Get(n, r.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := model.Summary{ResourceURI: n.Context().Digest(desc.Digest.String()).String(), PolicyURI: "publish.yaml#L4", Passed: true, Levels: []string{model.LevelUnsignedAccepted}, Time: time.Now()}
+	if wrote, err := k.Summarize(context.Background(), n.Context(), desc.Descriptor, s, "test", r.opts); err != nil || !wrote {
+		t.Fatalf("Summarize: %v, %v", wrote, err)
+	}
+	v, _ := loadPolicy(t, "verify:\n- match: "+r.host+"/app/*\n  mode: if-signed\n  key: vendor.pub\n", map[string]string{"vendor.pub": key.pem})
+	got := v.Verify(context.Background(), ref, r.opts)
+	if got.Status != model.VerifyUnsigned || !got.NoSignature {
+		t.Errorf("an image with only a summary: %+v", got)
+	}
+}

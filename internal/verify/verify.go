@@ -74,6 +74,10 @@ const emptyMediaType = "application/vnd.oci.empty.v1+json"
 // attestation format).
 var errNotBundle = errors.New("not a Sigstore bundle")
 
+// errSummary: a bundle that verifies but holds a verification summary
+// (SLSA VSA), which is no signature of the image.
+var errSummary = errors.New("a verification summary, not a signature")
+
 // maxBundle bounds what is read of one bundle or signature layer.
 const maxBundle = 1 << 20
 
@@ -485,6 +489,8 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 				}
 				found, idErr, err := e.verifyBundle(b, digestBytes)
 				switch {
+				case errors.Is(err, errSummary):
+					// Not a signature: as if it were not there.
 				case err == nil:
 					return result{status: model.VerifyVerified, found: found + " (bundle " + short(m.Digest) + ")"}
 				case idErr:
@@ -578,7 +584,12 @@ func (e *entry) verifyBundle(b *sgbundle.Bundle, digest []byte) (found string, i
 	} else {
 		pol = sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", digest), sgverify.WithKey())
 	}
-	_, err = e.bundleV.Verify(b, pol)
+	res, err := e.bundleV.Verify(b, pol)
+	if err == nil && res.Statement != nil && res.Statement.GetPredicateType() == model.SummaryPredicateType {
+		// A verification summary (its referrer lost the predicate type
+		// annotation) says what a verifier concluded; it signs nothing.
+		return "", false, errSummary
+	}
 	if err == nil {
 		if e.identity != nil {
 			return bundleIdentity(b), false, nil
