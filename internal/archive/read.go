@@ -196,7 +196,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) || clean+"/" == TrustDir || strings.HasPrefix(clean, TrustDir) {
 			return Entry{}, true, nil
 		}
-		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/ and packages/)")
+		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/, packages/ and trust/)")
 	}
 	if h.Size < 0 {
 		return Entry{}, false, errors.New("negative size")
@@ -222,7 +222,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 	case strings.HasPrefix(clean, TrustDir) && (strings.HasSuffix(clean, ".json") || strings.HasSuffix(clean, ".pub")):
 		e.Kind = EntryTrust
 	default:
-		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest> and packages/…/*.yaml)")
+		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest>, packages/…/*.yaml and trust/…/*.json or *.pub)")
 	}
 	if h.Size > lim.Manifest {
 		return Entry{}, false, fmt.Errorf("%d bytes: larger than the limit of %d bytes for a metadata file", h.Size, lim.Manifest)
