@@ -211,7 +211,7 @@ func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, repor
 	if res != nil {
 		mr, verified = res.Mirror, res.Verified
 	}
-	err = writeReport(reportFile, "run", mr, verified, err)
+	err = writeReport(reportFile, "run", mr, res, err)
 	if shardResult != "" {
 		var sr *pipeline.ShardRun
 		if res != nil {

@@ -548,6 +548,15 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 				}
 				res.Verified[ref] = v
 			}
+			for a, c := range r.Signatures {
+				if res.Signatures == nil {
+					res.Signatures = map[string]*model.SignatureCounts{}
+				}
+				if res.Signatures[a] == nil {
+					res.Signatures[a] = &model.SignatureCounts{}
+				}
+				res.Signatures[a].Merge(*c)
+			}
 		}
 	}
 	if split != nil {

@@ -244,6 +244,10 @@ type Result struct {
 	// Verified holds the signature verification of every bundle and
 	// related image read, by image reference (nil without a policy).
 	Verified map[string]model.Verification
+	// Signatures sorts the images of Verified per artifact into signed,
+	// unsigned and failed, as the plan and the log count them (nil
+	// without a policy).
+	Signatures map[string]*model.SignatureCounts
 	// Clusters is what the run did on each cluster, in the order served.
 	// With one cluster the fields above are that cluster's; with several,
 	// Changes merges every cluster's and Commit is the one commit.
@@ -338,6 +342,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	vs, changed := pr.vs, pr.changed
 	res.Findings, res.Verified = pr.findings, pr.verified
 	if pr.verified != nil {
+		res.Signatures = artifactSignatures(pr.changed, pr.verified)
 		for _, l := range verifySummary(pr.changed, pr.verified) {
 			o.logf("%s", l)
 		}
