@@ -542,21 +542,7 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 			res.Manifests = max(res.Manifests, r.Manifests)
 			res.BundlesRead += r.BundlesRead
 			res.Findings = append(res.Findings, r.Findings...)
-			for ref, v := range r.Verified {
-				if res.Verified == nil {
-					res.Verified = map[string]model.Verification{}
-				}
-				res.Verified[ref] = v
-			}
-			for a, c := range r.Signatures {
-				if res.Signatures == nil {
-					res.Signatures = map[string]*model.SignatureCounts{}
-				}
-				if res.Signatures[a] == nil {
-					res.Signatures[a] = &model.SignatureCounts{}
-				}
-				res.Signatures[a].Merge(*c)
-			}
+			res.addVerification(r)
 		}
 	}
 	if split != nil {
