@@ -4,8 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/operator-publish/publish/internal/scratch"
 	"os"
+	"time"
+
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/pipeline"
+	"github.com/operator-publish/publish/internal/scratch"
 
 	"github.com/operator-publish/publish/internal/sign"
 	"github.com/operator-publish/publish/internal/verify"
@@ -135,4 +139,57 @@ func (a *archiveKey) checkSum(path, sum string) error {
 		return fmt.Errorf("%s (signature %s): %w", path, path+sign.BundleFileSuffix, err)
 	}
 	return nil
+}
+
+// trustFlags read the trust material an archive carries (trust/: the
+// verify policy's keys and trusted roots): --valid-until is the date by
+// which its certificates must still be valid.
+type trustFlags struct{ validUntil string }
+
+func (f *trustFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.validUntil, "valid-until", "", "warn when a certificate or key of a trusted root in the archive (trust/) stops being valid before this date: YYYY-MM-DD or RFC 3339 (default: 30 days from now)")
+}
+
+// until is --valid-until, or now plus 30 days. Errors are usage errors.
+func (f *trustFlags) until(now time.Time) (time.Time, error) {
+	if f.validUntil == "" {
+		return now.Add(30 * 24 * time.Hour), nil
+	}
+	for _, layout := range []string{"2006-01-02", time.RFC3339} {
+		if t, err := time.Parse(layout, f.validUntil); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, usagef("--valid-until %q: write a date, YYYY-MM-DD, or an RFC 3339 time", f.validUntil)
+}
+
+// check reads the trust material files (CheckTrust) at now: what it holds
+// and the warnings for what expires before --valid-until.
+func (f *trustFlags) check(files []archive.File, now time.Time) (*verify.TrustReport, error) {
+	until, err := f.until(now)
+	if err != nil {
+		return nil, err
+	}
+	return verify.CheckTrust(files, now, until)
+}
+
+// pushTrust is pipeline.PushOptions.Trust: the verifier of the archive's
+// trust material, read in a scratch directory, and its warnings.
+func (f *trustFlags) pushTrust(tempDir string) func(files []archive.File) (pipeline.ImageVerifier, []string, error) {
+	return func(files []archive.File) (pipeline.ImageVerifier, []string, error) {
+		rep, err := f.check(files, time.Now())
+		if err != nil {
+			return nil, nil, err
+		}
+		dir, err := scratch.MkdirTemp(tempDir, "archive-trust")
+		if err != nil {
+			return nil, nil, err
+		}
+		defer os.RemoveAll(dir)
+		v, err := verify.FromTrust(files, dir)
+		if err != nil || v == nil {
+			return nil, rep.Expiring, err
+		}
+		return v, rep.Expiring, nil
+	}
 }

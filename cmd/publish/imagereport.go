@@ -32,14 +32,20 @@ func checkOutputFlag(flag, path string) error {
 
 // writeReport writes the image report (docs/report.md) of command to
 // path ("": none) from what the mirror stage did (rep, nil when it did not
-// start) and the command's error err, whose failed images it lists. It
+// start), the outcome of each image's signature check and the images
+// signed, unsigned and failed per artifact (res, nil for none) and the
+// command's error err, whose failed images it lists. It
 // returns err joined with a failure to write, which names --report.
-func writeReport(path, command string, rep *mirror.Report, err error) error {
+func writeReport(path, command string, rep *mirror.Report, res *pipeline.Result, err error) error {
 	if path == "" {
 		return err
 	}
 	r := report.New(command)
 	r.AddMirror(rep, pipeline.ImageErrors(err))
+	if res != nil {
+		r.AddVerification(res.Verified)
+		r.AddSignatures(res.Signatures)
+	}
 	if werr := r.WriteFile(path); werr != nil {
 		return errors.Join(err, fmt.Errorf("--report: %w", werr))
 	}

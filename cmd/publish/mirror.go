@@ -75,7 +75,7 @@ image could not be mirrored.`,
 			if res != nil {
 				mr = res.Report
 			}
-			err = writeReport(rep, "mirror", mr, err)
+			err = writeReport(rep, "mirror", mr, nil, err)
 			if shards.result != "" {
 				var plan *shard.Plan
 				var items []shard.Item

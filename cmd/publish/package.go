@@ -8,6 +8,7 @@ import (
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/registry"
+	"github.com/operator-publish/publish/internal/verify"
 	"github.com/spf13/cobra"
 )
 
@@ -90,6 +91,11 @@ the images.`,
 			o.Paths, o.Changed = args, changed
 			o.Log = inv.logf
 			o.Verify = inv.imageVerifier()
+			if o.Verify != nil {
+				if o.Trust, err = verify.TrustFiles(inv.config); err != nil {
+					return err
+				}
+			}
 			o.Progress = inv.newProgress(cmd.ErrOrStderr(), "package")
 			res, err := pipeline.Package(cmd.Context(), o)
 			if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/mirror"
@@ -23,6 +24,7 @@ type pushCmd struct {
 	oci     ociFlags
 	sign    signFlags
 	key     archiveKey
+	trust   trustFlags
 }
 
 func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
@@ -106,8 +108,17 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		return err
 	}
 	if s != nil {
+		s.Version = versionString()
 		o.Options.Sign = s
 	}
+	o.Options.SignImages = inv.config != nil && inv.config.Sign.Images
+	if o.Options.SignImages && s == nil {
+		return usagef("publish.yaml sign.images: true signs each pushed image with the site's key: give --cosign-key")
+	}
+	if _, err := p.trust.until(time.Now()); err != nil {
+		return err
+	}
+	o.Trust = p.trust.pushTrust(o.TempDir)
 	o.Options.Log = inv.log
 	return nil
 }
@@ -151,7 +162,9 @@ of these artifacts only, and --cluster C (with publish.yaml) those that
 clusters.C.include/exclude select; the catalog change then lists and
 delists that subset only. --key PUBLIC.pem checks the archive's signature
 (FILE.tgz.sigstore.json) before anything is pushed; --cosign-key signs the
-OCI catalog pushed to --oci.`,
+OCI catalog pushed to --oci. With the verify policy's trust material in the
+archive (trust/), every image pushed is verified at the destination with it,
+offline, and --cosign-key attaches a signed verification summary to each.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := p.options(inv, args[0]); err != nil {
@@ -191,8 +204,9 @@ OCI catalog pushed to --oci.`,
 	p.commit.register(fs)
 	p.r.register(fs)
 	p.oci.register(fs)
-	p.sign.register(fs, "the OCI catalog pushed to --oci")
+	p.sign.register(fs, "the OCI catalog pushed to --oci, a verification summary of each image the archive's trust material verified, and with publish.yaml sign.images each image pushed")
 	p.key.register(fs)
+	p.trust.register(fs)
 	withEnvHelp(fs)
 	return cmd
 }

@@ -59,7 +59,7 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
-		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed")
+		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed, a verification summary of each mirrored image publish.yaml verify checked, and with publish.yaml sign.images each mirrored image")
 	}
 }
 
@@ -126,11 +126,16 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		if err != nil {
 			return err
 		}
+		o.SignImages = inv.config != nil && inv.config.Sign.Images
 		if s != nil {
-			if o.OCI == "" && !rs.Caps.CatalogImage {
-				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image): give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
+			if o.OCI == "" && !rs.Caps.CatalogImage && o.Verify == nil && !o.SignImages {
+				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image), and what publish.yaml verify and sign.images ask for: give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
 			}
+			s.Version = versionString()
 			o.Sign = s
+		}
+		if o.SignImages && s == nil {
+			return usagef("publish.yaml sign.images: true signs each mirrored image with the site's key: give --cosign-key")
 		}
 	}
 	reg := registryFlags{src: &p.src, dst: &p.dst, tls: &p.tls, retry: &p.retry, copy: p.copy}
@@ -205,15 +210,15 @@ are delisted (present: false), never deleted.`,
 func runAndReport(cmd *cobra.Command, inv *invocation, o pipeline.Options, reportFile, shardResult string) error {
 	res, err := pipeline.Run(cmd.Context(), o)
 	var mr *mirror.Report
+	var verified map[string]model.Verification
 	if res != nil {
-		mr = res.Mirror
+		mr, verified = res.Mirror, res.Verified
 	}
-	err = writeReport(reportFile, "run", mr, err)
+	err = writeReport(reportFile, "run", mr, res, err)
 	if shardResult != "" {
 		var sr *pipeline.ShardRun
-		var verified map[string]model.Verification
 		if res != nil {
-			sr, verified = res.Shard, res.Verified
+			sr = res.Shard
 		}
 		if sr == nil {
 			sr = &pipeline.ShardRun{Part: o.Shard}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
@@ -12,6 +13,7 @@ import (
 
 func newVerifyCmd(inv *invocation) *cobra.Command {
 	var key archiveKey
+	var trust trustFlags
 	cmd := &cobra.Command{
 		Use:   "verify FILE.tgz",
 		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
@@ -22,10 +24,16 @@ blob against its digest, and the OCI layout: oci-layout, index.json with a
 source reference per image, every manifest and blob they name, every
 PackageManifest. With --key PUBLIC.pem, the archive's signature
 (FILE.tgz.sigstore.json, from publish package --cosign-key) must verify with
-that key, offline. Exit 1 when the archive is damaged or incomplete, or its
-signature does not verify.`,
+that key, offline. The trust material of the verify policy (trust/: its keys
+and Sigstore trusted roots) must parse; a certificate of a trusted root that
+expires before --valid-until is a warning. Exit 1 when the archive is
+damaged or incomplete, its trust material does not parse, or its signature
+does not verify.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := trust.until(time.Now()); err != nil {
+				return err
+			}
 			res, err := archive.Verify(args[0], archive.Limits{}, inv.newProgress(cmd.ErrOrStderr(), "verify"))
 			if err != nil {
 				return &pipeline.InputError{Err: err}
@@ -67,6 +75,16 @@ signature does not verify.`,
 				sum = "matches " + archive.ChecksumPath(args[0])
 			}
 			fmt.Fprintf(w, "sha256    %s (%s)\n", res.SHA256, sum)
+			if len(c.Trust) > 0 {
+				rep, err := trust.check(c.Trust, time.Now())
+				if err != nil {
+					return &pipeline.InputError{Err: err}
+				}
+				fmt.Fprintf(w, "trust     %d verify rules, %d keys, %d trusted roots (trust/policy.json)\n", rep.Rules, rep.Keys, rep.Roots)
+				for _, e := range rep.Expiring {
+					inv.warnf("%s", e)
+				}
+			}
 			if key.key != "" {
 				if err := key.checkSum(args[0], res.SHA256); err != nil {
 					return &pipeline.InputError{Err: err}
@@ -78,6 +96,7 @@ signature does not verify.`,
 		},
 	}
 	key.register(cmd.Flags())
+	trust.register(cmd.Flags())
 	withEnvHelp(cmd.Flags())
 	return cmd
 }

@@ -3,14 +3,14 @@
 // holding one OCI image layout (image-spec v1.1 "image-layout.md":
 // oci-layout, index.json, blobs/sha256/<hex>) with every bundle and related
 // image of the packaged versions, each blob once, their signatures
-// (KindSignature entries: cosign tags, referrers) and the PackageManifests
-// under packages/.
+// (KindSignature entries: cosign tags, referrers), the PackageManifests
+// under packages/ and the verify policy's trust material under trust/.
 //
 // The archive is deterministic: entries in a fixed order (oci-layout,
-// index.json, packages/… sorted by path, manifests sorted by digest, then
-// every other blob sorted by digest), fixed times, owners and modes, and a
-// gzip header without name or time. The same images and manifests give the
-// same bytes.
+// index.json, packages/… sorted by path, trust/… sorted by path, manifests
+// sorted by digest, then every other blob sorted by digest), fixed times,
+// owners and modes, and a gzip header without name or time. The same
+// images and manifests give the same bytes.
 //
 // Reading is streaming and bounded: blobs are hashed while they are read and
 // never held in memory; only index.json, image manifests and
@@ -89,10 +89,14 @@ func CatalogRef(cluster string) string { return KindCatalog + ":" + cluster }
 
 // Paths inside the archive.
 const (
-	LayoutFile   = "oci-layout"
-	IndexFile    = "index.json"
-	BlobsDir     = "blobs/sha256/"
-	PackagesDir  = "packages/"
+	LayoutFile  = "oci-layout"
+	IndexFile   = "index.json"
+	BlobsDir    = "blobs/sha256/"
+	PackagesDir = "packages/"
+	// TrustDir holds the trust material of the verify policy
+	// (PackageOptions.Trust): trust/policy.json, the public keys and the
+	// Sigstore trusted roots it names.
+	TrustDir     = "trust/"
 	layoutData   = `{"imageLayoutVersion":"1.0.0"}`
 	checksumExt  = ".sha256"
 	fileMode     = 0o644

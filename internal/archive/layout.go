@@ -70,6 +70,8 @@ type Contents struct {
 	// (positions in Images) whose image needs it.
 	Owners   map[string][]int
 	Packages []File
+	// Trust are the files under trust/ (TrustDir), paths relative to it.
+	Trust []File
 	// Annotations are index.json's own annotations.
 	Annotations map[string]string
 	// Blobs and BlobBytes count configs and layers (each once).
@@ -131,6 +133,12 @@ func (s *scanner) visit(e Entry, body io.Reader) error {
 			return fmt.Errorf("PackageManifest does not parse: %w", err)
 		}
 		c.Packages = append(c.Packages, File{Path: p, Data: data})
+	case EntryTrust:
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		c.Trust = append(c.Trust, File{Path: strings.TrimPrefix(e.Name, TrustDir), Data: data})
 	case EntryBlob:
 		d := e.Digest.String()
 		if !c.indexSeen {

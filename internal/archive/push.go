@@ -482,6 +482,12 @@ func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (
 	if head, err := p.puller.Head(ctx, dst); err == nil && head.Digest == im.Desc.Digest {
 		r.Skipped = true
 		return r, nil
+	} else if err == nil && im.Subject != "" && isReferrersTag(dst) {
+		// The site lists referrers of its own (publish's summaries and
+		// signatures): keep them beside the archive's.
+		skipped, err := p.mergeReferrersTag(ctx, dst.(name.Tag), d)
+		r.Skipped = skipped
+		return r, err
 	} else if p.o.SkipPush {
 		if err == nil {
 			return nil, fmt.Errorf("--skip-push: the destination has digest %s, the archive %s: push the images first", head.Digest, d)

@@ -26,6 +26,9 @@ const (
 	EntryIndex
 	EntryPackage
 	EntryBlob
+	// EntryTrust is a file of the trust material under trust/ (*.json,
+	// *.pub): the verify policy's keys and trusted roots (TrustDir).
+	EntryTrust
 )
 
 // Entry is one regular file of an archive.
@@ -190,10 +193,10 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		return Entry{}, false, errors.New("path is not clean (//, ./): not allowed")
 	}
 	if h.Typeflag == tar.TypeDir {
-		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) {
+		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) || clean+"/" == TrustDir || strings.HasPrefix(clean, TrustDir) {
 			return Entry{}, true, nil
 		}
-		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/ and packages/)")
+		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/, packages/ and trust/)")
 	}
 	if h.Size < 0 {
 		return Entry{}, false, errors.New("negative size")
@@ -216,8 +219,10 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		return e, false, nil
 	case strings.HasPrefix(clean, PackagesDir) && strings.HasSuffix(clean, ".yaml"):
 		e.Kind = EntryPackage
+	case strings.HasPrefix(clean, TrustDir) && (strings.HasSuffix(clean, ".json") || strings.HasSuffix(clean, ".pub")):
+		e.Kind = EntryTrust
 	default:
-		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest> and packages/…/*.yaml)")
+		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest>, packages/…/*.yaml and trust/…/*.json or *.pub)")
 	}
 	if h.Size > lim.Manifest {
 		return Entry{}, false, fmt.Errorf("%d bytes: larger than the limit of %d bytes for a metadata file", h.Size, lim.Manifest)

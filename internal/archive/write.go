@@ -63,6 +63,10 @@ type File struct {
 type PackageOptions struct {
 	Images []Image
 	Files  []File
+	// Trust are files written under trust/ (TrustDir), paths relative to
+	// it, *.json or *.pub: the verify policy's trust material, for push
+	// and verify on the far side.
+	Trust []File
 	// Catalogs are the OCI catalogs to carry (KindCatalog entries of
 	// index.json, named CatalogRef(cluster)); one per cluster.
 	Catalogs []Catalog
@@ -313,6 +317,17 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		p := PackagesDir + f.Path
 		if _, _, err := check(&tar.Header{Name: p, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}, Limits{}.withDefaults()); err != nil {
 			return nil, fmt.Errorf("package file %s: %w", f.Path, err)
+		}
+		if err := put(p, f.Data); err != nil {
+			return nil, err
+		}
+	}
+	trust := append([]File(nil), o.Trust...)
+	sort.Slice(trust, func(i, j int) bool { return trust[i].Path < trust[j].Path })
+	for _, f := range trust {
+		p := TrustDir + f.Path
+		if _, _, err := check(&tar.Header{Name: p, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}, Limits{}.withDefaults()); err != nil {
+			return nil, fmt.Errorf("trust file %s: %w", f.Path, err)
 		}
 		if err := put(p, f.Data); err != nil {
 			return nil, err

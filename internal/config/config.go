@@ -71,8 +71,21 @@ type Config struct {
 	// must be signed, by what key or identity. Empty: nothing is verified.
 	Verify []VerifyEntry `yaml:"verify,omitempty"`
 
+	// Sign is what publish signs besides its own outputs
+	// (docs/signatures.md).
+	Sign Sign `yaml:"sign,omitempty"`
+
 	// Path is the file it was read from.
 	Path string `yaml:"-"`
+}
+
+// Sign is the sign section of publish.yaml.
+type Sign struct {
+	// Images, when true, has publish run sign each digest it mirrored (an
+	// image, an image index and each platform child) at the destination
+	// with --cosign-key, beside the vendor's signatures: the site's own
+	// policy then needs one key. Off by default.
+	Images bool `yaml:"images,omitempty"`
 }
 
 // Cluster is the publish.yaml entry of one cluster.

@@ -82,10 +82,10 @@ type VerifyEntry struct {
 // and the certificate subject (SAN: an email or a URI such as a workflow),
 // each exact or as a regular expression (Go syntax, matched in full).
 type Keyless struct {
-	Issuer        string `yaml:"issuer,omitempty"`
-	IssuerRegexp  string `yaml:"issuerRegexp,omitempty"`
-	Subject       string `yaml:"subject,omitempty"`
-	SubjectRegexp string `yaml:"subjectRegexp,omitempty"`
+	Issuer        string `yaml:"issuer,omitempty" json:"issuer,omitempty"`
+	IssuerRegexp  string `yaml:"issuerRegexp,omitempty" json:"issuerRegexp,omitempty"`
+	Subject       string `yaml:"subject,omitempty" json:"subject,omitempty"`
+	SubjectRegexp string `yaml:"subjectRegexp,omitempty" json:"subjectRegexp,omitempty"`
 }
 
 // String describes the identity as the lint messages show it.

@@ -534,7 +534,11 @@ func (e *engine) signatures(ctx context.Context, st *imageState, srcRepo, dstRep
 					add(fmt.Errorf("signature tag %s: %w", tag, err))
 					return
 				}
-				if err := e.copyTo(ctx, st, srcRepo, dstRepo, sd.Digest, dst); err != nil {
+				cp := e.copyTo
+				if suffix == "" {
+					cp = e.copyReferrersTag
+				}
+				if err := cp(ctx, st, srcRepo, dstRepo, sd.Digest, dst); err != nil {
 					add(fmt.Errorf("signature tag %s: %w", tag, err))
 				}
 			}()

@@ -58,6 +58,11 @@ type Verification struct {
 	Mode string `json:"mode,omitempty"`
 	// Policy is where the deciding entry is, "publish.yaml:LINE".
 	Policy string `json:"policy,omitempty"`
+	// PolicyDigest is the SHA-256 (hex) of the deciding entry as
+	// publish.yaml gives it (its pattern, mode, index, key or keyless
+	// identity and trusted root): what a verification summary names as
+	// its policy's digest. "" when not required.
+	PolicyDigest string `json:"-"`
 	// Expected is what counts as signed ("key publish/vendor.pub",
 	// "issuer X, subject Y"); Found what was found instead (or the
 	// signature that verified).
@@ -133,14 +138,36 @@ func (s *SignatureCounts) Add(v Verification) {
 	default:
 		return
 	}
-	for _, l := range [][]string{s.Signed, s.Unsigned, s.Failed} {
-		for _, img := range l {
-			if img == v.Image {
-				return
+	if !s.has(v.Image) {
+		*list = append(*list, v.Image)
+	}
+}
+
+// Merge adds the images of o to s, each in o's list, unless s lists it
+// already (in any list).
+func (s *SignatureCounts) Merge(o SignatureCounts) {
+	for _, l := range []struct {
+		from []string
+		to   *[]string
+	}{{o.Signed, &s.Signed}, {o.Unsigned, &s.Unsigned}, {o.Failed, &s.Failed}} {
+		for _, img := range l.from {
+			if !s.has(img) {
+				*l.to = append(*l.to, img)
 			}
 		}
 	}
-	*list = append(*list, v.Image)
+}
+
+// has reports whether s lists img.
+func (s *SignatureCounts) has(img string) bool {
+	for _, l := range [][]string{s.Signed, s.Unsigned, s.Failed} {
+		for _, i := range l {
+			if i == img {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Empty reports whether s lists no image.

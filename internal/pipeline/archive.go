@@ -67,7 +67,10 @@ type PackageOptions struct {
 	// Verify checks the signatures of the selected versions' bundles and
 	// related images before anything is written (publish.yaml verify);
 	// nil: none.
-	Verify   ImageVerifier
+	Verify ImageVerifier
+	// Trust is the trust material of Verify's policy written under
+	// trust/ in the archive (verify.TrustFiles), for push on the far side.
+	Trust    []archive.File
 	Progress *archive.Progress
 	Log      func(format string, args ...any)
 	// Catalog, when its URL is set, is the catalog repo of the connected
@@ -178,7 +181,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
 	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
-		Images: images, Files: files, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
+		Images: images, Files: files, Trust: o.Trust, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
 		Signatures: !o.Mirror.SkipSignatures,
 	})
@@ -281,6 +284,14 @@ type PushOptions struct {
 	// cluster's selection takes (its Include and Exclude, publish.yaml
 	// clusters.<name>; push --cluster); none: every artifact.
 	Selection ClusterOptions
+	// Trust, when set, reads the archive's trust material
+	// (archive.Contents.Trust: the verify policy's keys and trusted roots,
+	// never fetched) once the images are pushed, and returns the verifier
+	// of that policy (nil: no rule) and warnings (a certificate that
+	// expires soon). Every image pushed is then verified at the
+	// destination (verifyPushed) before the OCI catalog is signed or the
+	// catalog committed.
+	Trust func(files []archive.File) (ImageVerifier, []string, error)
 }
 
 // PushResult is what Push did: the push, and the catalog run (nil without
@@ -378,6 +389,13 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 		return nil, err
 	}
 	res := &PushResult{Push: pr}
+	verified, err := verifyPushed(ctx, o, mc, opts, pr)
+	if err == nil {
+		err = attestPushed(ctx, o, mc, opts, pr, verified)
+	}
+	if err != nil {
+		return res, err
+	}
 	if o.Options.Sign != nil {
 		for _, im := range pr.Images {
 			if im.Catalog == "" {

@@ -556,12 +556,7 @@ func runClusters(ctx context.Context, o Options) (*Result, error) {
 			res.Manifests = max(res.Manifests, r.Manifests)
 			res.BundlesRead += r.BundlesRead
 			res.Findings = append(res.Findings, r.Findings...)
-			for ref, v := range r.Verified {
-				if res.Verified == nil {
-					res.Verified = map[string]model.Verification{}
-				}
-				res.Verified[ref] = v
-			}
+			res.addVerification(r)
 		}
 	}
 	if split != nil {

@@ -89,6 +89,12 @@ type Options struct {
 	// (--cosign-key; docs/signatures.md), and when the tag already pointed
 	// at it, if the digest has no Sigstore bundle referrer yet.
 	Sign ImageSigner
+	// SignImages (publish.yaml sign.images) signs, with Sign, each digest
+	// the run mirrored (an image, an image index and each platform
+	// child) at the destination, unless it has a signature by Sign's key
+	// (attestMirrored). With Sign and a verify policy, each mirrored
+	// digest the policy verified also gets a verification summary.
+	SignImages bool
 	// AllowEmpty lets a source without any manifest delist every artifact.
 	AllowEmpty bool
 	// AllowDirty lets run publish manifests whose content on disk is not
@@ -241,6 +247,10 @@ type Result struct {
 	// Verified holds the signature verification of every bundle and
 	// related image read, by image reference (nil without a policy).
 	Verified map[string]model.Verification
+	// Signatures sorts the images of Verified per artifact into signed,
+	// unsigned and failed, as the plan and the log count them (nil
+	// without a policy).
+	Signatures map[string]*model.SignatureCounts
 	// Clusters is what the run did on each cluster, in the order served.
 	// With one cluster the fields above are that cluster's; with several,
 	// Changes merges every cluster's and Commit is the one commit.
@@ -335,6 +345,7 @@ func prepareCluster(ctx context.Context, o Options, tgt target.Target, tip *cata
 	vs, changed := pr.vs, pr.changed
 	res.Findings, res.Verified = pr.findings, pr.verified
 	if pr.verified != nil {
+		res.Signatures = artifactSignatures(pr.changed, pr.verified)
 		for _, l := range verifySummary(pr.changed, pr.verified) {
 			o.logf("%s", l)
 		}
@@ -403,6 +414,13 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 		return err
 	}
 	o.logf("mirror: %d images, %d copied, %d already at %s", len(rep.Images), rep.Copied(), len(rep.Images)-rep.Copied(), o.Mirror.DstRegistry)
+	opts := r.dstOpts
+	if opts == nil {
+		opts = r.mc.DstOptions()
+	}
+	if err := attestMirrored(ctx, o, r.mc, opts, rep, cr.p.verified); err != nil {
+		return err
+	}
 
 	// The records again, with the digests of what reached the
 	// destination.

@@ -260,3 +260,24 @@ func artifactSignatures(vs []*model.Version, results map[string]model.Verificati
 	}
 	return out
 }
+
+// addVerification adds the verification of one cluster's result r to
+// res, the result of a run of several: every image's, and per artifact
+// the images signed, unsigned and failed.
+func (res *Result) addVerification(r *Result) {
+	for ref, v := range r.Verified {
+		if res.Verified == nil {
+			res.Verified = map[string]model.Verification{}
+		}
+		res.Verified[ref] = v
+	}
+	for a, c := range r.Signatures {
+		if res.Signatures == nil {
+			res.Signatures = map[string]*model.SignatureCounts{}
+		}
+		if res.Signatures[a] == nil {
+			res.Signatures[a] = &model.SignatureCounts{}
+		}
+		res.Signatures[a].Merge(*c)
+	}
+}

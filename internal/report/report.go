@@ -71,6 +71,29 @@ type Image struct {
 	// before it was copied (publish.yaml verify: model.Verification's
 	// Status, "verified", "unsigned", …); absent when none applied.
 	Verification string `json:"verification,omitempty"`
+	// Outcome sorts Verification as the plan counts it per artifact
+	// (model.Verification.Outcome): "signed", "unsigned" (no signature,
+	// accepted under if-signed or a warning under warn), "failed";
+	// absent when no rule required the image.
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// AddSignatures records, per artifact, its images signed, unsigned and
+// failed (pipeline.Result.Signatures), each list non-nil; nil adds
+// nothing.
+func (r *Report) AddSignatures(byArtifact map[string]*model.SignatureCounts) {
+	for a, c := range byArtifact {
+		if r.Signatures == nil {
+			r.Signatures = map[string]*model.SignatureCounts{}
+		}
+		cp := *c
+		for _, l := range []*[]string{&cp.Signed, &cp.Unsigned, &cp.Failed} {
+			if *l == nil {
+				*l = []string{} // [] in the JSON, not null, as the plan
+			}
+		}
+		r.Signatures[a] = &cp
+	}
 }
 
 // AddVerification records the status of each image's signature check
@@ -78,7 +101,7 @@ type Image struct {
 func (r *Report) AddVerification(verified map[string]model.Verification) {
 	for i := range r.Images {
 		if v, ok := verified[r.Images[i].Source]; ok {
-			r.Images[i].Verification = v.Status
+			r.Images[i].Verification, r.Images[i].Outcome = v.Status, v.Outcome()
 		}
 	}
 }
@@ -100,6 +123,11 @@ type Report struct {
 	Command    string  `json:"command"`
 	Summary    Summary `json:"summary"`
 	Images     []Image `json:"images"`
+	// Signatures lists, per artifact (PackageManifest spec.artifact
+	// name), its images signed, unsigned and failed as the publish.yaml
+	// verify policy judged them (the plan's artifacts[].signatures);
+	// absent without a policy.
+	Signatures map[string]*model.SignatureCounts `json:"signatures,omitempty"`
 	// Shard is the part of a split the command did, nil outside one.
 	Shard *Shard `json:"shard,omitempty"`
 	// SHA256 is the hex SHA-256 of the report's JSON as WriteFile writes

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 // TestAddMirror: the results of a mirror run become copied and present
@@ -63,5 +64,40 @@ func TestAddMirror(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("%d files in the report's directory, want the report alone", len(entries))
+	}
+}
+
+// TestReportVerification: each image carries its verification's status
+// and outcome, and the report lists per artifact the images signed,
+// unsigned and failed, as JSON.
+func TestReportVerification(t *testing.T) {
+	r := New("run")
+	r.AddMirror(&mirror.Report{Images: []mirror.Result{
+		{Source: "src/a:v1", Destination: "dst/a:v1", Digest: "sha256:aa"},
+		{Source: "src/b:v1", Destination: "dst/b:v1", Digest: "sha256:bb"},
+		{Source: "src/c:v1", Destination: "dst/c:v1", Digest: "sha256:cc"},
+	}}, nil)
+	verified := map[string]model.Verification{
+		"src/a:v1": {Image: "src/a:v1", Status: model.VerifyVerified, Mode: "enforce"},
+		"src/b:v1": {Image: "src/b:v1", Status: model.VerifyUnsigned, Mode: model.VerifyModeIfSigned, NoSignature: true},
+		"src/c:v1": {Image: "src/c:v1", Status: model.VerifyNotRequired},
+	}
+	r.AddVerification(verified)
+	var counts model.SignatureCounts
+	for _, v := range verified {
+		counts.Add(v)
+	}
+	r.AddSignatures(map[string]*model.SignatureCounts{"tiny": &counts})
+	for i, want := range [][2]string{{"verified", "signed"}, {"unsigned", "unsigned"}, {"not-required", ""}} {
+		if got := [2]string{r.Images[i].Verification, r.Images[i].Outcome}; got != want {
+			t.Errorf("image %d: %v, want %v", i, got, want)
+		}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"signatures":{"tiny":{"signed":["src/a:v1"],"unsigned":["src/b:v1"],"failed":[]}}`) {
+		t.Errorf("report JSON: %s", data)
 	}
 }

@@ -43,12 +43,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	intoto "github.com/in-toto/attestation/go/v1"
+	"github.com/operator-publish/publish/internal/model"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
 	sgsign "github.com/sigstore/sigstore-go/pkg/sign"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Media types, annotations and types of the signatures written here
@@ -63,10 +67,13 @@ const (
 	// SignatureAnnotation holds the base64 signature of a .sig layer.
 	SignatureAnnotation = "dev.cosignproject.cosign/signature"
 	// PredicateType is cosign's predicate for a plain image signature.
-	PredicateType       = "https://sigstore.dev/cosign/sign/v1"
-	InTotoPayloadType   = "application/vnd.in-toto+json"
-	inTotoStatementType = "https://in-toto.io/Statement/v1"
-	emptyMediaType      = "application/vnd.oci.empty.v1+json"
+	PredicateType     = "https://sigstore.dev/cosign/sign/v1"
+	InTotoPayloadType = "application/vnd.in-toto+json"
+	// BundlePredicateTypeAnnotation, on a bundle referrer's manifest,
+	// names the predicate type of the statement it signs (cosign's
+	// pkg/oci/remote BundlePredicateType).
+	BundlePredicateTypeAnnotation = "dev.sigstore.bundle.predicateType"
+	emptyMediaType                = "application/vnd.oci.empty.v1+json"
 	// BundleFileSuffix is appended to a file's name for its bundle:
 	// FILE.tgz.sigstore.json.
 	BundleFileSuffix = ".sigstore.json"
@@ -232,26 +239,9 @@ type ImageSignature struct {
 // replaces the .sig tag's manifest, which holds one signature).
 func (k *Key) SignImage(ctx context.Context, repo name.Repository, desc v1.Descriptor, sigTag bool, opts []remote.Option) (*ImageSignature, error) {
 	opts = append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))
-	stmt, err := json.Marshal(map[string]any{
-		"_type":         inTotoStatementType,
-		"subject":       []any{map[string]any{"name": repo.Name(), "digest": map[string]string{desc.Digest.Algorithm: desc.Digest.Hex}}},
-		"predicateType": PredicateType,
-		"predicate":     map[string]any{},
-	})
+	ref, err := k.attach(ctx, repo, desc, PredicateType, map[string]any{}, nil, opts)
 	if err != nil {
 		return nil, err
-	}
-	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: stmt, PayloadType: InTotoPayloadType}, keypair{k}, sgsign.BundleOptions{Context: ctx})
-	if err != nil {
-		return nil, fmt.Errorf("signing %s@%s: %w", repo, desc.Digest, err)
-	}
-	data, err := marshalBundle(pb)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := pushReferrer(repo, desc, data, opts)
-	if err != nil {
-		return nil, fmt.Errorf("pushing the signature of %s@%s: %w", repo, desc.Digest, err)
 	}
 	out := &ImageSignature{Referrer: ref}
 	if sigTag {
@@ -264,10 +254,59 @@ func (k *Key) SignImage(ctx context.Context, repo name.Repository, desc v1.Descr
 	return out, nil
 }
 
+// attach signs an in-toto statement (in-toto attestation v1) whose
+// subject is repo@desc, with predicateType and predicate (a value that
+// marshals to a JSON object), as a DSSE Sigstore bundle, and pushes it as
+// a referrer of desc with the annotations extra besides cosign's. It
+// returns the referrer manifest's digest. opts carry the context.
+func (k *Key) attach(ctx context.Context, repo name.Repository, desc v1.Descriptor, predicateType string, predicate any, extra map[string]string, opts []remote.Option) (v1.Hash, error) {
+	stmt, err := statement(repo, desc.Digest, predicateType, predicate)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	pb, err := sgsign.Bundle(&sgsign.DSSEData{Data: stmt, PayloadType: InTotoPayloadType}, keypair{k}, sgsign.BundleOptions{Context: ctx})
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("signing %s@%s: %w", repo, desc.Digest, err)
+	}
+	data, err := marshalBundle(pb)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	ref, err := pushReferrer(repo, desc, data, predicateType, extra, opts)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing the signature of %s@%s: %w", repo, desc.Digest, err)
+	}
+	return ref, nil
+}
+
+// statement is the JSON of an in-toto statement v1 (in-toto/attestation's
+// Statement, checked by its Validate) about repo@digest.
+func statement(repo name.Repository, digest v1.Hash, predicateType string, predicate any) ([]byte, error) {
+	raw, err := json.Marshal(predicate)
+	if err != nil {
+		return nil, err
+	}
+	var pred structpb.Struct
+	if err := protojson.Unmarshal(raw, &pred); err != nil {
+		return nil, fmt.Errorf("the predicate is no JSON object: %w", err)
+	}
+	st := &intoto.Statement{
+		Type:          intoto.StatementTypeUri,
+		Subject:       []*intoto.ResourceDescriptor{{Name: repo.Name(), Digest: map[string]string{digest.Algorithm: digest.Hex}}},
+		PredicateType: predicateType,
+		Predicate:     &pred,
+	}
+	if err := st.Validate(); err != nil {
+		return nil, err
+	}
+	return protojson.Marshal(st)
+}
+
 // pushReferrer pushes data (a Sigstore bundle) as an OCI referrer of
 // repo@subject: an image manifest with the empty config, the bundle as
-// its one layer, artifactType and subject set, and cosign's annotations.
-func pushReferrer(repo name.Repository, subject v1.Descriptor, data []byte, opts []remote.Option) (v1.Hash, error) {
+// its one layer, artifactType and subject set, cosign's annotations
+// (the content, the predicate type) and extra.
+func pushReferrer(repo name.Repository, subject v1.Descriptor, data []byte, predicateType string, extra map[string]string, opts []remote.Option) (v1.Hash, error) {
 	cfg := static.NewLayer([]byte("{}"), emptyMediaType)
 	layer := static.NewLayer(data, BundleArtifactType)
 	for _, l := range []v1.Layer{cfg, layer} {
@@ -281,6 +320,13 @@ func pushReferrer(repo name.Repository, subject v1.Descriptor, data []byte, opts
 		mt, _ := l.MediaType()
 		return v1.Descriptor{MediaType: mt, Digest: d, Size: s}
 	}
+	ann := map[string]string{
+		"dev.sigstore.bundle.content": "dsse-envelope",
+		BundlePredicateTypeAnnotation: predicateType,
+	}
+	for k, v := range extra {
+		ann[k] = v
+	}
 	m := v1.Manifest{
 		SchemaVersion: 2,
 		MediaType:     types.OCIManifestSchema1,
@@ -288,10 +334,7 @@ func pushReferrer(repo name.Repository, subject v1.Descriptor, data []byte, opts
 		Config:        desc(cfg),
 		Layers:        []v1.Descriptor{desc(layer)},
 		Subject:       &v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
-		Annotations: map[string]string{
-			"dev.sigstore.bundle.content":       "dsse-envelope",
-			"dev.sigstore.bundle.predicateType": PredicateType,
-		},
+		Annotations:   ann,
 	}
 	raw, err := json.Marshal(m)
 	if err != nil {
@@ -337,6 +380,9 @@ func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 type ImageSigner struct {
 	Key    *Key
 	SigTag bool
+	// Version is publish's version, the verifier's version in the
+	// verification summaries (Summarize).
+	Version string
 }
 
 // Sign signs repo@desc (SignImage) and says what it wrote.
@@ -350,4 +396,26 @@ func (s ImageSigner) Sign(ctx context.Context, repo name.Repository, desc v1.Des
 		what += ", tag " + sig.SigTag
 	}
 	return what, nil
+}
+
+// SignReferrer signs repo@desc with a Sigstore bundle referrer only,
+// never the .sig tag, whatever SigTag says: a mirrored image's .sig tag
+// holds the vendor's signature, which a tag of ours would replace.
+func (s ImageSigner) SignReferrer(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (string, error) {
+	sig, err := s.Key.SignImage(ctx, repo, desc, false, opts)
+	if err != nil {
+		return "", err
+	}
+	return "Sigstore bundle referrer " + sig.Referrer.String(), nil
+}
+
+// Signed reports whether repo@desc has a signature by s.Key (Key.Signed).
+func (s ImageSigner) Signed(ctx context.Context, repo name.Repository, desc v1.Descriptor, opts []remote.Option) (bool, error) {
+	return s.Key.Signed(ctx, repo, desc, opts)
+}
+
+// Summarize attaches the verification summary sum of repo@desc, by
+// publish at s.Version (Key.Summarize); false when an equal one is there.
+func (s ImageSigner) Summarize(ctx context.Context, repo name.Repository, desc v1.Descriptor, sum model.Summary, opts []remote.Option) (bool, error) {
+	return s.Key.Summarize(ctx, repo, desc, sum, s.Version, opts)
 }

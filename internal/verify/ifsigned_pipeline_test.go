@@ -146,6 +146,10 @@ func TestPipelineIfSigned(t *testing.T) {
 			if tc.logLine != "" && !strings.Contains(logs.String(), tc.logLine) {
 				t.Errorf("log lacks %q:\n%s", tc.logLine, logs.String())
 			}
+			// The run's result (and its --report) counts the same.
+			if c := res.Signatures["tiny"]; tc.logLine != "" && (c == nil || !strings.Contains(tc.logLine, "verify: tiny: "+c.String())) {
+				t.Errorf("result signatures %+v, want those of %q", c, tc.logLine)
+			}
 			if !f.committed(t) {
 				t.Error("nothing committed")
 			}

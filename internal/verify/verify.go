@@ -26,7 +26,9 @@ package verify
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +48,6 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/fulcio/certificate"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	sgverify "github.com/sigstore/sigstore-go/pkg/verify"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 )
 
@@ -73,6 +74,10 @@ const emptyMediaType = "application/vnd.oci.empty.v1+json"
 // attestation format).
 var errNotBundle = errors.New("not a Sigstore bundle")
 
+// errSummary: a bundle that verifies but holds a verification summary
+// (SLSA VSA), which is no signature of the image.
+var errSummary = errors.New("a verification summary, not a signature")
+
 // maxBundle bounds what is read of one bundle or signature layer.
 const maxBundle = 1 << 20
 
@@ -96,6 +101,7 @@ type cached struct {
 type entry struct {
 	cfg      config.VerifyEntry
 	where    string // publish.yaml:LINE
+	digest   string // ruleDigest
 	expected string
 	// key: the public key and its sigstore-go verifier.
 	key      crypto.PublicKey
@@ -114,7 +120,7 @@ func New(c *config.Config) (*Verifier, error) {
 	}
 	v := &Verifier{file: c.Path, cfg: c, cache: map[string]*cached{}}
 	for i, e := range c.Verify {
-		en := &entry{cfg: e, where: fmt.Sprintf("%s:%d", config.FileName, e.Line)}
+		en := &entry{cfg: e, where: fmt.Sprintf("%s:%d", config.FileName, e.Line), digest: ruleDigest(e)}
 		line := func(field string) int {
 			if l := e.Lines[field]; l > 0 {
 				return l
@@ -163,26 +169,31 @@ func New(c *config.Config) (*Verifier, error) {
 	return v, nil
 }
 
-// keyVerifier loads a PEM public key: the key, its signature verifier
-// (for .sig tags) and a sigstore-go verifier of key bundles (offline: no
-// transparency log, no timestamps).
+// ruleDigest is the SHA-256 (hex) of what decides in e: its pattern,
+// mode, index, the key (PEM, as read) or the keyless identity and the
+// trusted root (its content's SHA-256), as JSON in that order. A
+// verification summary names its policy by it: two runs under the same
+// rule give the same digest, whatever its line.
+func ruleDigest(e config.VerifyEntry) string {
+	root := ""
+	if e.TrustedRootJSON != nil {
+		h := sha256.Sum256(e.TrustedRootJSON)
+		root = "sha256:" + hex.EncodeToString(h[:])
+	}
+	data, _ := json.Marshal(struct {
+		Match, Mode, Index, Key string
+		Keyless                 *config.Keyless
+		TrustedRoot             string
+	}{e.Match, e.Mode, e.Index, string(e.KeyPEM), e.Keyless, root})
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
+// keyVerifier loads a PEM public key (sign.KeyVerifier): the key, its
+// signature verifier (for .sig tags) and a sigstore-go verifier of key
+// bundles (offline: no transparency log, no timestamps).
 func keyVerifier(keyPEM []byte) (crypto.PublicKey, signature.Verifier, *sgverify.Verifier, error) {
-	pub, err := cryptoutils.UnmarshalPEMToPublicKey(keyPEM)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("key does not parse: %w", err)
-	}
-	kv, err := signature.LoadVerifier(pub, crypto.SHA256)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("key cannot verify signatures: %w", err)
-	}
-	tm := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
-		return root.NewExpiringKey(kv, noTime, noTime), nil
-	})
-	bv, err := sgverify.NewVerifier(tm, sgverify.WithNoObserverTimestamps())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pub, kv, bv, nil
+	return sign.KeyVerifier(keyPEM)
 }
 
 // VerifyDigestBundle checks that bundleJSON (a Sigstore bundle, as
@@ -205,10 +216,6 @@ func VerifyDigestBundle(bundleJSON, digest, keyPEM []byte) error {
 	}
 	return nil
 }
-
-// noTime leaves a policy key valid at every time (a key has no validity
-// period of its own here).
-var noTime time.Time
 
 func keyName(k string) string {
 	if strings.Contains(k, "-----BEGIN") {
@@ -300,7 +307,7 @@ func (v *Verifier) VerifyAt(ctx context.Context, ref, read string, opts []remote
 		}
 		return out
 	}
-	out.Mode, out.Policy, out.Expected = e.cfg.Mode, e.where, e.expected
+	out.Mode, out.Policy, out.Expected, out.PolicyDigest = e.cfg.Mode, e.where, e.expected, e.digest
 	opts = append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))
 	desc, err := remote.Get(r, opts...)
 	if err != nil {
@@ -453,6 +460,9 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 		im, err := idx.IndexManifest()
 		if err == nil {
 			for _, m := range im.Manifests {
+				if m.Annotations[sign.BundlePredicateTypeAnnotation] == model.SummaryPredicateType {
+					continue // a verification summary, no signature
+				}
 				switch m.ArtifactType {
 				case BundleArtifactType:
 				case "", emptyMediaType:
@@ -479,6 +489,8 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 				}
 				found, idErr, err := e.verifyBundle(b, digestBytes)
 				switch {
+				case errors.Is(err, errSummary):
+					// Not a signature: as if it were not there.
 				case err == nil:
 					return result{status: model.VerifyVerified, found: found + " (bundle " + short(m.Digest) + ")"}
 				case idErr:
@@ -572,7 +584,12 @@ func (e *entry) verifyBundle(b *sgbundle.Bundle, digest []byte) (found string, i
 	} else {
 		pol = sgverify.NewPolicy(sgverify.WithArtifactDigest("sha256", digest), sgverify.WithKey())
 	}
-	_, err = e.bundleV.Verify(b, pol)
+	res, err := e.bundleV.Verify(b, pol)
+	if err == nil && res.Statement != nil && res.Statement.GetPredicateType() == model.SummaryPredicateType {
+		// A verification summary (its referrer lost the predicate type
+		// annotation) says what a verifier concluded; it signs nothing.
+		return "", false, errSummary
+	}
 	if err == nil {
 		if e.identity != nil {
 			return bundleIdentity(b), false, nil
