@@ -137,7 +137,7 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}}
+	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Jobs)
 	p.g, p.gctx = g, gctx
@@ -172,7 +172,14 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 		return nil, err
 	}
 	p.res.SHA256, p.res.Checksum, p.res.Contents = vr.SHA256, vr.Checksum, vr.Contents
-	if err := p.manifests(ctx); err != nil {
+	err = nil
+	if !o.SkipPush {
+		err = p.mountBase(ctx)
+	}
+	if err == nil {
+		err = p.manifests(ctx)
+	}
+	if err != nil {
 		if me := (*MapError)(nil); errors.As(err, &me) {
 			return nil, me
 		}
@@ -189,6 +196,7 @@ type pusher struct {
 	res    *PushResult
 	g      *errgroup.Group
 	gctx   context.Context
+	ctx    context.Context // Push's: gctx ends with the blob uploads
 
 	once       sync.Once
 	dsts       []name.Reference // per index.json entry; nil: not pushed
@@ -248,6 +256,10 @@ func (p *pusher) dest() error {
 		}
 		if p.o.Select != nil {
 			p.dropSignatures()
+		}
+		if err := p.checkBase(p.ctx); err != nil {
+			p.mapErr = err
+			return
 		}
 		if p.o.Check != nil && !p.o.SkipPush && first != "" {
 			p.mapErr = p.o.Check(first)
@@ -317,13 +329,9 @@ func (p *pusher) precheck() error {
 	skipped := map[string]bool{}
 	for _, pr := range pairs {
 		g.Go(func() error {
-			l, err := p.puller.Layer(gctx, pr.repo.Digest(pr.d))
+			ok, err := p.hasBlob(gctx, pr.repo, pr.d)
 			if err != nil {
 				return err
-			}
-			ok, err := partial.Exists(l)
-			if err != nil {
-				return fmt.Errorf("checking blob %s in %s: %w", pr.d, pr.repo, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -20,12 +20,13 @@ import (
 type EntryKind int
 
 // Entry kinds, by path: oci-layout, index.json, packages/…/*.yaml,
-// blobs/sha256/<hex>.
+// blobs/sha256/<hex>, digests.json (DigestsFile).
 const (
 	EntryLayout EntryKind = iota
 	EntryIndex
 	EntryPackage
 	EntryBlob
+	EntryDigests
 )
 
 // Entry is one regular file of an archive.
@@ -80,7 +81,7 @@ var ErrWrittenDamaged = errors.New("the archive matches its .sha256, so it was w
 
 // Walk reads a gzip-compressed tar from r and calls visit for every regular
 // file, in archive order, after checking it: the path must be oci-layout,
-// index.json, blobs/sha256/<64 hex digits> or a .yaml file below packages/
+// index.json, digests.json, blobs/sha256/<64 hex digits> or a .yaml file below packages/
 // (relative, clean, no "..", no backslash); links, devices, FIFOs and any
 // other entry type are refused; a path may appear once; sizes stay within
 // lim (per entry, and in total as decompressed); directories are skipped.
@@ -204,6 +205,12 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		e.Kind = EntryLayout
 	case clean == IndexFile:
 		e.Kind = EntryIndex
+	case clean == DigestsFile:
+		e.Kind = EntryDigests
+		if h.Size > maxDigestsBytes {
+			return Entry{}, false, fmt.Errorf("%d bytes: larger than the limit of %d bytes for the digest list", h.Size, maxDigestsBytes)
+		}
+		return e, false, nil
 	case strings.HasPrefix(clean, BlobsDir):
 		hexPart := strings.TrimPrefix(clean, BlobsDir)
 		if _, err := hex.DecodeString(hexPart); err != nil || len(hexPart) != 64 || strings.ToLower(hexPart) != hexPart {
