@@ -73,12 +73,13 @@ func tarBytes(n int64) int64 { return 1536 + (n+511)/512*512 }
 // blocks of incompressible layers, the gzip header and trailer).
 func gzipBound(n int64) int64 { return n + n/128 + 2048 }
 
-// planParts puts the blobs into parts of at most max bytes, in their order;
-// the first part starts with head bytes of metadata. A blob that fits in
-// no part gets one of its own (a warning), or a *SizeError with strict.
+// planParts puts the blobs into parts of at most max bytes, first fit in
+// digest order (deterministic: the same blobs give the same parts); the
+// first part starts with head bytes of metadata. A blob that fits in no
+// part gets one of its own (a warning), or a *SizeError with strict.
 func (pp *prepared) planParts(head int64, so SplitOptions) ([][]string, error) {
 	parts := [][]string{nil}
-	cur := head + 1024 // the tar's end
+	used := []int64{head + 1024} // with the tar's end
 	for _, d := range pp.blobs {
 		b := pp.c.blobs[d]
 		n := tarBytes(b.desc.Size)
@@ -87,12 +88,18 @@ func (pp *prepared) planParts(head int64, so SplitOptions) ([][]string, error) {
 				return nil, &SizeError{Blob: d, Image: b.from, Size: b.desc.Size, Max: so.MaxSize}
 			}
 			pp.res.Warnings = append(pp.res.Warnings, fmt.Sprintf("blob %s of %s is %s, more than --max-size %s: it gets a part of its own, larger than the others", d, b.from, Size(b.desc.Size), Size(so.MaxSize)))
+			parts, used = append(parts, []string{d}), append(used, so.MaxSize) // full
+			continue
 		}
-		if gzipBound(cur+n) > so.MaxSize && (len(parts[len(parts)-1]) > 0 || len(parts) == 1) {
-			parts, cur = append(parts, nil), 1024
+		i := 0
+		for i < len(parts) && gzipBound(used[i]+n) > so.MaxSize {
+			i++
 		}
-		parts[len(parts)-1] = append(parts[len(parts)-1], d)
-		cur += n
+		if i == len(parts) {
+			parts, used = append(parts, nil), append(used, 1024)
+		}
+		parts[i] = append(parts[i], d)
+		used[i] += n
 	}
 	return parts, nil
 }

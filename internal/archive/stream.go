@@ -33,6 +33,10 @@ func (pp *prepared) finishIndex(idx v1.IndexManifest) error {
 				delete(blobs, d)
 			}
 		}
+		for i, b := range list.Blobs {
+			_, stored := blobs[b.Digest]
+			list.Blobs[i].Base = !stored
+		}
 		list = o.Base.extend(list)
 		if idx.Annotations == nil {
 			idx.Annotations = map[string]string{}
