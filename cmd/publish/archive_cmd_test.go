@@ -18,6 +18,8 @@ func TestArchiveUsageErrors(t *testing.T) {
 		{"package", "-o", "x.tgz", "--changed"},      // --changed without --base
 		{"package", "-o", "x.tgz", "--level", "12"},  // level out of range
 		{"package", "-o", "x.tgz", "--verify-cache"}, // --verify-cache without --cache
+		{"package", "-o", "x.tgz", "--strict-size"},  // --strict-size without --max-size
+		{"package", "-o", "x.tgz", "--max-size", "4X"},
 		{"push", "x.tgz"},                            // no --dst-repo
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push", "--skip-crs"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push"}, // needs --catalog

@@ -124,7 +124,7 @@ func (p *pushCmd) selection(rs renderSettings) error {
 func (p *pushCmd) command(inv *invocation) *cobra.Command {
 	o := &p.o
 	cmd := &cobra.Command{
-		Use:   "push FILE.tgz --dst-registry HOST[:PORT][/PREFIX]",
+		Use:   "push FILE.tgz|NAME.parts.json|DIR --dst-registry HOST[:PORT][/PREFIX]",
 		Short: "Load an offline archive into a registry and, with --catalog, publish the catalog (violet push)",
 		Long: `push reads FILE.tgz once, checking every blob digest as it reads, and pushes
 every image to --dst-registry (violet: --dst-repo) with the repository
@@ -151,7 +151,14 @@ of these artifacts only, and --cluster C (with publish.yaml) those that
 clusters.C.include/exclude select; the catalog change then lists and
 delists that subset only. --key PUBLIC.pem checks the archive's signature
 (FILE.tgz.sigstore.json) before anything is pushed; --cosign-key signs the
-OCI catalog pushed to --oci.`,
+OCI catalog pushed to --oci.
+
+A split archive (publish package --max-size) is pushed from its index
+NAME.parts.json or the directory of its parts: each part is checked against
+the index, and a missing or damaged one is named before anything is tagged.
+A differential archive (publish package --base-archive) is refused, with the
+list, unless the destination has every image its base promised (one HEAD
+each).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := p.options(inv, args[0]); err != nil {
@@ -213,6 +220,9 @@ func printPush(cmd *cobra.Command, p *archive.PushResult) {
 	}
 	fmt.Fprintf(w, "images    %d pushed, %d already there; blobs %d pushed (%s), %d mounted, %d already there\n",
 		pushed, len(p.Images)-pushed, p.BlobsPushed, archive.Size(p.BytesPushed), p.BlobsMounted, p.BlobsSkipped)
+	if p.BaseImages > 0 {
+		fmt.Fprintf(w, "base      %d images of the base archive already there (differential archive)\n", p.BaseImages)
+	}
 	if p.Signatures > 0 {
 		fmt.Fprintf(w, "signed    %d signatures, attestations and referrers: %d pushed, %d already there\n", p.Signatures, p.SignaturesPut, p.Signatures-p.SignaturesPut)
 	}

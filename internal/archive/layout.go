@@ -426,7 +426,7 @@ func sourceFiles(path string) ([]partFile, *VerifyResult, error) {
 		}
 		return []partFile{{path: path, want: want, label: path, hasSum: hasSum}}, &VerifyResult{Checksum: hasSum}, nil
 	}
-	idx, err := readParts(path)
+	idx, err := ReadParts(path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/scratch"
@@ -36,6 +37,8 @@ type Part struct {
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 	Blobs  int    `json:"blobs"`
+	// Reused: found complete from an interrupted run (not written again).
+	Reused bool `json:"-"`
 }
 
 // PartsPath is the index of the split archive NAME.tgz: NAME.parts.json.
@@ -151,6 +154,7 @@ func WriteParts(ctx context.Context, path string, so SplitOptions, o PackageOpti
 		p := reuse[i]
 		if p != nil {
 			res.PartsReused++
+			p.Reused = true
 		} else if p, err = pp.writePart(ctx, PartPath(path, i+1), i == 0, blobs); err != nil {
 			return nil, err
 		}
@@ -261,6 +265,47 @@ func (pp *prepared) reusable(path string, head bool, blobs []string) (*Part, boo
 	return &Part{Name: filepath.Base(path), Size: cw.n, SHA256: sum, Blobs: len(blobs)}, true
 }
 
+// ParseSize reads a size in bytes: a number (decimals allowed) and a unit:
+// none or B (bytes); K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024);
+// KB, MB, GB, TB (powers of 1000, as media are labelled: a 4.7 GB disc
+// holds 4.7e9 bytes).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], strings.TrimSpace(t[i:])
+	}
+	var mult float64
+	switch strings.ToUpper(unit) {
+	case "", "B":
+		mult = 1
+	case "K", "KIB":
+		mult = 1 << 10
+	case "M", "MIB":
+		mult = 1 << 20
+	case "G", "GIB":
+		mult = 1 << 30
+	case "T", "TIB":
+		mult = 1 << 40
+	case "KB":
+		mult = 1e3
+	case "MB":
+		mult = 1e6
+	case "GB":
+		mult = 1e9
+	case "TB":
+		mult = 1e12
+	default:
+		return 0, fmt.Errorf("size %q: unknown unit %q (B, K/KiB, M/MiB, G/GiB, T/TiB, or KB, MB, GB, TB in powers of 1000)", s, unit)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("size %q: want a positive number and a unit (4G, 4.7GB, 700MiB)", s)
+	}
+	return int64(f * mult), nil
+}
+
 // sha256Hex is the sha256 of data, in hex.
 func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
@@ -288,8 +333,19 @@ func findIndex(dir string) (string, error) {
 	return "", fmt.Errorf("%s: %d split archives (%s): name the NAME.parts.json to read", dir, len(m), strings.Join(m, ", "))
 }
 
-// readParts reads and checks the index of a split archive.
-func readParts(path string) (*PartsIndex, error) {
+// SplitIndex says whether path names a split archive (its NAME.parts.json,
+// or a directory holding one) and returns the index's path.
+func SplitIndex(path string) (string, bool, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		idx, err := findIndex(path)
+		return idx, err == nil, err
+	}
+	return path, strings.HasSuffix(path, ".parts.json"), nil
+}
+
+// ReadParts reads the index of a split archive (NAME.parts.json) and
+// checks it against its .sha256 when there. Errors name the file.
+func ReadParts(path string) (*PartsIndex, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

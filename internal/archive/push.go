@@ -91,6 +91,9 @@ type PushResult struct {
 	// destination after the push, put now or there already; SignaturesPut
 	// those put now. With SkipPush they are not looked at.
 	Signatures, SignaturesPut int
+	// BaseImages counts the images of a differential archive's base found
+	// at the destination before anything was pushed.
+	BaseImages int
 }
 
 // MapError is an error of PushOptions.Map or MapCatalog: an image or OCI

@@ -74,6 +74,7 @@ func (p *pusher) checkBase(ctx context.Context) error {
 		sort.Strings(missing)
 		return &MapError{Err: &BaseMissingError{Base: p.c.Annotations[AnnotationBase], Missing: missing}}
 	}
+	p.res.BaseImages = len(wants)
 	return nil
 }
 
