@@ -20,7 +20,7 @@ func TestArchiveUsageErrors(t *testing.T) {
 		{"package", "-o", "x.tgz", "--verify-cache"}, // --verify-cache without --cache
 		{"package", "-o", "x.tgz", "--strict-size"},  // --strict-size without --max-size
 		{"package", "-o", "x.tgz", "--max-size", "4X"},
-		{"push", "x.tgz"},                            // no --dst-repo
+		{"push", "x.tgz"}, // no --dst-repo
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push", "--skip-crs"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push"}, // needs --catalog
 		// The catalog flags of publish run apply to push --catalog too.
