@@ -354,15 +354,19 @@ type VerifyResult struct {
 // they name present with the size they say, every PackageManifest parsing.
 // Errors name the archive and the entry.
 func Verify(path string, lim Limits, progress *Progress) (*VerifyResult, error) {
-	return walkFileWith(path, lim, progress, nil, nil)
+	return walkFileWith(path, lim, progress, nil, nil, true)
 }
 
 // walkFileWith runs a scanner over the archive at path (one file, or a
 // split archive: its NAME.parts.json or the directory holding it), handing
 // configs and layers to blob, and checks the checksums (of the file, or
 // of each part against the index). start receives the Contents being
-// filled before the walk begins.
-func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error, start func(*Contents)) (*VerifyResult, error) {
+// filled before the walk begins. Without hashFile the files' sha256 are
+// not computed nor compared (push: the gzip CRC-32 of every byte and the
+// digest of every blob find damage; the .sha256 serves verify and
+// sha256sum -c), but to tell a blob written damaged from one damaged on
+// the way.
+func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error, start func(*Contents), hashFile bool) (*VerifyResult, error) {
 	files, res, err := sourceFiles(path)
 	if err != nil {
 		return nil, err
@@ -379,7 +383,7 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 		start(s.c)
 	}
 	for _, pf := range files {
-		sum, err := walkPart(pf, lim, progress, s)
+		sum, err := walkPart(pf, lim, progress, s, hashFile)
 		if err != nil {
 			return nil, err
 		}
@@ -391,7 +395,9 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 	if err := s.c.finish(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if !res.Checksum {
+	if !hashFile {
+		res.SHA256, res.Checksum = "", false
+	} else if !res.Checksum {
 		s.c.Warnings = append(s.c.Warnings, fmt.Sprintf("no %s beside the archive: its checksum was not compared", ChecksumPath(path)))
 	}
 	sort.Slice(s.c.Packages, func(i, j int) bool { return s.c.Packages[i].Path < s.c.Packages[j].Path })
@@ -446,9 +452,9 @@ func sourceFiles(path string) ([]partFile, *VerifyResult, error) {
 	return files, res, nil
 }
 
-// walkPart walks one file with s and returns its sha256 (hex), checked
-// against pf.want. Errors start with pf.label.
-func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner) (string, error) {
+// walkPart walks one file with s and, with hashFile, returns its sha256
+// (hex), checked against pf.want. Errors start with pf.label.
+func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner, hashFile bool) (string, error) {
 	f, err := os.Open(pf.path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", pf.label, err)
@@ -461,7 +467,11 @@ func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner) (string, 
 			h.Sum()
 		}
 	}()
-	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
+	var r io.Reader = f
+	if hashFile {
+		r = io.TeeReader(f, h)
+	}
+	if err := Walk(io.TeeReader(r, progress), lim, s.visit); err != nil {
 		var re *RegistryError
 		var me *MapError
 		if errors.As(err, &re) || errors.As(err, &me) {
@@ -472,14 +482,15 @@ func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner) (string, 
 		var de *DigestError
 		var ee *EntryError
 		if pf.hasSum && errors.As(err, &de) && errors.As(err, &ee) {
-			if _, cerr := io.Copy(h, f); cerr == nil {
-				hashed = true
-				if hex.EncodeToString(h.Sum()) == pf.want {
-					err = &EntryError{Entry: ee.Entry, Err: fmt.Errorf("%w: %w", de, ErrWrittenDamaged)}
-				}
+			hashed = true // by fileMatches
+			if fileMatches(f, h, hashFile, pf.want) {
+				err = &EntryError{Entry: ee.Entry, Err: fmt.Errorf("%w: %w", de, ErrWrittenDamaged)}
 			}
 		}
 		return "", fmt.Errorf("%s: %w", pf.label, err)
+	}
+	if !hashFile {
+		return "", nil
 	}
 	// Hash whatever follows the gzip stream too: it is part of the file.
 	if _, err := io.Copy(h, f); err != nil {
@@ -491,6 +502,23 @@ func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner) (string, 
 		return "", &EntryError{Err: fmt.Errorf("%s: sha256 is %s, but %s: %w", pf.label, sum, wantSays(pf), ErrCorrupt)}
 	}
 	return sum, nil
+}
+
+// fileMatches says whether the file f, read up to an error with h
+// hashing it (when hashed), has the sha256 want: h hashes the rest, or the
+// whole file from its start. h is summed either way.
+func fileMatches(f *os.File, h *asyncHash, hashed bool, want string) bool {
+	if !hashed {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			h.Sum()
+			return false
+		}
+	}
+	if _, err := io.Copy(h, f); err != nil {
+		h.Sum()
+		return false
+	}
+	return hex.EncodeToString(h.Sum()) == want
 }
 
 // wantSays names where the expected sha256 of pf comes from.

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -127,5 +128,41 @@ func TestPushResumesMidBlob(t *testing.T) {
 	}
 	if res.BlobsSkipped != len(first) || res.BlobsPushed != pkg.Blobs-len(first) || len(second) != res.BlobsPushed {
 		t.Errorf("resumed: %d pushed, %d skipped; %d uploads completed at the registry", res.BlobsPushed, res.BlobsSkipped, len(second))
+	}
+}
+
+// TestPushStreamedBlobDamaged: a layer over the in-memory size streams from
+// the archive into its upload; a byte flipped in it fails the push as a
+// damaged archive (not a registry error), the registry commits no blob
+// with that digest, and nothing is tagged.
+func TestPushStreamedBlobDamaged(t *testing.T) {
+	src := startRegistry(t)
+	l := newLayer(t, 3<<20)
+	ref := src + "/example/large:v1"
+	writeImage(t, ref, l)
+	out := filepath.Join(t.TempDir(), "large.tgz")
+	if _, err := WriteFile(ctx(t), out, PackageOptions{Images: []Image{{Ref: ref}}, Level: 0}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(out)
+	data[len(data)/2] ^= 0x10 // inside the layer: stored, so the digest catches it
+	os.WriteFile(out, data, 0o644)
+	os.Remove(ChecksumPath(out))
+	dst := startRecorder(t)
+	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst.host, "x")})
+	var re *RegistryError
+	if err == nil || !errors.Is(err, ErrCorrupt) || errors.As(err, &re) {
+		t.Fatalf("push of a damaged layer: %v", err)
+	}
+	ld, _ := l.Digest()
+	if dst.completed()[ld.String()] || dst.count("PUT", "/manifests/") != 0 {
+		t.Errorf("the registry committed the damaged layer or a manifest: %v", dst.completed())
+	}
+	// Intact, the same layer streams through.
+	data[len(data)/2] ^= 0x10
+	os.WriteFile(out, data, 0o644)
+	res, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst.host, "x")})
+	if err != nil || res.BlobsPushed+res.BlobsSkipped != 2 || !dst.completed()[ld.String()] {
+		t.Fatalf("push: %v %+v", err, res)
 	}
 }
