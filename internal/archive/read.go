@@ -194,7 +194,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) {
 			return Entry{}, true, nil
 		}
-		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/ and packages/)")
+		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, digests.json, blobs/sha256/ and packages/)")
 	}
 	if h.Size < 0 {
 		return Entry{}, false, errors.New("negative size")
@@ -224,7 +224,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 	case strings.HasPrefix(clean, PackagesDir) && strings.HasSuffix(clean, ".yaml"):
 		e.Kind = EntryPackage
 	default:
-		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest> and packages/…/*.yaml)")
+		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, digests.json, blobs/sha256/<digest> and packages/…/*.yaml)")
 	}
 	if h.Size > lim.Manifest {
 		return Entry{}, false, fmt.Errorf("%d bytes: larger than the limit of %d bytes for a metadata file", h.Size, lim.Manifest)
