@@ -427,29 +427,53 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 }
 
 // lentReader is an archive entry read by an upload while the walk waits:
-// released at its end, or when the upload gives up.
+// released at its end, or when the upload gives up. Once released it
+// reads nothing more (an HTTP transport may still read a failed
+// request's body after the request returned), and release waits for a
+// read in progress.
 type lentReader struct {
+	mu       sync.Mutex
 	r        io.Reader
 	err      error // a read error other than EOF
 	eof      bool
+	gone     bool
 	once     sync.Once
 	released chan struct{}
 }
 
 func (l *lentReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.eof:
+		return 0, io.EOF
+	case l.err != nil:
+		return 0, l.err
+	case l.gone:
+		return 0, errors.New("the upload of this blob was given up")
+	}
 	n, err := l.r.Read(p)
 	switch {
 	case err == io.EOF:
 		l.eof = true
-		l.release()
+		l.releaseLocked()
 	case err != nil:
 		l.err = err
-		l.release()
+		l.releaseLocked()
 	}
 	return n, err
 }
 
-func (l *lentReader) release() { l.once.Do(func() { close(l.released) }) }
+func (l *lentReader) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseLocked()
+}
+
+func (l *lentReader) releaseLocked() {
+	l.gone = true
+	l.once.Do(func() { close(l.released) })
+}
 
 // memBlob is the largest blob push holds in memory, in bytes (configs
 // and small layers: Jobs of them at most); larger ones stream. Holding
