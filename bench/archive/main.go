@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,7 @@ func main() {
 	ops := flag.Int("operators", 6, "operators (5 related images each)")
 	flag.IntVar(&repeat, "repeat", 3, "runs of each step; the fastest counts")
 	phase := flag.String("phase", "", "generate: push the images and write the package repo; measure: run the tools")
+	flag.StringVar(&steps, "steps", "all", "measure: all, or push (crane pull, publish package, crane push and publish push only)")
 	flag.Parse()
 	var err error
 	switch *phase {
@@ -210,7 +212,10 @@ func write(ref string, img v1.Image) error {
 	return remote.Write(r, img)
 }
 
-var repeat int
+var (
+	repeat int
+	steps  string
+)
 
 type step struct {
 	tool, what string
@@ -295,7 +300,7 @@ func run(dst, publish, crane, work string, ops int) error {
 	fmt.Sscan(lines[0], &unique)
 	refs := lines[1:]
 	fmt.Fprintf(os.Stderr, "%d images, %.0f MiB of unique layers\n", len(refs), float64(unique)/(1<<20))
-	var steps []step
+	var stepList []step
 	// Each step runs -repeat times (the machine is shared: the fastest run
 	// is the one least disturbed); a push goes to fresh repositories each
 	// time.
@@ -315,7 +320,7 @@ func run(dst, publish, crane, work string, ops int) error {
 			}
 			best.rssMiB = max(best.rssMiB, rss)
 		}
-		steps = append(steps, best)
+		stepList = append(stepList, best)
 		fmt.Fprintf(os.Stderr, "%-8s %-46s %6.1f s  %5.0f MiB RSS\n", tool, what, best.secs, best.rssMiB)
 		return nil
 	}
@@ -346,7 +351,7 @@ func run(dst, publish, crane, work string, ops int) error {
 				best[i].rssMiB = max(best[i].rssMiB, rss)
 			}
 		}
-		steps = append(steps, best...)
+		stepList = append(stepList, best...)
 		for _, s := range best {
 			fmt.Fprintf(os.Stderr, "%-8s %-46s %6.2f s  %5.0f MiB RSS\n", s.tool, s.what, s.secs, s.rssMiB)
 		}
@@ -363,6 +368,9 @@ func run(dst, publish, crane, work string, ops int) error {
 		return err
 	}
 	lsize := dirSize(layout)
+	if steps == "push" {
+		return pushSteps(add, publish, crane, repo, tgz, layout, dst)
+	}
 	// The same layout, three ways: tar, and publish package reading it as
 	// its --cache (bundle tags are still resolved at the registry), trusting
 	// it as tar does and hashing every blob (--verify-cache).
@@ -406,7 +414,7 @@ func run(dst, publish, crane, work string, ops int) error {
 		return err
 	}
 	get := func(what string) float64 {
-		for _, s := range steps {
+		for _, s := range stepList {
 			if strings.HasPrefix(s.what, what) {
 				return s.secs
 			}
@@ -416,7 +424,7 @@ func run(dst, publish, crane, work string, ops int) error {
 	fmt.Printf("\n%d images (%d operators: a bundle and 5 related images each), %.0f MiB of unique layers; fastest of %d runs (tar -czf: 1)\n\n", len(refs), ops, float64(unique)/(1<<20), repeat)
 	fmt.Println("| tool | step | wall time | peak RSS |")
 	fmt.Println("|---|---|---|---|")
-	for _, s := range steps {
+	for _, s := range stepList {
 		fmt.Printf("| %s | %s | %.2f s | %.0f MiB |\n", s.tool, s.what, s.secs, s.rssMiB)
 	}
 	fmt.Println()
@@ -435,5 +443,37 @@ func run(dst, publish, crane, work string, ops int) error {
 	fmt.Printf("the archives from the registry, an empty cache and the layout (trusted or hashed) are the same bytes (sha256 %s)\n\n", sha(tgz))
 	fmt.Printf("package from the layout / tar -cf of it: %.2fx (--verify-cache: %.2fx); package from the registry / (crane pull + tar -cf): %.2fx; push / crane push: %.2fx\n",
 		get("package --cache <that layout> (")/get("tar -cf"), get("package --cache <that layout> --verify")/get("tar -cf"), get("package (registry")/(get("pull")+get("tar -cf")), get("push (.tgz")/get("push --index"))
+	return nil
+}
+
+// pushSteps measures crane push of the layout and publish push of the
+// archive of the same images, in turns (crane, publish, crane, ...), each
+// into fresh repositories, and prints the ratio.
+func pushSteps(add func(tool, what string, once bool, args func(round int) []string) error, publish, crane, repo, tgz, layout, dst string) error {
+	if err := add("publish", "package (registry -> .tgz, gzip -1)", true, func(int) []string {
+		return []string{publish, "package", "--source", repo, "-o", tgz, "--plain-http"}
+	}); err != nil {
+		return err
+	}
+	var c, p []float64
+	for r := range repeat {
+		for _, tool := range []string{"crane", "publish"} {
+			args := []string{crane, "push", "--index", layout, fmt.Sprintf("%s/crane%d/all:v1", dst, r)}
+			if tool == "publish" {
+				args = []string{publish, "push", tgz, "--dst-repo", fmt.Sprintf("%s/publish%d", dst, r), "--plain-http", "--no-auth"}
+			}
+			secs, rss, err := timed(filepath.Dir(tgz), args...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "%-8s push round %d: %6.2f s  %5.0f MiB RSS\n", tool, r, secs, rss)
+			if tool == "crane" {
+				c = append(c, secs)
+			} else {
+				p = append(p, secs)
+			}
+		}
+	}
+	fmt.Printf("crane push --index (layout -> registry): fastest %.2f s; publish push (.tgz -> registry): fastest %.2f s; push / crane push: %.2fx (%d runs each, in turns)\n", slices.Min(c), slices.Min(p), slices.Min(p)/slices.Min(c), repeat)
 	return nil
 }

@@ -3,14 +3,12 @@
 # --cache) / push beside crane pull --format oci + tar / crane push
 # of the same ~36 images (~500 MiB unique), in one run, against two Debian
 # docker-registry instances on free loopback ports (plain HTTP). Needs
-# docker-registry (apt-get install -y docker-registry) and a crane binary
-# (CRANE=/path/to/crane; build it with
-#   GOBIN=/tmp/crane-bin go install github.com/google/go-containerregistry/cmd/crane@v0.22.1
-# it is not part of this repo). Prints a Markdown table on stdout.
+# docker-registry (apt-get install -y docker-registry); crane is built here
+# from the go-containerregistry version of go.mod (CRANE=/path/to/crane to
+# use another). Arguments go to the measure phase (-steps push: crane pull,
+# package, crane push and push only). Prints a Markdown table on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CRANE=${CRANE:-/tmp/crane-bin/crane}
-[ -x "$CRANE" ] || { echo "crane not found at $CRANE (see the header of $0)" >&2; exit 2; }
 work=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
@@ -36,7 +34,9 @@ done
 src=$(wait_addr src)
 dst=$(wait_addr dst)
 go build -o "$work/publish" ./cmd/publish
+CRANE=${CRANE:-$work/crane}
+[ -x "$CRANE" ] || go build -o "$CRANE" github.com/google/go-containerregistry/cmd/crane
 mkdir -p "$work/run"
 go build -o "$work/bench" ./bench/archive
 "$work/bench" -phase generate -src "$src" -work "$work/run"
-"$work/bench" -phase measure -dst "$dst" -publish "$work/publish" -crane "$CRANE" -work "$work/run"
+"$work/bench" -phase measure -dst "$dst" -publish "$work/publish" -crane "$CRANE" -work "$work/run" "$@"

@@ -18,7 +18,9 @@ func TestArchiveUsageErrors(t *testing.T) {
 		{"package", "-o", "x.tgz", "--changed"},      // --changed without --base
 		{"package", "-o", "x.tgz", "--level", "12"},  // level out of range
 		{"package", "-o", "x.tgz", "--verify-cache"}, // --verify-cache without --cache
-		{"push", "x.tgz"},                            // no --dst-repo
+		{"package", "-o", "x.tgz", "--strict-size"},  // --strict-size without --max-size
+		{"package", "-o", "x.tgz", "--max-size", "4X"},
+		{"push", "x.tgz"}, // no --dst-repo
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push", "--skip-crs"},
 		{"push", "x.tgz", "--dst-repo", "r.example.com", "--skip-push"}, // needs --catalog
 		// The catalog flags of publish run apply to push --catalog too.

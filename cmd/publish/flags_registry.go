@@ -33,7 +33,7 @@ func (s *srcRegistryFlags) register(fs *pflag.FlagSet) {
 	secret(fs, "src-password")
 }
 
-// registerMirrors adds --source-mirror (run, mirror, package).
+// registerMirrors adds --source-mirror (run, plan, lint, mirror, package).
 func (s *srcRegistryFlags) registerMirrors(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&s.mirrors, "source-mirror", nil, "FROM=TO: read the images below the registry[/path] prefix FROM from TO (a central mirror holding copies), while manifests, records and the catalog keep FROM (repeatable; the longest FROM wins; TO gets --src-username/--src-password only when it is a --src-registry host, else the docker config's; default: publish.yaml sourceMirrors)")
 }

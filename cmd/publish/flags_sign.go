@@ -5,12 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
-	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/scratch"
 
+	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/sign"
 	"github.com/operator-publish/publish/internal/verify"
 	"github.com/spf13/pflag"
@@ -99,7 +100,8 @@ func (a *archiveKey) register(fs *pflag.FlagSet) {
 }
 
 // check verifies the archive's signature when --key was given; it returns
-// the archive's SHA-256 ("" without --key).
+// the archive's SHA-256 ("" without --key). A split archive (its
+// NAME.parts.json or directory) has its index and every part checked.
 func (a *archiveKey) check(path string) (string, error) {
 	if a.key == "" {
 		return "", nil
@@ -108,7 +110,39 @@ func (a *archiveKey) check(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return verify.VerifyFile(path, pub)
+	idx, split, err := archive.SplitIndex(path)
+	if err != nil || !split {
+		if err != nil {
+			return "", err
+		}
+		return verify.VerifyFile(path, pub)
+	}
+	sum, err := verify.VerifyFile(idx, pub)
+	if err != nil {
+		return "", err
+	}
+	parts, err := archive.ReadParts(idx)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range parts.Parts {
+		if _, err := verify.VerifyFile(filepath.Join(filepath.Dir(idx), p.Name), pub); err != nil {
+			return "", err
+		}
+	}
+	return sum, nil
+}
+
+// signParts signs the index of a split archive and each of its parts
+// (signArchive over the sums the index lists); it returns the index's
+// signature.
+func signParts(k *sign.Key, index string, parts []archive.Part) (string, error) {
+	for _, p := range parts {
+		if _, err := signArchive(k, filepath.Join(filepath.Dir(index), p.Name), p.SHA256); err != nil {
+			return "", err
+		}
+	}
+	return signFile(k, index)
 }
 
 // hexDigest decodes a SHA-256 sum in hex.
@@ -118,6 +152,24 @@ func hexDigest(sum string) ([]byte, error) {
 		return nil, fmt.Errorf("not a SHA-256 sum: %q", sum)
 	}
 	return d, nil
+}
+
+// checkRead verifies the signatures of the archive verify read (res):
+// of the file, or of a split archive's index and of each part, against
+// the sums read.
+func (a *archiveKey) checkRead(path string, res *archive.VerifyResult) error {
+	if res.Index == "" {
+		return a.checkSum(path, res.SHA256)
+	}
+	if err := a.checkSum(res.Index, res.SHA256); err != nil {
+		return err
+	}
+	for _, p := range res.Parts {
+		if err := a.checkSum(filepath.Join(filepath.Dir(res.Index), p.Name), p.SHA256); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkSum verifies the archive's signature against its SHA-256 (hex),

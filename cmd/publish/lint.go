@@ -90,6 +90,7 @@ lint renders nothing: it takes no cluster, target, namespace or library.`,
 	source.register(fs)
 	l.register(fs)
 	src.register(fs)
+	src.registerMirrors(fs)
 	tls.register(fs)
 	retry.register(fs)
 	withEnvHelp(fs)

@@ -8,6 +8,7 @@ import (
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/pipeline"
 	"github.com/operator-publish/publish/internal/registry"
+	"github.com/operator-publish/publish/internal/sign"
 	"github.com/operator-publish/publish/internal/verify"
 	"github.com/spf13/cobra"
 )
@@ -24,6 +25,7 @@ func newPackageCmd(inv *invocation) *cobra.Command {
 		changed bool
 		sigs    bool
 		signer  signFlags
+		maxSize string
 	)
 	cmd := &cobra.Command{
 		Use:   "package [DIR...] -o FILE.tgz",
@@ -46,7 +48,15 @@ publish push --oci on a site with a registry and no Git server. Each image's
 signatures travel with it (--signatures, on by default): its cosign signature
 and attestation tags, its referrers tag schema index and its OCI referrers
 (Sigstore bundles), and those of each platform child; push puts them beside
-the images.`,
+the images.
+
+--max-size SIZE splits the archive for media with a size limit: parts
+NAME.part-0001.tgz, ... of at most SIZE, each with its .sha256 (and
+signature with --cosign-key), and their index NAME.parts.json; a blob larger
+than a part gets one of its own (--strict-size: an error). Run the same
+command again after an interruption: complete parts are checked and kept.
+--base-archive FILE (an earlier archive, or its NAME.digests.json) leaves
+out every image and blob the site already has: a differential archive.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Output == "" {
 				return &usageError{fmt.Errorf("-o FILE.tgz is required")}
@@ -56,6 +66,15 @@ the images.`,
 			}
 			if o.VerifyCache && o.Cache == "" {
 				return &usageError{fmt.Errorf("--verify-cache needs --cache DIR")}
+			}
+			if inv.given("max-size") {
+				n, err := archive.ParseSize(maxSize)
+				if err != nil {
+					return usagef("--max-size: %v", err)
+				}
+				o.MaxSize = n
+			} else if o.StrictSize {
+				return usagef("--strict-size needs --max-size SIZE")
 			}
 			if changed && o.Base == "" {
 				return &usageError{fmt.Errorf("--changed needs --base REV: the revision the site already has")}
@@ -102,17 +121,8 @@ the images.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", o.Output, archive.Size(res.Bytes), res.SHA256)
-			if key != nil {
-				b, err := signArchive(key, o.Output, res.SHA256)
-				if err != nil {
-					// An archive without the signature asked for is not
-					// left to be carried.
-					os.Remove(o.Output)
-					os.Remove(archive.ChecksumPath(o.Output))
-					return err
-				}
-				fmt.Fprintf(w, "signature %s (publish verify --key PUBLIC.pem %s)\n", b, o.Output)
+			if err := printArchive(w, key, o.Output, res.PackageResult); err != nil {
+				return err
 			}
 			images := len(res.Images)
 			if res.Catalog != "" {
@@ -147,6 +157,9 @@ the images.`,
 	fs.BoolVar(&changed, "changed", false, "package only the versions changed since --base")
 	signer.register(fs, "the archive (a Sigstore bundle beside it: FILE.tgz.sigstore.json)")
 	registerSignatures(fs, &sigs, "carry each image's cosign signature and attestation tags (sha256-<hex>.sig/.att) and OCI referrers in the archive")
+	fs.StringVar(&maxSize, "max-size", "", "split the archive into parts of at most `SIZE` (4G = 4 GiB, 4.7GB = 4.7e9 bytes, 4095M for FAT32): NAME.part-0001.tgz, ... and their index NAME.parts.json; a run cut short continues from the complete parts")
+	fs.BoolVar(&o.StrictSize, "strict-size", false, "with --max-size: fail on a blob larger than a part (naming it and its image) instead of giving it a part of its own")
+	fs.StringSliceVar(&o.BaseArchives, "base-archive", nil, "`FILE`s the site has already (earlier archives, their NAME.digests.json or NAME.parts.json; repeatable): leave out every image and blob they hold (a differential archive, which push refuses on a site without them)")
 	fs.StringVar(&o.Base, "base", "", "with --changed: the package repo revision to compare with (the source commit of the site's last archive, say)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")
@@ -164,6 +177,49 @@ the images.`,
 	r.register(fs)
 	withEnvHelp(fs)
 	return cmd
+}
+
+// printArchive prints the archive (or its parts and index) with its
+// sha256, and signs it with key (nil: not): each part and the index of a
+// split archive. A failed signature removes what was written.
+func printArchive(w io.Writer, key *sign.Key, out string, res *archive.PackageResult) error {
+	if len(res.Parts) == 0 {
+		fmt.Fprintf(w, "archive   %s (%s, sha256 %s)\n", out, archive.Size(res.Bytes), res.SHA256)
+	} else {
+		idx := archive.PartsPath(out)
+		fmt.Fprintf(w, "archive   %s: %d parts (%s in all, index sha256 %s)\n", idx, len(res.Parts), archive.Size(res.Bytes), res.SHA256)
+		for _, p := range res.Parts {
+			kept := ""
+			if p.Reused {
+				kept = ", complete from an earlier run"
+			}
+			fmt.Fprintf(w, "part      %s (%s, %d blobs, sha256 %s%s)\n", p.Name, archive.Size(p.Size), p.Blobs, p.SHA256, kept)
+		}
+	}
+	if res.BaseLeftOut > 0 {
+		fmt.Fprintf(w, "base      %d images left out: the --base-archive holds them\n", res.BaseLeftOut)
+	}
+	if key == nil {
+		return nil
+	}
+	target := out
+	var b string
+	var err error
+	if len(res.Parts) == 0 {
+		b, err = signArchive(key, out, res.SHA256)
+	} else {
+		target = archive.PartsPath(out)
+		b, err = signParts(key, target, res.Parts)
+	}
+	if err != nil {
+		// An archive without the signature asked for is not left to be
+		// carried (the parts stay for the next run: its index goes).
+		os.Remove(target)
+		os.Remove(archive.ChecksumPath(target))
+		return err
+	}
+	fmt.Fprintf(w, "signature %s (publish verify --key PUBLIC.pem %s)\n", b, target)
+	return nil
 }
 
 // printCache prints the cache line of package: what came from the cache

@@ -133,6 +133,7 @@ lint findings at file:line, and with --plan-json writes the plan as JSON
 	}
 	p.register(cmd, false)
 	fs := cmd.Flags()
+	p.src.registerMirrors(fs)
 	fs.StringVar(&o.Base, "base", "", "compare against this source revision (default: the merge base with the target branch in a pull request, else the source commit of the last publish)")
 	fs.StringVar(&o.TargetBranch, "target-branch", "", "pull-request mode against this branch (default: from the CI: GITHUB_BASE_REF, CI_MERGE_REQUEST_TARGET_BRANCH_NAME)")
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")

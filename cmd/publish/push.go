@@ -135,7 +135,7 @@ func (p *pushCmd) selection(rs renderSettings) error {
 func (p *pushCmd) command(inv *invocation) *cobra.Command {
 	o := &p.o
 	cmd := &cobra.Command{
-		Use:   "push FILE.tgz --dst-registry HOST[:PORT][/PREFIX]",
+		Use:   "push FILE.tgz|NAME.parts.json|DIR --dst-registry HOST[:PORT][/PREFIX]",
 		Short: "Load an offline archive into a registry and, with --catalog, publish the catalog (violet push)",
 		Long: `push reads FILE.tgz once, checking every blob digest as it reads, and pushes
 every image to --dst-registry (violet: --dst-repo) with the repository
@@ -164,7 +164,14 @@ delists that subset only. --key PUBLIC.pem checks the archive's signature
 (FILE.tgz.sigstore.json) before anything is pushed; --cosign-key signs the
 OCI catalog pushed to --oci. With the verify policy's trust material in the
 archive (trust/), every image pushed is verified at the destination with it,
-offline, and --cosign-key attaches a signed verification summary to each.`,
+offline, and --cosign-key attaches a signed verification summary to each.
+
+A split archive (publish package --max-size) is pushed from its index
+NAME.parts.json or the directory of its parts: each part is checked against
+the index, and a missing or damaged one is named before anything is tagged.
+A differential archive (publish package --base-archive) is refused, with the
+list, unless the destination has every image its base promised (one HEAD
+each).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := p.options(inv, args[0]); err != nil {
@@ -195,7 +202,7 @@ offline, and --cosign-key attaches a signed verification summary to each.`,
 	p.dst.register(fs, "push access")
 	fs.BoolVar(&o.NoAuth, "no-auth", false, "send no credentials (not even the docker config's)")
 	p.tls.register(fs)
-	fs.IntVar(&o.Jobs, "jobs", 4, "blobs uploaded at once, each buffered in a temporary file (the disk holds at most jobs+1 blobs); not --concurrency of run and mirror, which bounds every registry operation of a copy together")
+	fs.IntVar(&o.Jobs, "jobs", 4, "blob uploads and mounts in flight (a layer streams from the archive into its upload, configs and blobs up to 1 MiB wait in memory; nothing is written to the disk); not --concurrency of run and mirror, which bounds every registry operation of a copy together")
 	fs.BoolVar(&o.SkipPush, "skip-push", false, "push no image: render and commit the catalog only (violet --skip-push)")
 	fs.BoolVar(&o.SkipCRs, "skip-crs", false, "push images only, no catalog (violet --skip-crs)")
 	fs.StringSliceVar(&o.Only, "only", nil, "push and publish these artifacts only (spec.artifact names; repeatable or comma-separated): their images, and a catalog change listing theirs only, every other artifact kept as the catalog has it")
@@ -227,6 +234,9 @@ func printPush(cmd *cobra.Command, p *archive.PushResult) {
 	}
 	fmt.Fprintf(w, "images    %d pushed, %d already there; blobs %d pushed (%s), %d mounted, %d already there\n",
 		pushed, len(p.Images)-pushed, p.BlobsPushed, archive.Size(p.BytesPushed), p.BlobsMounted, p.BlobsSkipped)
+	if p.BaseImages > 0 {
+		fmt.Fprintf(w, "base      %d images of the base archive already there (differential archive)\n", p.BaseImages)
+	}
 	if p.Signatures > 0 {
 		fmt.Fprintf(w, "signed    %d signatures, attestations and referrers: %d pushed, %d already there\n", p.Signatures, p.SignaturesPut, p.Signatures-p.SignaturesPut)
 	}

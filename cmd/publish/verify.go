@@ -15,7 +15,7 @@ func newVerifyCmd(inv *invocation) *cobra.Command {
 	var key archiveKey
 	var trust trustFlags
 	cmd := &cobra.Command{
-		Use:   "verify FILE.tgz",
+		Use:   "verify FILE.tgz|NAME.parts.json|DIR",
 		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
 		Long: `verify reads FILE.tgz once and checks it as push would, without any registry:
 the sha256 of the file against FILE.tgz.sha256, every entry (no links,
@@ -28,7 +28,12 @@ that key, offline. The trust material of the verify policy (trust/: its keys
 and Sigstore trusted roots) must parse; a certificate of a trusted root that
 expires before --valid-until is a warning. Exit 1 when the archive is
 damaged or incomplete, its trust material does not parse, or its signature
-does not verify.`,
+does not verify.
+
+A split archive (publish package --max-size) is named by its index
+NAME.parts.json or the directory holding it: every part is checked against
+the sha256 the index lists, and a part missing, truncated or damaged is
+named.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := trust.until(time.Now()); err != nil {
@@ -70,9 +75,16 @@ does not verify.`,
 				// the --base of the next `publish package --changed`
 				fmt.Fprintln(w, strings.TrimSpace(fmt.Sprintf("source    %s %s", commit, c.Annotations[archive.AnnotationSourceRepo])))
 			}
+			if base := c.Annotations[archive.AnnotationBase]; base != "" && c.Digests != nil {
+				// a differential archive: push checks the site has these
+				fmt.Fprintf(w, "base      %s (differential: %d images it promised must be at the destination)\n", base, len(c.Digests.BaseImages))
+			}
 			sum := "no .sha256 file to compare"
 			if res.Checksum {
 				sum = "matches " + archive.ChecksumPath(args[0])
+			}
+			if res.Index != "" {
+				sum = fmt.Sprintf("of %s; %d parts, each matches the sha256 it lists", res.Index, len(res.Parts))
 			}
 			fmt.Fprintf(w, "sha256    %s (%s)\n", res.SHA256, sum)
 			if len(c.Trust) > 0 {
@@ -86,10 +98,14 @@ does not verify.`,
 				}
 			}
 			if key.key != "" {
-				if err := key.checkSum(args[0], res.SHA256); err != nil {
+				if err := key.checkRead(args[0], res); err != nil {
 					return &pipeline.InputError{Err: err}
 				}
-				fmt.Fprintf(w, "signature %s verifies with --key\n", args[0]+sign.BundleFileSuffix)
+				if res.Index != "" {
+					fmt.Fprintf(w, "signature %s and the %d parts' verify with --key\n", res.Index+sign.BundleFileSuffix, len(res.Parts))
+				} else {
+					fmt.Fprintf(w, "signature %s verifies with --key\n", args[0]+sign.BundleFileSuffix)
+				}
 			}
 			fmt.Fprintf(w, "verify ok %s\n", args[0])
 			return nil

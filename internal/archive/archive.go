@@ -4,13 +4,16 @@
 // oci-layout, index.json, blobs/sha256/<hex>) with every bundle and related
 // image of the packaged versions, each blob once, their signatures
 // (KindSignature entries: cosign tags, referrers), the PackageManifests
-// under packages/ and the verify policy's trust material under trust/.
+// under packages/, the verify policy's trust material under trust/, and
+// digests.json (DigestList: what a site holds once it pushed the archive,
+// for differential archives). WriteParts splits it into parts for media
+// with a size limit (parts.go).
 //
 // The archive is deterministic: entries in a fixed order (oci-layout,
-// index.json, packages/… sorted by path, trust/… sorted by path, manifests
-// sorted by digest, then every other blob sorted by digest), fixed times,
-// owners and modes, and a gzip header without name or time. The same
-// images and manifests give the same bytes.
+// index.json, digests.json, packages/… sorted by path, trust/… sorted by
+// path, manifests parents first, then every other blob sorted by digest),
+// fixed times, owners and modes, and a gzip header without name or time.
+// The same images and manifests give the same bytes.
 //
 // Reading is streaming and bounded: blobs are hashed while they are read and
 // never held in memory; only index.json, image manifests and

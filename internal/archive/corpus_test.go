@@ -3,6 +3,7 @@ package archive_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -126,5 +127,82 @@ func TestCorpusThroughArchive(t *testing.T) {
 	if res.Push.BlobsPushed != 0 {
 		t.Errorf("second push uploaded %d blobs", res.Push.BlobsPushed)
 	}
+	checkCorpusSplit(t, source, cache, out, srcOpts, p)
 	_ = os.Remove
+}
+
+// checkCorpusSplit: the corpus archive split at a size that forces 5+
+// parts (from the --cache the archive in one file, whole, filled); a part
+// deleted, then a byte flipped in one, is named by verify and push
+// (nothing tagged); all parts push the same digests as whole did (one)
+// (docker-registry with TLS and auth).
+func checkCorpusSplit(t *testing.T, source, cache, whole string, srcOpts mirror.Options, one *archive.PushResult) {
+	st, err := os.Stat(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partsDir := t.TempDir()
+	out := filepath.Join(partsDir, "corpus.tgz")
+	maxSize := max(st.Size()/6, 64<<10)
+	split, err := pipeline.Package(t.Context(), pipeline.PackageOptions{Source: source, Output: out, Mirror: srcOpts, MaxSize: maxSize, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("archive %s in one file; %d parts of at most %s", archive.Size(st.Size()), len(split.Parts), archive.Size(maxSize))
+	if len(split.Parts) < 5 {
+		t.Fatalf("%d parts, want 5 or more", len(split.Parts))
+	}
+	dst := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
+	push := func(path string, reg *testenv.Registry) (*pipeline.PushResult, error) {
+		return pipeline.Push(t.Context(), pipeline.PushOptions{
+			Archive: path, TempDir: t.TempDir(),
+			Mirror: mirror.Options{DstRegistry: reg.Host + "/airgap", Dst: mirror.Credentials{Username: reg.Username, Password: reg.Password}, CAFile: reg.CAFile},
+		})
+	}
+	// One part missing, then one byte flipped in another: named.
+	fourth := filepath.Join(partsDir, split.Parts[3].Name)
+	data, _ := os.ReadFile(fourth)
+	os.Remove(fourth)
+	want := "part 4 of " + strconv.Itoa(len(split.Parts)) + " (" + split.Parts[3].Name + ") is missing"
+	if _, err := archive.Verify(partsDir, archive.Limits{}, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("verify without part 4: %v", err)
+	}
+	if _, err := push(archive.PartsPath(out), dst); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("push without part 4: %v", err)
+	}
+	os.WriteFile(fourth, data, 0o644)
+	second := filepath.Join(partsDir, split.Parts[1].Name)
+	good, _ := os.ReadFile(second)
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/3] ^= 0x08
+	os.WriteFile(second, bad, 0o644)
+	want = second + " (part 2 of " + strconv.Itoa(len(split.Parts)) + ")"
+	if _, err := archive.Verify(partsDir, archive.Limits{}, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("verify with a byte flipped in part 2: %v", err)
+	}
+	if _, err := push(partsDir, dst); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("push with a byte flipped in part 2: %v", err)
+	}
+	os.WriteFile(second, good, 0o644)
+	// All parts: the digests of the archive in one file.
+	a, err := push(partsDir, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Push.Images) != len(one.Images) {
+		t.Fatalf("split: %d images, one file: %d", len(a.Push.Images), len(one.Images))
+	}
+	for i := range a.Push.Images {
+		x, y := a.Push.Images[i], one.Images[i]
+		if x.Source != y.Source || x.Digest != y.Digest {
+			t.Errorf("split %s %s, one file %s %s", x.Source, x.Digest, y.Source, y.Digest)
+			continue
+		}
+		ra, _ := name.ParseReference(x.Destination)
+		d, err := remote.Head(ra, dst.Options()...)
+		if err != nil || d.Digest.String() != x.Digest {
+			t.Errorf("%s at the destination: %v %v", x.Destination, d, err)
+		}
+	}
+	t.Logf("%d images pushed from the parts with the digests of the archive in one file", len(a.Push.Images))
 }

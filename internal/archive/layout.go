@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -78,6 +79,13 @@ type Contents struct {
 	Blobs     int
 	BlobBytes int64
 	Warnings  []string
+	// Digests is the archive's digests.json (nil in an archive written
+	// before digest lists).
+	Digests *DigestList
+	// BaseBlobs are the configs and layers the archive's manifests name
+	// and its base holds (not stored: a differential archive), with the
+	// source repositories the base's images had them in.
+	BaseBlobs map[string][]string
 
 	layout    bool
 	wantMan   map[string]bool
@@ -96,7 +104,7 @@ type scanner struct {
 
 func newContents(lim Limits) *Contents {
 	return &Contents{
-		Manifests: map[string]*Manifest{}, Owners: map[string][]int{},
+		Manifests: map[string]*Manifest{}, Owners: map[string][]int{}, BaseBlobs: map[string][]string{},
 		wantMan: map[string]bool{}, wantBlob: map[string]int64{}, seenBlob: map[string]bool{},
 		lim: lim.withDefaults(),
 	}
@@ -123,6 +131,21 @@ func (s *scanner) visit(e Entry, body io.Reader) error {
 			return err
 		}
 		return c.readIndex(data)
+	case EntryDigests:
+		data, err := io.ReadAll(body)
+		if err != nil {
+			return err
+		}
+		var l DigestList
+		if err := json.Unmarshal(data, &l); err != nil || l.SchemaVersion != 1 {
+			return fmt.Errorf("not a digest list (schemaVersion 1): %v", err)
+		}
+		c.Digests = &l
+		for _, b := range l.Blobs {
+			if b.Base {
+				c.BaseBlobs[b.Digest] = b.Repos
+			}
+		}
 	case EntryPackage:
 		data, err := io.ReadAll(body)
 		if err != nil {
@@ -245,7 +268,7 @@ func (c *Contents) readManifest(d string, data []byte) error {
 			k := ch.Digest.String()
 			if ch.MediaType.IsIndex() || ch.MediaType.IsImage() {
 				c.wantMan[k] = true
-			} else {
+			} else if _, base := c.BaseBlobs[k]; !base {
 				c.wantBlob[k] = ch.Size
 			}
 			for _, o := range owners {
@@ -263,7 +286,9 @@ func (c *Contents) readManifest(d string, data []byte) error {
 			if c.seenBlob[k] {
 				return fmt.Errorf("names blob %s, which is stored before it: the archive was not written by publish package", k)
 			}
-			c.wantBlob[k] = ch.Size
+			if _, base := c.BaseBlobs[k]; !base {
+				c.wantBlob[k] = ch.Size
+			}
 			for _, o := range owners {
 				c.Owners[k] = appendOnce(c.Owners[k], o)
 			}
@@ -319,7 +344,12 @@ func appendOnce(s []int, v int) []int {
 
 // VerifyResult is what Verify found.
 type VerifyResult struct {
+	// SHA256 is the archive's (of a split archive: its index's).
 	SHA256 string
+	// Parts are those of a split archive, Index its NAME.parts.json
+	// (none and "" for one file).
+	Parts []Part
+	Index string
 	// Checksum says whether a FILE.sha256 was there (and matched).
 	Checksum bool
 	Contents *Contents
@@ -332,27 +362,112 @@ type VerifyResult struct {
 // they name present with the size they say, every PackageManifest parsing.
 // Errors name the archive and the entry.
 func Verify(path string, lim Limits, progress *Progress) (*VerifyResult, error) {
-	return walkFileWith(path, lim, progress, nil, nil)
+	return walkFileWith(path, lim, progress, nil, nil, true)
 }
 
-// walkFileWith runs a scanner over the archive at path, handing configs and
-// layers to blob, and checks the checksum. start receives the Contents
-// being filled before the walk begins.
-func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error, start func(*Contents)) (*VerifyResult, error) {
-	f, err := os.Open(path)
+// walkFileWith runs a scanner over the archive at path (one file, or a
+// split archive: its NAME.parts.json or the directory holding it), handing
+// configs and layers to blob, and checks the checksums (of the file, or
+// of each part against the index). start receives the Contents being
+// filled before the walk begins. Without hashFile the files' sha256 are
+// not computed nor compared (push: the gzip CRC-32 of every byte and the
+// digest of every blob find damage; the .sha256 serves verify and
+// sha256sum -c), but to tell a blob written damaged from one damaged on
+// the way.
+func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry, body io.Reader, owners []int) error, start func(*Contents), hashFile bool) (*VerifyResult, error) {
+	files, res, err := sourceFiles(path)
 	if err != nil {
 		return nil, err
+	}
+	var total int64
+	for _, pf := range files {
+		if st, err := os.Stat(pf.path); err == nil {
+			total += st.Size()
+		}
+	}
+	progress.Start(total)
+	s := &scanner{c: newContents(lim), blob: blob}
+	if start != nil {
+		start(s.c)
+	}
+	for _, pf := range files {
+		sum, err := walkPart(pf, lim, progress, s, hashFile)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 1 && res.SHA256 == "" {
+			res.SHA256 = sum
+		}
+	}
+	progress.Done()
+	if err := s.c.finish(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !hashFile {
+		res.SHA256, res.Checksum = "", false
+	} else if !res.Checksum {
+		s.c.Warnings = append(s.c.Warnings, fmt.Sprintf("no %s beside the archive: its checksum was not compared", ChecksumPath(path)))
+	}
+	sort.Slice(s.c.Packages, func(i, j int) bool { return s.c.Packages[i].Path < s.c.Packages[j].Path })
+	res.Contents = s.c
+	return res, nil
+}
+
+// partFile is one file to walk: the archive, or one part of a split one,
+// with the sha256 it must have (want, when hasSum) and its name in errors.
+type partFile struct {
+	path, want, label string
+	hasSum            bool
+}
+
+// sourceFiles lists the files of the archive at path: itself, or the
+// parts its index lists (all there with the sizes it says, else one error
+// naming every part missing or damaged).
+func sourceFiles(path string) ([]partFile, *VerifyResult, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.IsDir() {
+		if path, err = findIndex(path); err != nil {
+			return nil, nil, err
+		}
+	}
+	if !strings.HasSuffix(path, ".parts.json") {
+		want, hasSum, err := readChecksum(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []partFile{{path: path, want: want, label: path, hasSum: hasSum}}, &VerifyResult{Checksum: hasSum}, nil
+	}
+	idx, err := ReadParts(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := missingParts(path, idx); err != nil {
+		return nil, nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	res := &VerifyResult{SHA256: sha256Hex(data), Checksum: true, Parts: idx.Parts, Index: path}
+	var files []partFile
+	for i, p := range idx.Parts {
+		pp := filepath.Join(filepath.Dir(path), p.Name)
+		files = append(files, partFile{path: pp, want: p.SHA256, hasSum: true, label: fmt.Sprintf("%s (part %d of %d)", pp, i+1, len(idx.Parts))})
+	}
+	return files, res, nil
+}
+
+// walkPart walks one file with s and, with hashFile, returns its sha256
+// (hex), checked against pf.want. Errors start with pf.label.
+func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner, hashFile bool) (string, error) {
+	f, err := os.Open(pf.path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", pf.label, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	want, hasSum, err := readChecksum(path)
-	if err != nil {
-		return nil, err
-	}
-	progress.Start(st.Size())
 	h := newAsyncHash()
 	hashed := false
 	defer func() {
@@ -360,48 +475,66 @@ func walkFileWith(path string, lim Limits, progress *Progress, blob func(e Entry
 			h.Sum()
 		}
 	}()
-	s := &scanner{c: newContents(lim), blob: blob}
-	if start != nil {
-		start(s.c)
+	var r io.Reader = f
+	if hashFile {
+		r = io.TeeReader(f, h)
 	}
-	if err := Walk(io.TeeReader(io.TeeReader(f, h), progress), lim, s.visit); err != nil {
+	if err := Walk(io.TeeReader(r, progress), lim, s.visit); err != nil {
 		var re *RegistryError
 		var me *MapError
 		if errors.As(err, &re) || errors.As(err, &me) {
-			return nil, err // the registry's failure, or the mapping's, not the file's
+			return "", err // the registry's failure, or the mapping's, not the file's
 		}
 		// A blob that does not match its digest in a file that matches its
 		// .sha256 was written so: tell which of the two it is.
 		var de *DigestError
 		var ee *EntryError
-		if hasSum && errors.As(err, &de) && errors.As(err, &ee) {
-			if _, cerr := io.Copy(h, f); cerr == nil {
-				hashed = true
-				if hex.EncodeToString(h.Sum()) == want {
-					err = &EntryError{Entry: ee.Entry, Err: fmt.Errorf("%w: %w", de, ErrWrittenDamaged)}
-				}
+		if pf.hasSum && errors.As(err, &de) && errors.As(err, &ee) {
+			hashed = true // by fileMatches
+			if fileMatches(f, h, hashFile, pf.want) {
+				err = &EntryError{Entry: ee.Entry, Err: fmt.Errorf("%w: %w", de, ErrWrittenDamaged)}
 			}
 		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return "", fmt.Errorf("%s: %w", pf.label, err)
+	}
+	if !hashFile {
+		return "", nil
 	}
 	// Hash whatever follows the gzip stream too: it is part of the file.
 	if _, err := io.Copy(h, f); err != nil {
-		return nil, err
-	}
-	progress.Done()
-	if err := s.c.finish(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return "", err
 	}
 	hashed = true
-	res := &VerifyResult{SHA256: hex.EncodeToString(h.Sum()), Checksum: hasSum, Contents: s.c}
-	if hasSum && res.SHA256 != want {
-		return nil, fmt.Errorf("%s: sha256 is %s, but %s says %s: %w", path, res.SHA256, ChecksumPath(path), want, ErrCorrupt)
+	sum := hex.EncodeToString(h.Sum())
+	if pf.hasSum && sum != pf.want {
+		return "", &EntryError{Err: fmt.Errorf("%s: sha256 is %s, but %s: %w", pf.label, sum, wantSays(pf), ErrCorrupt)}
 	}
-	if !hasSum {
-		s.c.Warnings = append(s.c.Warnings, fmt.Sprintf("no %s beside the archive: its checksum was not compared", ChecksumPath(path)))
+	return sum, nil
+}
+
+// fileMatches says whether the file f, read up to an error with h
+// hashing it (when hashed), has the sha256 want: h hashes the rest, or the
+// whole file from its start. h is summed either way.
+func fileMatches(f *os.File, h *asyncHash, hashed bool, want string) bool {
+	if !hashed {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			h.Sum()
+			return false
+		}
 	}
-	sort.Slice(s.c.Packages, func(i, j int) bool { return s.c.Packages[i].Path < s.c.Packages[j].Path })
-	return res, nil
+	if _, err := io.Copy(h, f); err != nil {
+		h.Sum()
+		return false
+	}
+	return hex.EncodeToString(h.Sum()) == want
+}
+
+// wantSays names where the expected sha256 of pf comes from.
+func wantSays(pf partFile) string {
+	if pf.label == pf.path {
+		return fmt.Sprintf("%s says %s", ChecksumPath(pf.path), pf.want)
+	}
+	return fmt.Sprintf("the index says %s", pf.want)
 }
 
 // readChecksum reads FILE.sha256 ("<hex>  name", as sha256sum writes).

@@ -1,19 +1,18 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/operator-publish/publish/internal/scratch"
 	"io"
-	"os"
 	"sort"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/stream"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-publish/publish/internal/registry"
 	"golang.org/x/sync/errgroup"
@@ -41,10 +40,13 @@ type PushOptions struct {
 	Select func(c *Contents) (keep func(IndexEntry) bool, err error)
 	// Remote are the options for the destination registry (auth, transport).
 	Remote []remote.Option
-	// Jobs bounds the blobs uploaded at once (default 4); each waits in a
-	// temporary file, so the disk holds at most Jobs+1 blobs.
+	// Jobs bounds the blob uploads and mounts in flight (default 4). A
+	// layer streams from the archive into its upload as it is read, the
+	// walk waiting (one at a time: the archive is read front to back);
+	// configs and blobs up to 1 MiB are read into memory and overlap it.
+	// Nothing is written to the disk.
 	Jobs int
-	// TempDir holds the blobs waiting to be uploaded ("": os.TempDir()).
+	// TempDir is not used any more (blobs stream); kept for callers.
 	TempDir string
 	// Check, when set, is called once with the first image's source
 	// reference before anything is pushed (mirror.Client.CheckDestination:
@@ -78,9 +80,12 @@ type PushResult struct {
 	BlobsMounted int // copied between repositories of the destination
 	BlobsSkipped int // already at the destination (an earlier, interrupted push)
 	BytesPushed  int64
-	SHA256       string
-	Checksum     bool // a FILE.sha256 was there and matched
-	Contents     *Contents
+	// SHA256 and Checksum are not set any more: push does not hash the
+	// whole file (publish verify does; every byte's gzip CRC-32 and every
+	// blob's digest are checked).
+	SHA256   string
+	Checksum bool
+	Contents *Contents
 	// Left are the source references of the images Select left out, in
 	// index.json order.
 	Left []string
@@ -91,6 +96,9 @@ type PushResult struct {
 	// destination after the push, put now or there already; SignaturesPut
 	// those put now. With SkipPush they are not looked at.
 	Signatures, SignaturesPut int
+	// BaseImages counts the images of a differential archive's base found
+	// at the destination before anything was pushed.
+	BaseImages int
 }
 
 // MapError is an error of PushOptions.Map or MapCatalog: an image or OCI
@@ -137,7 +145,7 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}}
+	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Jobs)
 	p.g, p.gctx = g, gctx
@@ -145,7 +153,7 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	if !o.SkipPush {
 		blob = p.blob
 	}
-	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c })
+	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c }, false)
 	waitErr := g.Wait()
 	resume := func(err error) error {
 		if registry.NeedsFix(err) {
@@ -172,7 +180,14 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 		return nil, err
 	}
 	p.res.SHA256, p.res.Checksum, p.res.Contents = vr.SHA256, vr.Checksum, vr.Contents
-	if err := p.manifests(ctx); err != nil {
+	err = nil
+	if !o.SkipPush {
+		err = p.mountBase(ctx)
+	}
+	if err == nil {
+		err = p.manifests(ctx)
+	}
+	if err != nil {
 		if me := (*MapError)(nil); errors.As(err, &me) {
 			return nil, me
 		}
@@ -189,6 +204,7 @@ type pusher struct {
 	res    *PushResult
 	g      *errgroup.Group
 	gctx   context.Context
+	ctx    context.Context // Push's: gctx ends with the blob uploads
 
 	once       sync.Once
 	dsts       []name.Reference // per index.json entry; nil: not pushed
@@ -248,6 +264,10 @@ func (p *pusher) dest() error {
 		}
 		if p.o.Select != nil {
 			p.dropSignatures()
+		}
+		if err := p.checkBase(p.ctx); err != nil {
+			p.mapErr = err
+			return
 		}
 		if p.o.Check != nil && !p.o.SkipPush && first != "" {
 			p.mapErr = p.o.Check(first)
@@ -317,13 +337,9 @@ func (p *pusher) precheck() error {
 	skipped := map[string]bool{}
 	for _, pr := range pairs {
 		g.Go(func() error {
-			l, err := p.puller.Layer(gctx, pr.repo.Digest(pr.d))
+			ok, err := p.hasBlob(gctx, pr.repo, pr.d)
 			if err != nil {
 				return err
-			}
-			ok, err := partial.Exists(l)
-			if err != nil {
-				return fmt.Errorf("checking blob %s in %s: %w", pr.d, pr.repo, err)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -366,48 +382,131 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	if len(repos) == 0 {
 		return nil // already there; the walk still verifies it
 	}
-	tmp, err := scratch.CreateTemp(p.o.TempDir, "push-blob")
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(tmp, body) // fails when the digest does not match
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
 	mt := p.mediaTypes[e.Digest.String()]
 	if mt == "" {
 		mt = types.DockerLayer
 	}
-	fb := &fileBlob{path: tmp.Name(), digest: e.Digest, size: e.Size, mt: mt}
-	p.g.Go(func() error {
-		defer os.Remove(fb.path)
-		l, err := partial.CompressedToLayer(fb)
-		if err != nil {
+	sb := &streamedBlob{digest: e.Digest, size: e.Size, mt: mt}
+	if e.Size <= memBlob {
+		// A config or small layer: read whole (its digest checked), so
+		// that its upload overlaps the next ones and is retried when it
+		// fails.
+		// To the entry's end, where its digest is checked (io.ReadFull
+		// would drop the error of a last read that fills the buffer).
+		buf := bytes.NewBuffer(make([]byte, 0, e.Size+bytes.MinRead))
+		if _, err := buf.ReadFrom(body); err != nil {
 			return err
 		}
-		for i, repo := range repos {
-			var up v1.Layer = l
-			if i > 0 {
-				up = &remote.MountableLayer{Layer: l, Reference: repos[0].Digest(e.Digest.String())}
-			}
-			if err := p.rp.Upload(p.gctx, repo, up); err != nil {
-				return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
-			}
-		}
-		p.mu.Lock()
-		p.res.BlobsPushed++
-		p.res.BlobsMounted += len(repos) - 1
-		p.res.BytesPushed += e.Size
-		p.mu.Unlock()
-		if p.o.afterBlob != nil {
-			p.o.afterBlob()
-		}
+		sb.data = buf.Bytes()
+		p.g.Go(func() error { return p.upload(e, repos, sb) })
 		return nil
+	}
+	// A layer streams from the archive into its upload: the upload reads
+	// the archive's entry itself (no copy, on the disk or between
+	// goroutines) while the walk waits, until the entry's end (the walk
+	// goes on; the commit and the mounts finish beside it) or the end of
+	// the upload. A digest that does not match fails the read, so the
+	// registry never commits it; a failed upload stops the push (what
+	// was committed stays: the next run skips it).
+	lent := &lentReader{r: body, released: make(chan struct{})}
+	sb.r = lent
+	var upErr error
+	p.g.Go(func() error {
+		upErr = p.upload(e, repos, sb)
+		lent.release()
+		return upErr
 	})
+	<-lent.released
+	switch {
+	case lent.err != nil:
+		return lent.err // the archive: damaged
+	case !lent.eof:
+		return &RegistryError{Err: upErr} // the upload failed first (told by Push)
+	}
+	return nil
+}
+
+// lentReader is an archive entry read by an upload while the walk waits:
+// released at its end, or when the upload gives up. Once released it
+// reads nothing more (an HTTP transport may still read a failed
+// request's body after the request returned), and release waits for a
+// read in progress.
+type lentReader struct {
+	mu       sync.Mutex
+	r        io.Reader
+	err      error // a read error other than EOF
+	eof      bool
+	gone     bool
+	once     sync.Once
+	released chan struct{}
+}
+
+func (l *lentReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.eof:
+		return 0, io.EOF
+	case l.err != nil:
+		return 0, l.err
+	case l.gone:
+		return 0, errors.New("the upload of this blob was given up")
+	}
+	n, err := l.r.Read(p)
+	switch {
+	case err == io.EOF:
+		l.eof = true
+		l.releaseLocked()
+	case err != nil:
+		l.err = err
+		l.releaseLocked()
+	}
+	return n, err
+}
+
+func (l *lentReader) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.releaseLocked()
+}
+
+func (l *lentReader) releaseLocked() {
+	l.gone = true
+	l.once.Do(func() { close(l.released) })
+}
+
+// memBlob is the largest blob push holds in memory, in bytes (configs
+// and small layers: Jobs of them at most); larger ones stream. Holding
+// more to upload several layers at once was measured: slower on 2 shared
+// cores (the copies cost more than the overlap gains).
+const memBlob = 1 << 20
+
+// upload puts one blob into the first repository that lacks it and mounts
+// it from there into the others.
+func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) error {
+	if err := p.rp.Upload(p.gctx, repos[0], sb); err != nil {
+		return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repos[0], err)
+	}
+	from := repos[0].Digest(e.Digest.String())
+	for _, repo := range repos[1:] {
+		// Mounted from the destination's own copy (read from there when
+		// the registry does not mount).
+		l, err := p.puller.Layer(p.gctx, from)
+		if err == nil {
+			err = p.rp.Upload(p.gctx, repo, &remote.MountableLayer{Layer: l, Reference: from})
+		}
+		if err != nil {
+			return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
+		}
+	}
+	p.mu.Lock()
+	p.res.BlobsPushed++
+	p.res.BlobsMounted += len(repos) - 1
+	p.res.BytesPushed += e.Size
+	p.mu.Unlock()
+	if p.o.afterBlob != nil {
+		p.o.afterBlob()
+	}
 	return nil
 }
 
@@ -528,15 +627,64 @@ func (p *pusher) put(ctx context.Context, ref name.Reference, d string) error {
 	return p.rp.Put(ctx, ref, rawManifest{m.Raw, m.MediaType})
 }
 
-// fileBlob is a blob waiting in a temporary file (partial.CompressedLayer).
-type fileBlob struct {
-	path   string
+// streamedBlob is a blob to upload (a remote.Pusher layer): held in data,
+// or read once from r as the archive is read. Its digest is "not computed"
+// until its bytes were read (stream.ErrNotComputed), so that the upload
+// asks no HEAD first (push asked already) and commits with the digest.
+type streamedBlob struct {
 	digest v1.Hash
 	size   int64
 	mt     types.MediaType
+	data   []byte
+	r      io.Reader
+	mu     sync.Mutex
+	read   bool // the bytes went out once
 }
 
-func (f *fileBlob) Digest() (v1.Hash, error)            { return f.digest, nil }
-func (f *fileBlob) Size() (int64, error)                { return f.size, nil }
-func (f *fileBlob) MediaType() (types.MediaType, error) { return f.mt, nil }
-func (f *fileBlob) Compressed() (io.ReadCloser, error)  { return os.Open(f.path) }
+func (b *streamedBlob) Digest() (v1.Hash, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.read {
+		return v1.Hash{}, stream.ErrNotComputed
+	}
+	return b.digest, nil
+}
+
+// Compressed returns the bytes: data again for each call, r once.
+func (b *streamedBlob) Compressed() (io.ReadCloser, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data != nil {
+		return &doneReader{b: b, r: bytes.NewReader(b.data)}, nil
+	}
+	if b.r == nil {
+		return nil, fmt.Errorf("blob %s streams from the archive once: run the push again to resume", b.digest)
+	}
+	r := b.r
+	b.r = nil
+	return &doneReader{b: b, r: r}, nil
+}
+
+func (b *streamedBlob) Uncompressed() (io.ReadCloser, error) {
+	return nil, errors.New("a pushed blob is not decompressed")
+}
+func (b *streamedBlob) DiffID() (v1.Hash, error)            { return v1.Hash{}, errors.New("no diff ID") }
+func (b *streamedBlob) Size() (int64, error)                { return b.size, nil }
+func (b *streamedBlob) MediaType() (types.MediaType, error) { return b.mt, nil }
+
+// doneReader marks its blob read at EOF.
+type doneReader struct {
+	b *streamedBlob
+	r io.Reader
+}
+
+func (d *doneReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	if err == io.EOF {
+		d.b.mu.Lock()
+		d.b.read = true
+		d.b.mu.Unlock()
+	}
+	return n, err
+}
+func (d *doneReader) Close() error { return nil }

@@ -20,12 +20,13 @@ import (
 type EntryKind int
 
 // Entry kinds, by path: oci-layout, index.json, packages/…/*.yaml,
-// blobs/sha256/<hex>.
+// blobs/sha256/<hex>, digests.json (DigestsFile).
 const (
 	EntryLayout EntryKind = iota
 	EntryIndex
 	EntryPackage
 	EntryBlob
+	EntryDigests
 	// EntryTrust is a file of the trust material under trust/ (*.json,
 	// *.pub): the verify policy's keys and trusted roots (TrustDir).
 	EntryTrust
@@ -83,7 +84,7 @@ var ErrWrittenDamaged = errors.New("the archive matches its .sha256, so it was w
 
 // Walk reads a gzip-compressed tar from r and calls visit for every regular
 // file, in archive order, after checking it: the path must be oci-layout,
-// index.json, blobs/sha256/<64 hex digits> or a .yaml file below packages/
+// index.json, digests.json, blobs/sha256/<64 hex digits> or a .yaml file below packages/
 // (relative, clean, no "..", no backslash); links, devices, FIFOs and any
 // other entry type are refused; a path may appear once; sizes stay within
 // lim (per entry, and in total as decompressed); directories are skipped.
@@ -196,7 +197,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		if clean == "blobs" || clean == "blobs/sha256" || clean == "packages" || strings.HasPrefix(clean, PackagesDir) || clean+"/" == TrustDir || strings.HasPrefix(clean, TrustDir) {
 			return Entry{}, true, nil
 		}
-		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, blobs/sha256/, packages/ and trust/)")
+		return Entry{}, false, errors.New("unexpected directory (an archive holds oci-layout, index.json, digests.json, blobs/sha256/, packages/ and trust/)")
 	}
 	if h.Size < 0 {
 		return Entry{}, false, errors.New("negative size")
@@ -207,6 +208,12 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 		e.Kind = EntryLayout
 	case clean == IndexFile:
 		e.Kind = EntryIndex
+	case clean == DigestsFile:
+		e.Kind = EntryDigests
+		if h.Size > maxDigestsBytes {
+			return Entry{}, false, fmt.Errorf("%d bytes: larger than the limit of %d bytes for the digest list", h.Size, maxDigestsBytes)
+		}
+		return e, false, nil
 	case strings.HasPrefix(clean, BlobsDir):
 		hexPart := strings.TrimPrefix(clean, BlobsDir)
 		if _, err := hex.DecodeString(hexPart); err != nil || len(hexPart) != 64 || strings.ToLower(hexPart) != hexPart {
@@ -222,7 +229,7 @@ func check(h *tar.Header, lim Limits) (Entry, bool, error) {
 	case strings.HasPrefix(clean, TrustDir) && (strings.HasSuffix(clean, ".json") || strings.HasSuffix(clean, ".pub")):
 		e.Kind = EntryTrust
 	default:
-		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, blobs/sha256/<digest>, packages/…/*.yaml and trust/…/*.json or *.pub)")
+		return Entry{}, false, errors.New("unexpected file (an archive holds oci-layout, index.json, digests.json, blobs/sha256/<digest>, packages/…/*.yaml and trust/…/*.json or *.pub)")
 	}
 	if h.Size > lim.Manifest {
 		return Entry{}, false, fmt.Errorf("%d bytes: larger than the limit of %d bytes for a metadata file", h.Size, lim.Manifest)

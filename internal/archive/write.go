@@ -4,16 +4,12 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/operator-publish/publish/internal/scratch"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -102,6 +98,11 @@ type PackageOptions struct {
 	// signatures sign a digest the archive does not have, so they are
 	// left out and PackageResult.Warnings says so (its children's stay).
 	Signatures bool
+	// Base, when set, makes a differential archive: the index.json
+	// entries the base holds (same reference, tag and digest) are left
+	// out, and so are the configs and layers it holds; index.json names
+	// the base (AnnotationBase) and digests.json lists what it promised.
+	Base *Base
 }
 
 // DefaultLevel is the default gzip level: the fastest that compresses.
@@ -144,8 +145,18 @@ type PackageResult struct {
 	// attestation tags, referrers tag schema indexes, referrers).
 	Signatures int
 	// Warnings are things the caller should tell the user: signatures
-	// left out of a reduced index, a referrer of a kind not stored.
+	// left out of a reduced index, a referrer of a kind not stored, a
+	// blob larger than a part.
 	Warnings []string
+	// BaseLeftOut counts the index.json entries left out because
+	// PackageOptions.Base holds them.
+	BaseLeftOut int
+	// Parts are the parts written by WriteParts (none for one file);
+	// PartsReused counts those found complete from an interrupted run.
+	Parts       []Part
+	PartsReused int
+
+	digests []byte // digests.json, also written beside the archive
 }
 
 // blobInfo is a config or layer to copy, and where to read it.
@@ -192,6 +203,39 @@ func (c *collected) cacheFailed(err error) {
 // Errors name the image (and blob) that failed; a registry error is wrapped
 // as go-containerregistry returns it.
 func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult, error) {
+	pp, err := collect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	pp.o.Progress.Start(pp.res.BlobBytes)
+	n, sum, err := pp.write(ctx, w, true, pp.blobs)
+	if err != nil {
+		return nil, err
+	}
+	pp.o.Progress.Done()
+	pp.done()
+	pp.res.Bytes, pp.res.SHA256 = n, sum
+	return pp.res, nil
+}
+
+// collected archive, ready to be written in one stream or in parts.
+type prepared struct {
+	c     *collected
+	o     PackageOptions
+	res   *PackageResult
+	files []File
+	// trust is the verify policy's trust material (PackageOptions.Trust),
+	// sorted by path, written under trust/ after the PackageManifests.
+	trust []File
+	mans  []string // manifests, parents first
+	blobs []string // configs and layers, by digest
+	// indexJSON and digestsJSON are index.json and digests.json.
+	indexJSON, digestsJSON []byte
+}
+
+// collect reads every manifest of o (and every signature, OCI catalog),
+// leaves out what o.Base holds, and returns what to write.
+func collect(ctx context.Context, o PackageOptions) (*prepared, error) {
 	if o.Parse == nil {
 		o.Parse = func(s string) (name.Reference, error) { return name.ParseReference(s) }
 	}
@@ -274,177 +318,11 @@ func Package(ctx context.Context, w io.Writer, o PackageOptions) (*PackageResult
 		imgs = append(imgs, res.Images[i])
 	}
 	res.Images = imgs
-	indexJSON, err := json.Marshal(idx)
-	if err != nil {
+	pp := &prepared{c: c, o: o, res: res}
+	if err := pp.finishIndex(idx); err != nil {
 		return nil, err
 	}
-
-	// The archive is hashed in a goroutine of its own (writing it there
-	// too was measured: no faster), waited for whatever happens.
-	sum := newAsyncHash()
-	hashed := false
-	defer func() {
-		if !hashed {
-			sum.Sum()
-		}
-	}()
-	cw := &countWriter{w: io.MultiWriter(w, sum)}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	zw, err := gzip.NewWriterLevel(bw, o.Level)
-	if err != nil {
-		return nil, err
-	}
-	tw := tar.NewWriter(zw)
-	put := func(name string, data []byte) error {
-		if err := tw.WriteHeader(header(name, int64(len(data)))); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
-	}
-	if err := put(LayoutFile, []byte(layoutData)); err != nil {
-		return nil, err
-	}
-	if err := put(IndexFile, indexJSON); err != nil {
-		return nil, err
-	}
-	files := append([]File(nil), o.Files...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	for i, f := range files {
-		if i > 0 && files[i-1].Path == f.Path {
-			return nil, fmt.Errorf("package file %s given twice", f.Path)
-		}
-		p := PackagesDir + f.Path
-		if _, _, err := check(&tar.Header{Name: p, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}, Limits{}.withDefaults()); err != nil {
-			return nil, fmt.Errorf("package file %s: %w", f.Path, err)
-		}
-		if err := put(p, f.Data); err != nil {
-			return nil, err
-		}
-	}
-	trust := append([]File(nil), o.Trust...)
-	sort.Slice(trust, func(i, j int) bool { return trust[i].Path < trust[j].Path })
-	for _, f := range trust {
-		p := TrustDir + f.Path
-		if _, _, err := check(&tar.Header{Name: p, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}, Limits{}.withDefaults()); err != nil {
-			return nil, fmt.Errorf("trust file %s: %w", f.Path, err)
-		}
-		if err := put(p, f.Data); err != nil {
-			return nil, err
-		}
-	}
-	// Parents before children (a reader learns from the parent that a blob
-	// is a manifest), by digest within one depth.
-	mans := sortedKeys(c.manifests)
-	sort.SliceStable(mans, func(i, j int) bool { return c.depth[mans[i]] < c.depth[mans[j]] })
-	for _, d := range mans {
-		if err := put(BlobsDir+strings.TrimPrefix(d, "sha256:"), c.manifests[d]); err != nil {
-			return nil, err
-		}
-	}
-	res.Manifests = len(c.manifests)
-	var blobs []string
-	for d := range c.blobs {
-		if _, ok := c.manifests[d]; !ok {
-			blobs = append(blobs, d)
-			res.BlobBytes += c.blobs[d].desc.Size
-		}
-	}
-	sort.Strings(blobs)
-	res.Blobs = len(blobs)
-	o.Progress.Start(res.BlobBytes)
-	// The next blobs' requests are opened ahead (prefetch of them), so the
-	// registry reads them while this one is written; their bytes wait in
-	// the sockets' buffers, not in memory here.
-	bctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	opened := make([]chan openBlob, len(blobs))
-	open := func(i int) {
-		opened[i] = make(chan openBlob, 1)
-		go func() {
-			b := c.blobs[blobs[i]]
-			if b.open != nil {
-				rc, err := b.open()
-				opened[i] <- openBlob{rc: rc, err: err}
-				return
-			}
-			// A cached blob is hashed here, ahead of the copy (on the
-			// other core): a damaged one is read from the registry.
-			f, ok, damaged := c.cache.checkedBlob(bctx, b.desc)
-			if ok {
-				opened[i] <- openBlob{rc: f, cached: true}
-				return
-			}
-			l, err := puller.Layer(bctx, b.repo.Digest(b.desc.Digest.String()))
-			if err != nil {
-				opened[i] <- openBlob{err: err}
-				return
-			}
-			rc, err := l.Compressed()
-			if err != nil {
-				opened[i] <- openBlob{err: err}
-				return
-			}
-			bw, err := c.cache.newBlob(b.desc)
-			c.cacheFailed(err)
-			opened[i] <- openBlob{rc: rc, cache: bw, damaged: damaged}
-		}()
-	}
-	for i := range min(prefetch, len(blobs)) {
-		open(i)
-	}
-	defer func() {
-		// On error, stop what was opened ahead and close it once its open
-		// returns (quickly: requests and hashing stop with bctx), so that
-		// no request or temporary file of the cache outlives Package (the
-		// CLI exits right after it).
-		cancel()
-		for _, ch := range opened {
-			if ch != nil {
-				ob := <-ch
-				ob.close()
-			}
-		}
-	}()
-	for i, d := range blobs {
-		if j := i + prefetch; j < len(blobs) {
-			open(j)
-		}
-		ob := <-opened[i]
-		opened[i] = nil
-		added, cerr, err := copyBlob(tw, c.blobs[d], ob, o)
-		c.cacheFailed(cerr)
-		if err != nil {
-			return nil, err
-		}
-		if added {
-			res.CacheAdded++
-		}
-		if ob.damaged {
-			res.CacheDamaged++
-		}
-		if ob.cached {
-			res.CachedBlobs++
-			res.CachedBytes += c.blobs[d].desc.Size
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	if err := bw.Flush(); err != nil {
-		return nil, err
-	}
-	o.Progress.Done()
-	res.CacheErr = o.Cache.Err()
-	if res.CacheErr == nil {
-		res.CacheErr = c.cacheErr
-	}
-	res.Bytes = cw.n
-	res.SHA256, hashed = hex.EncodeToString(sum.Sum()), true
-	return res, nil
+	return pp, nil
 }
 
 // header is the fixed tar header of every entry.
@@ -565,8 +443,10 @@ func WriteFile(ctx context.Context, path string, o PackageOptions) (*PackageResu
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return nil, err
 	}
-	line := res.SHA256 + "  " + filepath.Base(path) + "\n"
-	if err := os.WriteFile(ChecksumPath(path), []byte(line), 0o644); err != nil {
+	if err := writeChecksum(path, res.SHA256); err != nil {
+		return nil, err
+	}
+	if err := scratch.WriteFile(DigestsPath(path), res.digests, 0o644); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -48,7 +48,8 @@ type Config struct {
 	// receive the source credentials (--src-registry).
 	SrcRegistries []string `yaml:"srcRegistries,omitempty"`
 	// SourceMirrors move the reads of the source images to registries
-	// holding copies of them (--source-mirror): run, mirror and package.
+	// holding copies of them (--source-mirror): run, plan, lint, mirror and
+	// package.
 	SourceMirrors    []SourceMirror `yaml:"sourceMirrors,omitempty"`
 	PlainHTTP        *bool          `yaml:"plainHTTP,omitempty"`
 	CAFile           string         `yaml:"caFile,omitempty"`

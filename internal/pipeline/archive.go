@@ -58,6 +58,16 @@ type PackageOptions struct {
 	Platforms []string
 	Level     int    // gzip level (archive.DefaultLevel)
 	Output    string // FILE.tgz
+	// MaxSize, when above 0, splits the archive into parts of at most
+	// this many bytes (archive.WriteParts: NAME.part-0001.tgz, …, and
+	// NAME.parts.json); StrictSize refuses a blob larger than a part
+	// instead of giving it a part of its own.
+	MaxSize    int64
+	StrictSize bool
+	// BaseArchives are earlier archives (or their digest lists, split
+	// indexes) the site has: what they hold is left out (a differential
+	// archive, archive.LoadBase).
+	BaseArchives []string
 	// Cache is an OCI image layout directory read before the source
 	// registries and filled from them (archive.Cache); "" for none.
 	Cache string
@@ -107,7 +117,16 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
-	// The cache first: a wrong --cache is told before any registry is read.
+	// The base and the cache first: a wrong --base-archive or --cache is
+	// told before any registry is read.
+	var base *archive.Base
+	if len(o.BaseArchives) > 0 {
+		b, err := archive.LoadBase(o.BaseArchives)
+		if err != nil {
+			return nil, &FlagError{Flag: "--base-archive", Err: err}
+		}
+		base = b
+	}
 	var cache *archive.Cache
 	if o.Cache != "" {
 		c, err := archive.OpenCache(o.Cache)
@@ -180,11 +199,21 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		}
 	}
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
-	res, err := archive.WriteFile(ctx, o.Output, archive.PackageOptions{
+	po := archive.PackageOptions{
 		Images: images, Files: files, Trust: o.Trust, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
-		Signatures: !o.Mirror.SkipSignatures,
-	})
+		Signatures: !o.Mirror.SkipSignatures, Base: base,
+	}
+	var res *archive.PackageResult
+	if o.MaxSize > 0 {
+		res, err = archive.WriteParts(ctx, o.Output, archive.SplitOptions{MaxSize: o.MaxSize, Strict: o.StrictSize}, po)
+	} else {
+		res, err = archive.WriteFile(ctx, o.Output, po)
+	}
+	var se *archive.SizeError
+	if errors.As(err, &se) {
+		return nil, &FlagError{Flag: "--strict-size", Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}
