@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/operator-publish/publish/internal/ci"
 	"github.com/operator-publish/publish/internal/errclass"
@@ -18,7 +19,18 @@ import (
 	"github.com/operator-publish/publish/internal/pipeline"
 )
 
+// defaultMemoryLimit is the Go runtime's soft memory limit of every
+// command (runtime/debug.SetMemoryLimit) unless the environment sets one
+// (GOMEMLIMIT): 1.5 GiB. Near it the garbage collector runs more often
+// instead of letting the heap grow to twice what is live, so that a run over
+// a whole catalog stays within a 2 GiB CI job (docs/commands.md#memory).
+// It is soft: a command that needs more gets more.
+const defaultMemoryLimit = 1536 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	os.Exit(run())
 }
 
