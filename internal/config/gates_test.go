@@ -29,7 +29,6 @@ func TestGates(t *testing.T) {
 		{"  prod:\n    after: [{cluster: lab}, {cluster: lab}]\n", `cluster "lab" is named twice`},
 		{"  prod:\n    after: {cluster: lab, soak: soon}\n", `clusters.prod.after: cluster lab: soak: "soon": want a number of days (2d) or a Go duration`},
 		{"  prod:\n    after: {cluster: lab, wait: 1h}\n", "wait"},
-		{"  prod:\n    after: {cluster: lab, healthy: true}\n", "healthy: true (health records as evidence) is not supported yet"},
 		{"  a:\n    after: {cluster: b}\n  b:\n    after: {cluster: a}\n", "the gates form a cycle (a waits for b waits for a)"},
 	} {
 		_, err := Parse("publish.yaml", []byte(head+tc.yaml))
