@@ -11,7 +11,7 @@ import (
 // what is wrong.
 func TestGates(t *testing.T) {
 	head := "apiVersion: " + APIVersion + "\nkind: " + Kind + "\nclusters:\n  lab: {}\n"
-	c, err := Parse("publish.yaml", []byte(head+"  staging:\n    after: {cluster: lab, soak: 1d}\n  prod:\n    after:\n    - {cluster: staging, soak: 90m}\n    - {cluster: lab}\n"))
+	c, err := Parse("publish.yaml", []byte(head+"  staging:\n    after: {cluster: lab, soak: 1d}\n  prod:\n    after:\n    - {cluster: staging, soak: 90m, healthy: true}\n    - {cluster: lab}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestGates(t *testing.T) {
 	if len(st) != 1 || st[0].Cluster != "lab" || st[0].SoakTime != 24*time.Hour {
 		t.Errorf("staging: %+v", st)
 	}
-	if len(prod) != 2 || prod[0].SoakTime != 90*time.Minute || prod[1].Cluster != "lab" || prod[1].SoakTime != 0 {
+	if len(prod) != 2 || prod[0].SoakTime != 90*time.Minute || !prod[0].Healthy || prod[1].Cluster != "lab" || prod[1].SoakTime != 0 || prod[1].Healthy {
 		t.Errorf("prod: %+v", prod)
 	}
 	for _, tc := range []struct{ yaml, want string }{
