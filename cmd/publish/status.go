@@ -81,7 +81,11 @@ or --rendered given) --record records only.`,
 				dir = filepath.Join(catalogDir, "rendered", cluster)
 			}
 			if st, err := os.Stat(dir); record && !explicit && (err != nil || !st.IsDir()) {
-				return recordHealth(cmd, &kube, &cat, &tls, cluster)
+				client, err := kube.client("operator-publish status", cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				return recordHealth(cmd, client, &cat, &tls, cluster)
 			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usagef("%s is not a directory: pass --catalog-dir (a checkout of the catalog repo) and --cluster, or --rendered", dir)
@@ -101,7 +105,7 @@ or --rendered given) --record records only.`,
 				}
 			}
 			if record {
-				if rerr := recordHealth(cmd, &kube, &cat, &tls, cluster); rerr != nil {
+				if rerr := recordHealth(cmd, client, &cat, &tls, cluster); rerr != nil {
 					return rerr
 				}
 			}
@@ -125,15 +129,11 @@ or --rendered given) --record records only.`,
 	return cmd
 }
 
-// recordHealth is status --record: status.Record on the cluster of kube
+// recordHealth is status --record: status.Record on the cluster of client
 // into the catalog of cat, at the runner's clock; it prints what it
 // recorded to stderr. Errors name --record.
-func recordHealth(cmd *cobra.Command, kube *kubeFlags, cat *catalogFlags, tls *tlsFlags, cluster string) error {
+func recordHealth(cmd *cobra.Command, client dynamic.Interface, cat *catalogFlags, tls *tlsFlags, cluster string) error {
 	o, err := cat.options(tls)
-	if err != nil {
-		return err
-	}
-	client, err := kube.client("operator-publish status", cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}
