@@ -76,6 +76,10 @@ func TestRolloutHealthGate(t *testing.T) {
 	if md := plans[2].Markdown(); !strings.Contains(md, "| `tiny` | 1.2.0 | staging | when recorded healthy there | "+want) {
 		t.Errorf("prod's plan does not say why 1.2.0 is held:\n%s", md)
 	}
+	l, err := ListGated(context.Background(), catalogOpts(f.catalog), []string{"prod"}, map[string][]rollout.Gate{"prod": {{Cluster: "staging", Soak: 2 * time.Hour, Healthy: true}}}, t0.Add(3*time.Hour+10*time.Minute))
+	if err != nil || !strings.Contains(l.Table(), "held: failed on staging") {
+		t.Errorf("publish list --cluster prod does not show 1.2.0 held (%v):\n%s", err, l.Table())
+	}
 	f.recordHealth(t, t0.Add(4*time.Hour), "staging", "1.2.0", rollout.Healthy, "phase Succeeded: InstallSucceeded")
 	if _, on = f.runAt(t, t0.Add(4*time.Hour+5*time.Minute), "1.2.0"); on != "lab staging prod" {
 		t.Fatalf("recorded Healthy: tiny 1.2.0 on %q, want every cluster", on)
