@@ -224,7 +224,7 @@ func (f *ociFlags) resolve(cfg *config.Config, cluster string) (string, error) {
 func gatesOf(after config.Gates) []rollout.Gate {
 	var out []rollout.Gate
 	for _, g := range after {
-		out = append(out, rollout.Gate{Cluster: g.Cluster, Soak: g.SoakTime})
+		out = append(out, rollout.Gate{Cluster: g.Cluster, Soak: g.SoakTime, Healthy: g.Healthy})
 	}
 	return out
 }

@@ -110,7 +110,7 @@ func TestCommandFlags(t *testing.T) {
 		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "chart", "version", "platforms", "force"}),
 		"verify": join(logGroup, []string{"key", "valid-until"}),
 		"adopt":  join(logGroup, []string{"namespace", "kubeconfig", "context", "kube-timeout", "dry-run", "refresh-after", "refresh-catalog-operator"}),
-		"status": join(logGroup, []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "kube-timeout", "output", "summary", "wait", "refresh-after", "refresh-catalog-operator"}),
+		"status": join(logGroup, tlsGroup, catalogGroup[:len(catalogGroup)-2], []string{"catalog-dir", "cluster", "rendered", "kubeconfig", "context", "kube-timeout", "output", "summary", "wait", "refresh-after", "refresh-catalog-operator", "record"}),
 		"import": join([]string{"config", "dst-username", "dst-password"}, tlsGroup, retryGroup, catalogGroup, commitGroup, renderGroup, logGroup,
 			[]string{"kubeconfig", "context", "kube-timeout", "manifests-dir", "dry-run", "output"}),
 		"prune":   join(logGroup, dstGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], []string{"catalog-dir", "plan", "apply", "older-than", "lookup", "pull-request", "pr-branch", "forge", "forge-api-url", "forge-repo", "forge-token"}),

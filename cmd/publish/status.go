@@ -24,6 +24,9 @@ func newStatusCmd(_ *invocation) *cobra.Command {
 		output, summary          string
 		wait, refreshAfter       time.Duration
 		catalogOperator          string
+		record                   bool
+		cat                      = catalogFlags{readOnly: true}
+		tls                      tlsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -43,7 +46,17 @@ it. Without --wait: exit 1 when something failed, else 0.
 
 The cluster: --kubeconfig (or $KUBECONFIG, ~/.kube/config), else the
 in-cluster service account; it needs get, list and watch on ArtifactVersions
-and PackageManifests (or CatalogSources / ClusterCatalogs).`,
+and PackageManifests (or CatalogSources / ClusterCatalogs).
+
+--record also reads the install health of every version the cluster's state
+(publish/state/<cluster>.yaml of --catalog) lists: OLM v0 Subscriptions and
+their CSVs' phase (Succeeded, Failed with its reason), OLM v1
+ClusterExtensions' Installed and Progressing conditions where the cluster
+serves them; and commits it to publish/health/<cluster>.yaml of --catalog,
+the evidence of the gates with healthy: true (docs/rollout.md#health). It
+needs list on Subscriptions and ClusterExtensions, get on CSVs, and push to
+the catalog repo. Without a rendered/<cluster> directory (no --catalog-dir
+or --rendered given) --record records only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch output {
@@ -58,8 +71,21 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 			if err != nil {
 				return err
 			}
+			if record {
+				if err := cat.require(); err != nil {
+					return usagef("--record: %v", err)
+				}
+			}
+			explicit := cmd.Flags().Changed("catalog-dir") || cmd.Flags().Changed("rendered")
 			if dir == "" {
 				dir = filepath.Join(catalogDir, "rendered", cluster)
+			}
+			if st, err := os.Stat(dir); record && !explicit && (err != nil || !st.IsDir()) {
+				client, err := kube.client("operator-publish status", cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				return recordHealth(cmd, client, &cat, &tls, cluster)
 			}
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				return usagef("%s is not a directory: pass --catalog-dir (a checkout of the catalog repo) and --cluster, or --rendered", dir)
@@ -78,6 +104,11 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 					return perr
 				}
 			}
+			if record {
+				if rerr := recordHealth(cmd, client, &cat, &tls, cluster); rerr != nil {
+					return rerr
+				}
+			}
 			return err
 		},
 	}
@@ -91,8 +122,27 @@ and PackageManifests (or CatalogSources / ClusterCatalogs).`,
 	fs.StringVarP(&output, "output", "o", status.FormatText, "text, json or markdown")
 	fs.StringVar(&summary, "summary", "", "also append the Markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)")
 	fs.DurationVar(&wait, "wait", 0, "wait up to this long (e.g. 10m) until every version is as asked; exit 1 when one fails or at the end")
+	fs.BoolVar(&record, "record", false, "also read the install health (Subscription/CSV, ClusterExtension) of the versions the cluster lists and commit it to publish/health/<cluster>.yaml of --catalog (docs/rollout.md#health)")
+	cat.register(fs, "push", "with --record: catalog Git repo to commit the health record to: URL or local path")
+	tls.register(fs)
 	withEnvHelp(fs)
 	return cmd
+}
+
+// recordHealth is status --record: status.Record on the cluster of client
+// into the catalog of cat, at the runner's clock; it prints what it
+// recorded to stderr. Errors name --record.
+func recordHealth(cmd *cobra.Command, client dynamic.Interface, cat *catalogFlags, tls *tlsFlags, cluster string) error {
+	o, err := cat.options(tls)
+	if err != nil {
+		return err
+	}
+	res, err := status.Record(cmd.Context(), client, status.RecordOptions{Catalog: o, Cluster: cluster, Now: time.Now()})
+	if err != nil {
+		return fmt.Errorf("--record: %w", err)
+	}
+	status.PrintRecorded(cmd.ErrOrStderr(), cluster, res)
+	return nil
 }
 
 // checkStatus compares what the cluster of client has with asked (the

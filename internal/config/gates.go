@@ -18,9 +18,9 @@ type Gate struct {
 	// Soak is how long, as a Go duration (90m, 24h) or a number of days
 	// (2d); "" or 0: listed upstream is enough.
 	Soak string `yaml:"soak,omitempty"`
-	// Healthy would also require a record that the version is installed
-	// and healthy on Cluster; not supported yet: true is an error saying
-	// so, rather than a gate that does not hold.
+	// Healthy also requires the health record of Cluster (written by
+	// publish status --record into publish/health/<cluster>.yaml of the
+	// catalog repo) to say the version is installed and healthy there.
 	Healthy bool `yaml:"healthy,omitempty"`
 	// SoakTime is Soak parsed (set by Parse).
 	SoakTime time.Duration `yaml:"-"`
@@ -93,9 +93,6 @@ func checkGates(path string, data []byte, c *Config) error {
 				return bad(fmt.Sprintf("cluster %q is named twice", g.Cluster))
 			}
 			seen[g.Cluster] = true
-			if g.Healthy {
-				return bad(fmt.Sprintf("cluster %s: healthy: true (health records as evidence) is not supported yet: remove it; the gate then holds by soak time alone", g.Cluster))
-			}
 			d, err := ParseSoak(g.Soak)
 			if err != nil {
 				return bad(fmt.Sprintf("cluster %s: %v", g.Cluster, err))

@@ -11,7 +11,7 @@ import (
 // what is wrong.
 func TestGates(t *testing.T) {
 	head := "apiVersion: " + APIVersion + "\nkind: " + Kind + "\nclusters:\n  lab: {}\n"
-	c, err := Parse("publish.yaml", []byte(head+"  staging:\n    after: {cluster: lab, soak: 1d}\n  prod:\n    after:\n    - {cluster: staging, soak: 90m}\n    - {cluster: lab}\n"))
+	c, err := Parse("publish.yaml", []byte(head+"  staging:\n    after: {cluster: lab, soak: 1d}\n  prod:\n    after:\n    - {cluster: staging, soak: 90m, healthy: true}\n    - {cluster: lab}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestGates(t *testing.T) {
 	if len(st) != 1 || st[0].Cluster != "lab" || st[0].SoakTime != 24*time.Hour {
 		t.Errorf("staging: %+v", st)
 	}
-	if len(prod) != 2 || prod[0].SoakTime != 90*time.Minute || prod[1].Cluster != "lab" || prod[1].SoakTime != 0 {
+	if len(prod) != 2 || prod[0].SoakTime != 90*time.Minute || !prod[0].Healthy || prod[1].Cluster != "lab" || prod[1].SoakTime != 0 || prod[1].Healthy {
 		t.Errorf("prod: %+v", prod)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -29,7 +29,6 @@ func TestGates(t *testing.T) {
 		{"  prod:\n    after: [{cluster: lab}, {cluster: lab}]\n", `cluster "lab" is named twice`},
 		{"  prod:\n    after: {cluster: lab, soak: soon}\n", `clusters.prod.after: cluster lab: soak: "soon": want a number of days (2d) or a Go duration`},
 		{"  prod:\n    after: {cluster: lab, wait: 1h}\n", "wait"},
-		{"  prod:\n    after: {cluster: lab, healthy: true}\n", "healthy: true (health records as evidence) is not supported yet"},
 		{"  a:\n    after: {cluster: b}\n  b:\n    after: {cluster: a}\n", "the gates form a cycle (a waits for b waits for a)"},
 	} {
 		_, err := Parse("publish.yaml", []byte(head+tc.yaml))

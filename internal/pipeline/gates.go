@@ -59,6 +59,9 @@ func openGates(ctx context.Context, o Options, tip *catalog.Tip) (*gateSet, erro
 		}
 		g.gates.Histories[gate.Cluster] = h
 	}
+	if err := readHealth(tip, g.gates); err != nil {
+		return nil, err
+	}
 	p := gitops.StatePath(after[0].Cluster)
 	data, ok, err := tip.ReadFile(p)
 	if err != nil {
@@ -72,6 +75,35 @@ func openGates(ctx context.Context, o Options, tip *catalog.Tip) (*gateSet, erro
 		g.upstream = st.Artifacts
 	}
 	return g, nil
+}
+
+// readHealth reads into g.Health the health record (rollout.HealthPath)
+// of each upstream cluster of a gate with Healthy, from tip; a cluster
+// without one has none (every version it gates is held). Errors: a file
+// that cannot be read or parsed (an input error naming it).
+func readHealth(tip *catalog.Tip, g *rollout.Gates) error {
+	for _, gate := range g.Gates {
+		if !gate.Healthy {
+			continue
+		}
+		p := rollout.HealthPath(gate.Cluster)
+		data, ok, err := tip.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		h, err := rollout.ParseHealth(p, data)
+		if err != nil {
+			return inputErr(err)
+		}
+		if g.Health == nil {
+			g.Health = map[string]*rollout.HealthFile{}
+		}
+		g.Health[gate.Cluster] = h
+	}
+	return nil
 }
 
 // pendingPaths returns the manifest paths of the versions whose gates

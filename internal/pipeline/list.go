@@ -87,6 +87,9 @@ func addWaiting(ctx context.Context, tip *catalog.Tip, cat render.Files, l *repo
 		}
 		g.Histories[gate.Cluster] = h
 	}
+	if err := readHealth(tip, g); err != nil {
+		return err
+	}
 	up, err := gitops.ReadState(cat, gs[0].Cluster)
 	if err != nil {
 		return inputErr(err)

@@ -27,6 +27,9 @@ type rolloutFixture struct {
 	*fixture
 	now   time.Time
 	gates bool
+	// healthy makes prod's gate on staging also require staging's health
+	// record (rollout.Gate.Healthy).
+	healthy bool
 }
 
 func newRollout(t *testing.T) *rolloutFixture {
@@ -40,7 +43,7 @@ func (f *rolloutFixture) options(log *syncBuffer) Options {
 	cls := []ClusterOptions{{Name: "lab"}, {Name: "staging"}, {Name: "prod"}}
 	if f.gates {
 		cls[1].After = []rollout.Gate{{Cluster: "lab", Soak: time.Hour}}
-		cls[2].After = []rollout.Gate{{Cluster: "staging", Soak: 2 * time.Hour}}
+		cls[2].After = []rollout.Gate{{Cluster: "staging", Soak: 2 * time.Hour, Healthy: f.healthy}}
 	}
 	return Options{
 		Source:   f.source,

@@ -113,6 +113,8 @@ func (v ListedVersion) cell(c string) string {
 	switch {
 	case w.Upstream == "":
 		return "due"
+	case w.Health == rollout.Failed:
+		return "held: failed on " + w.Upstream
 	case w.Until.IsZero():
 		return "waiting for " + w.Upstream
 	}

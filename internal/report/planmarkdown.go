@@ -185,6 +185,9 @@ func (p *Plan) markdownWaiting(b *strings.Builder) {
 	fmt.Fprintf(b, "### Waiting for gates: %d\n\n| artifact | version | waits for | lists from | why |\n|---|---|---|---|---|\n", len(p.Waiting))
 	for _, w := range p.Waiting {
 		until := "when listed there"
+		if w.Health != "" {
+			until = "when recorded healthy there"
+		}
 		if !w.Until.IsZero() {
 			until = w.Until.UTC().Format("2006-01-02T15:04Z")
 		}

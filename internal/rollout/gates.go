@@ -22,6 +22,10 @@ type Gate struct {
 	// Soak is how long the version must have been listed there (0: listed
 	// there is enough).
 	Soak time.Duration
+	// Healthy also requires Cluster's health record (HealthFile, from
+	// publish status --record) to say the version, with the same bundle
+	// digest, is Healthy there.
+	Healthy bool
 }
 
 // Wait is why a version is not listed on a cluster yet: the gates it has
@@ -40,6 +44,11 @@ type Wait struct {
 	// gate's soak, when the version may list (zero with Listed).
 	Listed time.Time `json:"listedUpstream,omitzero"`
 	Until  time.Time `json:"until,omitzero"`
+	// Health is set when a gate with healthy: true holds the version
+	// (Upstream's health record: Failed, Progressing, or "none" when there
+	// is no record for this version and bundle): no time alone lets it
+	// through.
+	Health Health `json:"health,omitempty"`
 	// Reason says, for people, every gate not passed, "; "-separated.
 	Reason string `json:"reason"`
 }
@@ -61,6 +70,10 @@ type Gates struct {
 	Gates   []Gate
 	// Histories are the upstream clusters' catalog histories, by cluster.
 	Histories map[string]*catalog.History
+	// Health are the upstream clusters' health records (HealthPath), by
+	// cluster, for the gates with Healthy; a missing one holds every
+	// version.
+	Health map[string]*HealthFile
 }
 
 // Check judges the gates for one version whose record on the cluster
@@ -69,7 +82,10 @@ type Gates struct {
 // every gate passes: each upstream cluster lists the version, with that
 // digest, since at least its soak time before now (the last event of the
 // version in that cluster's history: a delisting, a relisting or a new
-// digest there restarts the soak). Otherwise the Wait says why.
+// digest there restarts the soak), and, for a gate with Healthy, each
+// such cluster's health record says the version is Healthy (a version
+// recorded Failed or Progressing, or not recorded, is held). Otherwise
+// the Wait says why.
 func (g *Gates) Check(artifact, version, digest string, now time.Time) *Wait {
 	var w *Wait
 	var reasons []string
@@ -94,6 +110,14 @@ func (g *Gates) Check(artifact, version, digest string, now time.Time) *Wait {
 			until := e.Time.Add(gate.Soak)
 			hold(gate.Cluster, e.Time, until, fmt.Sprintf("listed on %s since %s, soaking %s: %s left (until %s)",
 				gate.Cluster, stamp(e.Time), gate.Soak, until.Sub(now).Round(time.Minute), stamp(until)))
+		}
+		if gate.Healthy && ok && e.Present {
+			if why := checkHealth(gate.Cluster, g.Health[gate.Cluster], artifact, version, digest); why != "" {
+				hold(gate.Cluster, time.Time{}, time.Time{}, why)
+				if w.Upstream == gate.Cluster && w.Listed.IsZero() && w.Health == "" {
+					w.Health = recordHealth(g.Health[gate.Cluster], artifact, version, digest)
+				}
+			}
 		}
 	}
 	if w != nil {
