@@ -1,0 +1,93 @@
+package pipeline
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/operator-publish/publish/internal/archive"
+	"github.com/operator-publish/publish/internal/mirror"
+)
+
+// TestChartsPackagePush: `publish package` over an OCI chart (with a
+// provenance layer) and a classic repository's chart, on a registry that
+// wants TLS and a password; `publish verify` reads the archive; `publish
+// push --catalog` into the site's registry prefix and an empty catalog
+// repo. The archive carries the OCI chart with its source digest, the
+// classic one as the OCI chart `publish run` pushes (the same digest), and
+// every image they render; at the site the charts have those digests, the
+// catalog holds their sources and ChartRepos, and the Helm SDK pulls each
+// from the destination by the reference the catalog records, as a user
+// would, and finds every image it renders there.
+func TestChartsPackagePush(t *testing.T) {
+	e := newChartEnv(t)
+	e.pushWeb(t, "1.0.0")
+	e.writeChart(t, "cron", "0.1.0", "artifact: "+e.repoURL+"\n  chart: cron", e.reg.Ref("src/cron/job:1"))
+	e.writeValues(t)
+	e.commit(t, "two charts")
+	ctx := context.Background()
+
+	out := filepath.Join(t.TempDir(), "charts.tgz")
+	cred := mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}
+	pres, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: cred}})
+	if err != nil {
+		t.Fatalf("package: %v", err)
+	}
+	if pres.Versions != 2 {
+		t.Errorf("package: %d versions, want 2", pres.Versions)
+	}
+	vr, err := archive.Verify(out, archive.Limits{}, nil)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	charts := map[string]archive.IndexEntry{}
+	for _, im := range vr.Contents.Images {
+		if im.Bundle {
+			charts[im.Ref] = im
+		}
+	}
+	web, cron := charts[e.reg.Ref("src/charts/web:1.0.0")], charts[e.reg.Host+"/stable/cron:0.1.0"]
+	// The classic repository's server is on 127.0.0.1:port: its chart
+	// is named after the repository's host and path.
+	if cron.Ref == "" {
+		for ref, im := range charts {
+			if filepath.Base(ref) == "cron:0.1.0" {
+				cron = im
+			}
+		}
+	}
+	if web.Desc.Digest.String() != e.digests["web 1.0.0"] {
+		t.Errorf("web in the archive: %s, want the source's %s (entries %v)", web.Desc.Digest, e.digests["web 1.0.0"], charts)
+	}
+	if cron.Ref == "" {
+		t.Fatalf("the archive carries no cron chart: %v", charts)
+	}
+
+	catalog := t.TempDir()
+	if _, err := git.PlainInit(catalog, true); err != nil {
+		t.Fatal(err)
+	}
+	e.catalog = catalog
+	o := e.options()
+	o.Source = ""
+	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: e.mirrorOptions(), Options: o}); err != nil {
+		t.Fatalf("push --catalog: %v", err)
+	}
+	st := e.state(t)
+	webRec, cronRec := st["web"], st["cron"]
+	if webRec.Type != "chart" || cronRec.Type != "chart" || len(webRec.Versions) != 1 || len(cronRec.Versions) != 1 {
+		t.Fatalf("state: %+v %+v", webRec, cronRec)
+	}
+	if got := webRec.Versions[0].BundleDigest; got != e.digests["web 1.0.0"] {
+		t.Errorf("web's digest at the site %s, want the source's %s", got, e.digests["web 1.0.0"])
+	}
+	if got := cronRec.Versions[0].BundleDigest; got != cron.Desc.Digest.String() {
+		t.Errorf("cron's digest at the site %s, the archive's %s", got, cron.Desc.Digest)
+	}
+	e.checkDestination(t, webRec, cronRec)
+	e.checkCatalog(t, "web", "1.0.0")
+	e.checkCatalog(t, "cron", "0.1.0")
+	e.helmAsUser(t, webRec, "web", "1.0.0", []string{e.reg.Ref("src/web/nginx:2")})
+	e.helmAsUser(t, cronRec, "cron", "0.1.0", []string{e.reg.Ref("src/cron/job:1")})
+}
