@@ -1,13 +1,21 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"crypto/elliptic"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/mirror"
+	"github.com/operator-publish/publish/internal/model"
+	"github.com/operator-publish/publish/internal/sign"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // TestChartsPackagePush: `publish package` over an OCI chart (with a
@@ -71,6 +79,8 @@ func TestChartsPackagePush(t *testing.T) {
 	e.catalog = catalog
 	o := e.options()
 	o.Source = ""
+	key := chartSigningKey(t)
+	o.Sign = sign.ImageSigner{Key: key}
 	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: e.mirrorOptions(), Options: o}); err != nil {
 		t.Fatalf("push --catalog: %v", err)
 	}
@@ -90,4 +100,63 @@ func TestChartsPackagePush(t *testing.T) {
 	e.checkCatalog(t, "cron", "0.1.0")
 	e.helmAsUser(t, webRec, "web", "1.0.0", []string{e.reg.Ref("src/web/nginx:2")})
 	e.helmAsUser(t, cronRec, "cron", "0.1.0", []string{e.reg.Ref("src/cron/job:1")})
+	e.checkSigned(t, key, webRec, cronRec)
+}
+
+// TestChartsRunSigned: publish run --cosign-key signs both charts at the
+// destination (an OCI chart copied with its digest, a classic one pushed
+// as OCI) with a Sigstore bundle referrer by the key; a second run signs
+// nothing again.
+func TestChartsRunSigned(t *testing.T) {
+	e := newChartEnv(t)
+	e.pushWeb(t, "1.0.0")
+	e.writeChart(t, "cron", "0.1.0", "artifact: "+e.repoURL+"\n  chart: cron", e.reg.Ref("src/cron/job:1"))
+	e.writeValues(t)
+	e.commit(t, "two charts")
+	key := chartSigningKey(t)
+	o := e.options()
+	o.Sign = sign.ImageSigner{Key: key}
+	var log bytes.Buffer
+	o.Log = slog.New(slog.NewTextHandler(&log, nil))
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	st := e.state(t)
+	e.checkSigned(t, key, st["web"], st["cron"])
+	if !strings.Contains(log.String(), "sign: 2 charts signed at the destination, 0 were signed already") {
+		t.Errorf("the log does not say both charts were signed:\n%s", log.String())
+	}
+}
+
+// chartSigningKey is a new ECDSA P-256 signing key (as cosign
+// generate-key-pair makes, without a password).
+func chartSigningKey(t *testing.T) *sign.Key {
+	t.Helper()
+	priv, _, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := sign.LoadKey(priv, nil, "key", "--cosign-key-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// checkSigned checks that the first version of each chart record has a
+// signature by key at the destination, by the digest the state records.
+func (e *chartEnv) checkSigned(t *testing.T, key *sign.Key, recs ...model.ArtifactRecord) {
+	t.Helper()
+	for _, rec := range recs {
+		repo := mustRef(t, rec.Registry+"/"+rec.Repository+":x").Context()
+		d := repo.Digest(rec.Versions[0].BundleDigest)
+		desc, err := remote.Head(d, e.reg.Options()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signed, err := key.Signed(context.Background(), repo, *desc, e.reg.Options())
+		if err != nil || !signed {
+			t.Errorf("chart %s at %s: signed %v, %v", rec.Name, d, signed, err)
+		}
+	}
 }
