@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"log/slog"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -38,9 +39,18 @@ func TestChartsPackagePush(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "charts.tgz")
 	cred := mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}
-	pres, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: cred}})
+	rv := &recordingVerifier{}
+	trust := []archive.File{{Path: "policy.json", Data: []byte("{}")}}
+	pres, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: cred}, Verify: rv, Trust: trust})
 	if err != nil {
 		t.Fatalf("package: %v", err)
+	}
+	// The policy checks the OCI chart and every image the charts render
+	// or list (the classic repository's chart is in no registry).
+	sort.Strings(rv.refs)
+	want := []string{e.reg.Ref("src/charts/web:1.0.0"), e.reg.Ref("src/cron/job:1"), e.reg.Ref("src/web/nginx:1"), e.reg.Ref("src/web/nginx:2")}
+	if strings.Join(rv.refs, " ") != strings.Join(want, " ") {
+		t.Errorf("package verified %v, want %v", rv.refs, want)
 	}
 	if pres.Versions != 2 {
 		t.Errorf("package: %d versions, want 2", pres.Versions)
@@ -55,16 +65,9 @@ func TestChartsPackagePush(t *testing.T) {
 			charts[im.Ref] = im
 		}
 	}
-	web, cron := charts[e.reg.Ref("src/charts/web:1.0.0")], charts[e.reg.Host+"/stable/cron:0.1.0"]
-	// The classic repository's server is on 127.0.0.1:port: its chart
-	// is named after the repository's host and path.
-	if cron.Ref == "" {
-		for ref, im := range charts {
-			if filepath.Base(ref) == "cron:0.1.0" {
-				cron = im
-			}
-		}
-	}
+	// The classic repository's chart is named after the repository's
+	// host and path (manifest.ChartSource.Reference).
+	web, cron := charts[e.reg.Ref("src/charts/web:1.0.0")], charts[strings.TrimPrefix(e.repoURL, "http://")+"/cron:0.1.0"]
 	if web.Desc.Digest.String() != e.digests["web 1.0.0"] {
 		t.Errorf("web in the archive: %s, want the source's %s (entries %v)", web.Desc.Digest, e.digests["web 1.0.0"], charts)
 	}
@@ -81,7 +84,9 @@ func TestChartsPackagePush(t *testing.T) {
 	o.Source = ""
 	key := chartSigningKey(t)
 	o.Sign = sign.ImageSigner{Key: key}
-	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: e.mirrorOptions(), Options: o}); err != nil {
+	atSite := &recordingVerifier{}
+	trusted := func([]archive.File) (ImageVerifier, []string, error) { return atSite, nil, nil }
+	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: e.mirrorOptions(), Options: o, Trust: trusted}); err != nil {
 		t.Fatalf("push --catalog: %v", err)
 	}
 	st := e.state(t)
@@ -101,6 +106,14 @@ func TestChartsPackagePush(t *testing.T) {
 	e.helmAsUser(t, webRec, "web", "1.0.0", []string{e.reg.Ref("src/web/nginx:2")})
 	e.helmAsUser(t, cronRec, "cron", "0.1.0", []string{e.reg.Ref("src/cron/job:1")})
 	e.checkSigned(t, key, webRec, cronRec)
+	// At the site the archive's policy checks both charts as pushed (by
+	// the references the policy's rules name, read at the destination).
+	verified := " " + strings.Join(atSite.refs, " ") + " "
+	for _, ref := range []string{web.Ref, cron.Ref} {
+		if !strings.Contains(verified, " "+ref+" ") {
+			t.Errorf("push did not verify the chart %s at the site: %v", ref, atSite.refs)
+		}
+	}
 }
 
 // TestChartsRunSigned: publish run --cosign-key signs both charts at the
