@@ -425,9 +425,7 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	if err == nil {
 		err = attestPushed(ctx, o, mc, opts, pr, verified)
 	}
-	if err == nil {
-		err = signCharts(ctx, o.Options, mc, opts, pushedCharts(pr))
-	}
+
 	if err != nil {
 		return res, err
 	}
