@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -58,7 +59,7 @@ func withBuiltCharts(images []archive.Image, selected []*model.Version) ([]archi
 // chart's own values: the package repo's values files stay on the
 // connected side; its archive is what the chart sources of the catalog
 // are unpacked from). Errors: *InputError for a reference that cannot be
-// mapped or a chart that is none, else the registry's, naming the
+// mapped or a chart that is none (kind.ChartError), else the registry's, naming the
 // artifact.
 func readPushed(mc *mirror.Client, dstOpts []remote.Option, cluster string, res *Result) func(context.Context, []*model.Version) error {
 	return func(ctx context.Context, vs []*model.Version) error {
@@ -80,8 +81,12 @@ func readPushed(mc *mirror.Client, dstOpts []remote.Option, cluster string, res 
 				if err == nil {
 					err = kind.ReadChartArchive(kind.Env{Client: mc, Cluster: cluster}, v, data)
 				}
-				if err != nil {
+				var ce *kind.ChartError
+				if errors.As(err, &ce) {
 					return inputErr(fmt.Errorf("%s: the pushed chart %s: %w", v.Where(), dst, err))
+				}
+				if err != nil {
+					return fmt.Errorf("reading the pushed chart %s: %w", dst, err)
 				}
 				res.BundlesRead++
 				continue
