@@ -60,7 +60,7 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
-		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed, a verification summary of each mirrored image publish.yaml verify checked, and with publish.yaml sign.images each mirrored image")
+		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed, each chart mirrored, a verification summary of each mirrored image publish.yaml verify checked, and with publish.yaml sign.images each mirrored image")
 	}
 }
 
