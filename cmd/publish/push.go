@@ -211,7 +211,7 @@ each).`,
 	p.commit.register(fs)
 	p.r.register(fs)
 	p.oci.register(fs)
-	p.sign.register(fs, "the OCI catalog pushed to --oci, a verification summary of each image the archive's trust material verified, and with publish.yaml sign.images each image pushed")
+	p.sign.register(fs, "the OCI catalog pushed to --oci, each chart pushed, a verification summary of each image the archive's trust material verified, and with publish.yaml sign.images each image pushed")
 	p.key.register(fs)
 	p.trust.register(fs)
 	withEnvHelp(fs)

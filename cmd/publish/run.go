@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/operator-publish/publish/internal/delivery"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/pipeline"
@@ -59,7 +60,7 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
-		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed, a verification summary of each mirrored image publish.yaml verify checked, and with publish.yaml sign.images each mirrored image")
+		p.sign.register(fs, "the OCI catalog (--oci) and the olm target's catalog image after they are pushed, each chart mirrored, a verification summary of each mirrored image publish.yaml verify checked, and with publish.yaml sign.images each mirrored image")
 	}
 }
 
@@ -128,8 +129,8 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		}
 		o.SignImages = inv.config != nil && inv.config.Sign.Images
 		if s != nil {
-			if o.OCI == "" && !rs.Caps.CatalogImage && o.Verify == nil && !o.SignImages {
-				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image), and what publish.yaml verify and sign.images ask for: give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
+			if o.OCI == "" && !rs.Caps.CatalogImage && o.Verify == nil && !o.SignImages && !hasCharts(o.Source, o.PackagesDir) {
+				return usagef("--cosign-key signs the OCI catalog (and, for the olm target, the catalog image), the charts mirrored, and what publish.yaml verify and sign.images ask for: give --oci REGISTRY/REPOSITORY[:TAG] (or publish.yaml clusters.%s.oci)", rs.Cluster)
 			}
 			s.Version = versionString()
 			o.Sign = s
@@ -311,4 +312,21 @@ func printPullRequest(w io.Writer, pr *delivery.Result, suffix string) {
 		return
 	}
 	fmt.Fprintf(w, "pr        %s #%d %s%s\n", pr.Action, pr.Number, pr.URL, suffix)
+}
+
+// hasCharts reports whether the package repo at source holds a chart
+// manifest (spec.type chart), which --cosign-key signs at the destination
+// without --oci. A repo that does not scan holds none here: the run
+// reports it.
+func hasCharts(source, packagesDir string) bool {
+	ms, err := pipeline.Scan(source, packagesDir)
+	if err != nil {
+		return false
+	}
+	for _, m := range ms {
+		if m.Spec.Type == manifest.TypeChart {
+			return true
+		}
+	}
+	return false
 }

@@ -18,6 +18,13 @@ import (
 // image reads the manifest (and, for an index, every child manifest) of one
 // image and records its blobs. It returns the index.json entry.
 func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.Descriptor, ImageResult, error) {
+	if im.Built != nil {
+		d, res, err := c.built(im.Built, im.Ref)
+		if err == nil {
+			d.Annotations = imageAnnotations(im)
+		}
+		return d, res, err
+	}
 	ref, err := o.Read(im.Ref)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
@@ -41,22 +48,29 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 	if res.Digest == res.SourceDigest {
 		res.Reduced = false
 	}
-	d.Annotations = map[string]string{AnnotationRefName: im.Ref, AnnotationSource: im.Ref, AnnotationKind: KindImage}
-	if im.Bundle {
-		d.Annotations[AnnotationKind] = KindBundle
-	}
-	if im.Tag != "" {
-		d.Annotations[AnnotationTag] = im.Tag
-	}
+	d.Annotations = imageAnnotations(im)
 	if res.Reduced {
 		d.Annotations[AnnotationSourceDigest] = res.SourceDigest
+	}
+	return d, res, nil
+}
+
+// imageAnnotations are the index.json annotations of im's entry: its
+// name, source, kind (bundle or image), tag and artifacts.
+func imageAnnotations(im Image) map[string]string {
+	a := map[string]string{AnnotationRefName: im.Ref, AnnotationSource: im.Ref, AnnotationKind: KindImage}
+	if im.Bundle {
+		a[AnnotationKind] = KindBundle
+	}
+	if im.Tag != "" {
+		a[AnnotationTag] = im.Tag
 	}
 	if len(im.Artifacts) > 0 {
 		names := append([]string(nil), im.Artifacts...)
 		sort.Strings(names)
-		d.Annotations[AnnotationArtifacts] = strings.Join(slices.Compact(names), ",")
+		a[AnnotationArtifacts] = strings.Join(slices.Compact(names), ",")
 	}
-	return d, res, nil
+	return a
 }
 
 // catalog records the manifest and blobs of an OCI catalog, read from
@@ -64,15 +78,33 @@ func (c *collected) image(ctx context.Context, o PackageOptions, im Image) (v1.D
 // CatalogRef).
 func (c *collected) catalog(cat Catalog) (v1.Descriptor, ImageResult, error) {
 	ref := CatalogRef(cat.Cluster)
-	raw, err := cat.Image.RawManifest()
+	d, res, err := c.built(cat.Image, ref)
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
-	m, err := cat.Image.Manifest()
+	d.Annotations = map[string]string{
+		AnnotationRefName: ref, AnnotationSource: ref, AnnotationKind: KindCatalog, AnnotationCluster: cat.Cluster,
+	}
+	if len(cat.Locations) > 0 {
+		locs := slices.Sorted(slices.Values(cat.Locations))
+		d.Annotations[AnnotationCatalogLocations] = strings.Join(slices.Compact(locs), ",")
+	}
+	return d, res, nil
+}
+
+// built records the manifest and blobs of img, an image made here (an OCI
+// catalog, Image.Built), named ref, and returns its descriptor (no
+// annotations) and result.
+func (c *collected) built(img v1.Image, ref string) (v1.Descriptor, ImageResult, error) {
+	raw, err := img.RawManifest()
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
-	cfg, err := cat.Image.RawConfigFile()
+	m, err := img.Manifest()
+	if err != nil {
+		return v1.Descriptor{}, ImageResult{}, err
+	}
+	cfg, err := img.RawConfigFile()
 	if err != nil {
 		return v1.Descriptor{}, ImageResult{}, err
 	}
@@ -88,20 +120,18 @@ func (c *collected) catalog(cat Catalog) (v1.Descriptor, ImageResult, error) {
 		return io.NopCloser(bytes.NewReader(cfg)), nil
 	}}
 	for _, l := range m.Layers {
-		layer, err := cat.Image.LayerByDigest(l.Digest)
+		layer, err := img.LayerByDigest(l.Digest)
 		if err != nil {
 			return v1.Descriptor{}, ImageResult{}, err
 		}
 		c.blobs[l.Digest.String()] = blobInfo{desc: l, from: ref, open: layer.Compressed}
 	}
-	d := v1.Descriptor{MediaType: m.MediaType, Digest: h, Size: n, Annotations: map[string]string{
-		AnnotationRefName: ref, AnnotationSource: ref, AnnotationKind: KindCatalog, AnnotationCluster: cat.Cluster,
-	}}
-	if len(cat.Locations) > 0 {
-		locs := slices.Sorted(slices.Values(cat.Locations))
-		d.Annotations[AnnotationCatalogLocations] = strings.Join(slices.Compact(locs), ",")
+	mt := m.MediaType
+	if mt == "" {
+		mt = types.OCIManifestSchema1
 	}
-	return d, ImageResult{Ref: ref, Digest: h.String(), SourceDigest: h.String(), MediaType: string(m.MediaType)}, nil
+	d := v1.Descriptor{MediaType: mt, Digest: h, Size: n}
+	return d, ImageResult{Ref: ref, Digest: h.String(), SourceDigest: h.String(), MediaType: string(mt)}, nil
 }
 
 // get reads the manifest ref names: from the cache when ref is a digest

@@ -36,6 +36,11 @@ type Image struct {
 	// a platform without variant matches every variant). Nil: the index
 	// whole, with its original digest.
 	Platforms []string
+	// Built, when set, is the image itself, made here and read from no
+	// registry (a classic repository's chart as the OCI artifact `helm
+	// push` makes of it: kind.ChartImage); Ref still names it, and no
+	// signature is looked for at a source.
+	Built v1.Image
 }
 
 // Catalog is an OCI catalog to put into an archive: an image built here
@@ -274,7 +279,13 @@ func collect(ctx context.Context, o PackageOptions) (*prepared, error) {
 	}
 	entries := append([]Image(nil), o.Images...)
 	if o.Signatures {
-		sigs, err := c.signatures(ctx, o, res.Images)
+		var fromRegistries []ImageResult
+		for i, r := range res.Images {
+			if o.Images[i].Built == nil {
+				fromRegistries = append(fromRegistries, r)
+			}
+		}
+		sigs, err := c.signatures(ctx, o, fromRegistries)
 		if err != nil {
 			return nil, err
 		}

@@ -106,6 +106,15 @@ func readChart(ctx context.Context, env Env, v *model.Version) error {
 	if err != nil {
 		return err
 	}
+	return ReadChartArchive(env, v, archive)
+}
+
+// ReadChartArchive records archive (a chart .tgz, as pulled) as the
+// content of v read for env's cluster, as Read does after the pull: load,
+// values, Helm's checks, render (`publish push --catalog` reads the
+// chart it pushed this way). Errors: *ChartError for an archive that is
+// no chart; a template that does not render is a fact of the content.
+func ReadChartArchive(env Env, v *model.Version, archive []byte) error {
 	c, err := loadChart(v.Manifest.Spec.Artifact, archive)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -81,6 +82,19 @@ func pullOCIChart(ctx context.Context, env Env, ref string) ([]byte, error) {
 		}
 		return nil, mc.Describe("reading chart "+ref, host, err)
 	}
+	data, err := ChartLayer(ref, img)
+	var ce *ChartError
+	if err != nil && !errors.As(err, &ce) {
+		return nil, mc.Describe("reading chart "+ref, host, err)
+	}
+	return data, err
+}
+
+// ChartLayer returns the chart archive (.tgz) of img, the OCI chart ref
+// names: its layer of Helm's chart media type (or the legacy one), byte
+// for byte. Errors: *ChartError for an artifact without such a layer,
+// the registry's failure reading the layer otherwise.
+func ChartLayer(ref string, img v1.Image) ([]byte, error) {
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, &ChartError{Ref: ref, Err: err}
@@ -92,14 +106,10 @@ func pullOCIChart(ctx context.Context, env Env, ref string) ([]byte, error) {
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return nil, mc.Describe("reading chart "+ref, host, err)
+			return nil, err
 		}
 		defer rc.Close()
-		data, err := readCapped(rc)
-		if err != nil {
-			return nil, mc.Describe("reading chart "+ref, host, err)
-		}
-		return data, nil
+		return readCapped(rc)
 	}
 	return nil, &ChartError{Ref: ref, Err: fmt.Errorf("not a Helm chart: no layer of media type %s", chartLayerMediaType)}
 }

@@ -20,10 +20,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/archive"
-	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
-	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -101,7 +99,9 @@ type PackageResult struct {
 
 // Package writes the offline archive: every bundle and related image (the
 // spec.relatedImages and every image the bundle's CSV deploys) of the
-// selected versions, and every PackageManifest of the repo (so that push
+// selected versions, every chart and the images it renders (an OCI chart
+// as its source has it, a classic repository's chart as the OCI artifact
+// `publish run` pushes of it: withBuiltCharts), and every PackageManifest of the repo (so that push
 // --catalog renders the whole catalog). Errors: *InputError for the package
 // repo (manifests, a bundle that does not exist), else infrastructure.
 func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
@@ -174,7 +174,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	// The artifacts read, and their signatures checked before anything
 	// is written (publish.yaml verify).
-	p, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Check: refuseCharts, Verify: o.Verify, Client: mc})
+	p, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Verify: o.Verify, Client: mc})
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,10 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 		return nil, err
 	}
 
-	images := archiveImages(selected, o.Platforms)
+	images, err := withBuiltCharts(archiveImages(selected, o.Platforms), selected)
+	if err != nil {
+		return nil, err
+	}
 	files, err := archiveFiles(o.Source, o.PackagesDir, ms)
 	if err != nil {
 		return nil, err
@@ -419,6 +422,7 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	if err == nil {
 		err = attestPushed(ctx, o, mc, opts, pr, verified)
 	}
+
 	if err != nil {
 		return res, err
 	}
@@ -535,7 +539,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 		switch {
 		case !sub.takes(m.Artifact):
 			continue // outside the subset: kept as the state has it, below
-		case inArchive[m.Spec.Artifact]:
+		case inArchive[v.Ref()]:
 			v.Changed = true
 		case v.Changed:
 			left = append(left, fmt.Sprintf("%s %s", m.Artifact, m.Version))
@@ -549,39 +553,13 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	res.Unpublished = left
 	// Nothing is linted or verified here: the connected side did that
 	// when it packaged (and lint would reach registries an air gap cannot).
-	p, err := prepare(ctx, prepareIn{Versions: kept, Previous: state.Artifacts, Read: readPushed(mc, dstOpts, res), Records: clientMapper{mc}, Report: rep})
+	p, err := prepare(ctx, prepareIn{Versions: kept, Previous: state.Artifacts, Read: readPushed(mc, dstOpts, o.Cluster, res), Records: clientMapper{mc}, Report: rep})
 	if err != nil {
 		return res, err
 	}
 	current := append(p.current, sub.outside(state.Artifacts)...)
+	sc.vs = kept // the charts read at the destination: their sources in the catalog (chartSources)
 	return res, publishWithRetry(ctx, &run{Options: o, mc: mc, target: tgt, dstOpts: dstOpts}, sc, current, res)
-}
-
-// readPushed is prepare's Read step of push --catalog: each version's
-// bundle as pushed, read at the destination (its CSV display name and
-// description when the manifest has none), counted in res.BundlesRead.
-// Errors: *InputError for a reference that cannot be mapped, else the
-// registry's, naming the bundle.
-func readPushed(mc *mirror.Client, dstOpts []remote.Option, res *Result) func(context.Context, []*model.Version) error {
-	return func(ctx context.Context, vs []*model.Version) error {
-		for _, v := range vs {
-			src, err := mc.ParseReference(v.Manifest.Spec.Artifact)
-			if err != nil {
-				return inputErr(err)
-			}
-			dst, err := mc.Destination(src)
-			if err != nil {
-				return inputErr(err)
-			}
-			b, err := bundle.Fetch(ctx, dst.String(), dstOpts...)
-			if err != nil {
-				return fmt.Errorf("reading the pushed bundle %s: %w", dst, err)
-			}
-			v.SetContent(kind.BundleContent(b))
-			res.BundlesRead++
-		}
-		return nil
-	}
 }
 
 // sourceCommit is the source commit and repo recorded in the state.

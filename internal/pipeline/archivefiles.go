@@ -55,13 +55,13 @@ func archiveImages(selected []*model.Version, platforms []string) []archive.Imag
 		for _, r := range v.Images {
 			add(r, "", false, m.Spec.Arch, m.Artifact)
 		}
-		// A bundle pinned by digest gets its ArtifactVersion tag at the
-		// destination, as in `publish run`.
+		// A bundle (or OCI chart) pinned by digest gets its
+		// ArtifactVersion tag at the destination, as in `publish run`.
 		tag := ""
-		if !hasTag(m.Spec.Artifact) {
+		if !hasTag(v.Ref()) {
 			tag = m.Tag()
 		}
-		add(m.Spec.Artifact, tag, true, m.Spec.Arch, m.Artifact)
+		add(v.Ref(), tag, true, m.Spec.Arch, m.Artifact)
 	}
 	sort.Strings(refs)
 	var images []archive.Image

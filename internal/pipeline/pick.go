@@ -137,9 +137,3 @@ func readWith(mc *mirror.Client) func(context.Context, []*model.Version) error {
 		return readVersions(ctx, kind.Env{Client: mc}, vs)
 	}
 }
-
-// refuseCharts is prepare's Check of package: charts are not packaged
-// yet (unpublishableCharts).
-func refuseCharts(vs []*model.Version) error {
-	return unpublishableCharts(vs, "packaging them")
-}

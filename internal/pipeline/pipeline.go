@@ -421,6 +421,9 @@ func mirrorCluster(ctx context.Context, cr *clusterRun, sh *shared) error {
 	if err := attestMirrored(ctx, o, r.mc, opts, rep, cr.p.verified); err != nil {
 		return err
 	}
+	if err := signCharts(ctx, o, r.mc, opts, mirroredCharts(vs, rep)); err != nil {
+		return err
+	}
 
 	// The records again, with the digests of what reached the
 	// destination.

@@ -260,23 +260,3 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	}
 	return prepare(ctx, in)
 }
-
-// unpublishableCharts is the input error of a command (run: what is
-// "publishing them to the catalog"; mirror and package: "mirroring and
-// packaging them") whose changed versions hold charts (spec.type chart),
-// each at its manifest's spec.type line: charts are read, linted and
-// planned, but neither mirrored nor rendered into the catalog yet
-// (docs/charts.md), and a chart must never reach the mirror or the
-// catalog as if it were a bundle. Nil when there is none.
-func unpublishableCharts(vs []*model.Version, what string) error {
-	var bad []error
-	for _, v := range vs {
-		if v.Kind() == manifest.TypeChart {
-			bad = append(bad, fmt.Errorf("%s:%d: %s %s: charts are linted and read; %s is not supported yet (publish lint and publish plan check them; leave the chart out, e.g. clusters.<cluster>.exclude in publish.yaml or the paths given)", v.Manifest.Path, v.Manifest.Lines["spec.type"], v.Manifest.Artifact, v.Manifest.Version, what))
-		}
-	}
-	if len(bad) > 0 {
-		return inputErr(errors.Join(bad...))
-	}
-	return nil
-}

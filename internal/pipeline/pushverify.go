@@ -71,6 +71,7 @@ func verifyPushed(ctx context.Context, o PushOptions, mc *mirror.Client, opts []
 // verifyPushed: a verification summary per digest a rule verified, and
 // with Options.SignImages a signature of the site's key. The inputs of a
 // summary are the archive's signatures of that digest, now at the site.
+// Then each chart pushed is signed (signCharts).
 func attestPushed(ctx context.Context, o PushOptions, mc *mirror.Client, opts []remote.Option, pr *archive.PushResult, verified map[string]model.Verification) error {
 	var sigs []string
 	if pr.Contents != nil {
@@ -86,5 +87,8 @@ func attestPushed(ctx context.Context, o PushOptions, mc *mirror.Client, opts []
 			rep.Images = append(rep.Images, mirror.Result{Source: im.Source, Destination: im.Destination, Digest: im.Digest, Skipped: im.Skipped, SignatureDigests: sigs})
 		}
 	}
-	return attestMirrored(ctx, o.Options, mc, opts, rep, verified)
+	if err := attestMirrored(ctx, o.Options, mc, opts, rep, verified); err != nil {
+		return err
+	}
+	return signCharts(ctx, o.Options, mc, opts, pushedCharts(pr))
 }

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"crypto/elliptic"
 	"encoding/base64"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/testenv"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"sigs.k8s.io/yaml"
@@ -260,4 +263,55 @@ func TestCosignVerifies(t *testing.T) {
 			t.Logf("cosign verify-blob refuses a flipped byte:\n%s", out)
 		}
 	})
+
+	t.Run("chart", func(t *testing.T) {
+		e := tinyEnv(t)
+		c := newCosignCLI(t, e)
+		src := e.src.Ref("charts/hello:0.1.0")
+		img, err := kind.ChartImage(src, helloChart(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Write(mustRef(t, src), img, e.src.Options()...); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(e.source, "packages/hello/0.1.0/manifest.yaml")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		m := "apiVersion: app.alauda.cn/v1beta1\nkind: PackageManifest\nmetadata:\n  name: hello.v0.1.0\nspec:\n  type: chart\n  artifact: oci://" + src + "\n  version: v0.1.0\n"
+		if err := os.WriteFile(p, []byte(m), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.commit("a chart")
+		publish(t, e, "--cosign-key", keyFile)
+		dst := e.dstRef(src)
+		ref := strings.TrimSuffix(dst, ":0.1.0") + "@" + e.digest(e.dst, dst)
+		out := c.verify(t, "", pubFile, ref)
+		t.Logf("cosign verify of the chart:\n%s", out)
+		c.verify(t, cosignWrongBundle, otherPub, ref)
+	})
+}
+
+// helloChart is the archive of chart hello 0.1.0, as helm package makes
+// it: a ConfigMap and no image.
+func helloChart(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct{ name, data string }{
+		{"hello/Chart.yaml", "apiVersion: v2\nname: hello\nversion: 0.1.0\ndescription: Says hello.\n"},
+		{"hello/templates/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  greeting: hello\n"},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(f.data))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
