@@ -100,8 +100,14 @@ named.`,
 				for _, e := range rep.Expiring {
 					inv.warnf("%s", e)
 				}
-				if err := verifyArchiveImages(w, inv.warnf, c); err != nil {
-					return err
+				v, err := archiveVerifier(c.Trust, "")
+				if err != nil {
+					return &pipeline.InputError{Err: fmt.Errorf("the archive's trust material: %w", err)}
+				}
+				if v != nil {
+					if _, err := pipeline.VerifyArchive(w, inv.warnf, v, c); err != nil {
+						return err
+					}
 				}
 			}
 			if key.key != "" {
