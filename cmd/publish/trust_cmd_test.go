@@ -42,7 +42,8 @@ import (
 // unsigned and one signed with a foreign key, is verified offline (the
 // source registry stopped) with the signatures it carries: if-signed
 // fails on the foreign one alone, enforce on it and the unsigned one,
-// warn and off pass; each failure names its index.json entry and
+// warn and off pass; each failure names the line of the archive's
+// PackageManifest that names the image, its index.json entry and
 // artifact, and the counts are per artifact.
 func TestVerifyTrustMaterial(t *testing.T) {
 	_, pubPEM, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte("x")))
@@ -156,8 +157,24 @@ func verifyArchiveSignatures(t *testing.T, run func(args ...string) (string, err
 				t.Fatal(err)
 			}
 		}
-		images = append(images, archive.Image{Ref: ref, Artifacts: []string{"acme-" + tc.name}})
+		images = append(images, archive.Image{Ref: ref, Bundle: tc.name == "signed", Artifacts: []string{"acme"}})
 	}
+	// The bundle is the signed image; the others are its related images,
+	// at lines 10 and 11.
+	pm := archive.File{Path: "acme/1.0.0/manifest.yaml", Data: []byte(strings.ReplaceAll(`apiVersion: app.alauda.cn/v1beta1
+kind: PackageManifest
+metadata:
+  name: acme.v1.0.0
+spec:
+  type: bundle
+  artifact: HOST/acme/signed:v1
+  version: 1.0.0
+  relatedImages:
+  - HOST/acme/unsigned:v1
+  - HOST/acme/foreign:v1
+  info:
+    displayName: Acme
+`, "HOST", host))}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "vendor.pub"), vendor.PublicKeyPEM(), 0o644)
 	archives := map[string]string{}
@@ -173,7 +190,7 @@ func verifyArchiveSignatures(t *testing.T, run func(args ...string) (string, err
 			t.Fatal(err)
 		}
 		archives[mode] = filepath.Join(t.TempDir(), mode+".tgz")
-		if _, err := archive.WriteFile(t.Context(), archives[mode], archive.PackageOptions{Images: images, Trust: trust, Signatures: true}); err != nil {
+		if _, err := archive.WriteFile(t.Context(), archives[mode], archive.PackageOptions{Images: images, Files: []archive.File{pm}, Trust: trust, Signatures: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -181,14 +198,16 @@ func verifyArchiveSignatures(t *testing.T, run func(args ...string) (string, err
 
 	// index.json lists the signatures beside the images: where an image's
 	// entry is depends on the digests, not on the order given.
-	foreignErr := "] (artifacts [acme-foreign]): " + host + "/acme/foreign:v1 is untrusted: expected signed with key keys/verify-L4.pub (publish.yaml:4 of the archive's trust material"
-	unsignedErr := "] (artifacts [acme-unsigned]): " + host + "/acme/unsigned:v1 is unsigned"
+	foreignErr := "packages/acme/1.0.0/manifest.yaml:11: index.json manifests["
+	foreignErr2 := "] (artifacts [acme]): " + host + "/acme/foreign:v1 is untrusted: expected signed with key keys/verify-L4.pub (publish.yaml:4 of the archive's trust material"
+	unsignedErr := "packages/acme/1.0.0/manifest.yaml:10: index.json manifests["
+	unsignedErr2 := "] (artifacts [acme]): " + host + "/acme/unsigned:v1 is unsigned"
 	for _, tc := range []struct {
 		mode, counts string
 		fails, pass  []string // in the error; not in it
 	}{
-		{"enforce", "3 images, 1 signed, 1 unsigned, 1 failed", []string{foreignErr, unsignedErr}, nil},
-		{"if-signed", "3 images, 1 signed, 1 unsigned, 1 failed", []string{foreignErr, "mode if-signed"}, []string{unsignedErr}},
+		{"enforce", "3 images, 1 signed, 1 unsigned, 1 failed", []string{foreignErr, foreignErr2, unsignedErr, unsignedErr2}, nil},
+		{"if-signed", "3 images, 1 signed, 1 unsigned, 1 failed", []string{foreignErr, foreignErr2, "mode if-signed"}, []string{unsignedErr, unsignedErr2}},
 		{"warn", "3 images, 1 signed, 1 unsigned, 1 failed", nil, nil},
 		{"off", "", nil, nil}, // no rule in the trust material: nothing verified
 	} {
@@ -196,7 +215,7 @@ func verifyArchiveSignatures(t *testing.T, run func(args ...string) (string, err
 		if strings.Contains(text, "images    verified with the archive's trust material: "+tc.counts) != (tc.counts != "") {
 			t.Errorf("%s: counts:\n%s", tc.mode, text)
 		}
-		if tc.mode != "off" && !strings.Contains(text, "artifact  acme-unsigned: 0 signed, 1 unsigned, 0 failed; unsigned: "+host+"/acme/unsigned:v1") {
+		if tc.mode != "off" && !strings.Contains(text, "artifact  acme: 1 signed, 1 unsigned, 1 failed; unsigned: "+host+"/acme/unsigned:v1; failed: "+host+"/acme/foreign:v1") {
 			t.Errorf("%s: per artifact:\n%s", tc.mode, text)
 		}
 		if tc.mode != "off" && !strings.Contains(text+fmt.Sprint(err), "index.json manifests[") {
@@ -206,7 +225,7 @@ func verifyArchiveSignatures(t *testing.T, run func(args ...string) (string, err
 			if err != nil || !strings.Contains(text, "verify ok") {
 				t.Errorf("%s: %v\n%s", tc.mode, err, text)
 			}
-			if tc.mode == "warn" && !strings.Contains(text, foreignErr) {
+			if tc.mode == "warn" && (!strings.Contains(text, "warning: "+foreignErr) || !strings.Contains(text, foreignErr2)) {
 				t.Errorf("warn: no warning for the foreign signature:\n%s", text)
 			}
 			continue
