@@ -245,6 +245,25 @@ spec:
 		}
 		t.Logf("%s: %v", tc.mode, err)
 	}
+
+	// A signature whose blob the archive does not hold (a differential
+	// archive's base has it) is no verdict: not unsigned, not untrusted.
+	res, err := archive.Verify(archives["enforce"], archive.Limits{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.FromTrust(res.Contents.Trust, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.VerifyArchive(host+"/acme/signed:v1", res.Contents); got.Status != "verified" {
+		t.Errorf("signed, from the archive: %+v", got)
+	}
+	clear(res.Contents.SignatureBlobs)
+	v, _ = verify.FromTrust(res.Contents.Trust, t.TempDir()) // a fresh cache
+	if got := v.VerifyArchive(host+"/acme/signed:v1", res.Contents); got.Err == nil || !strings.Contains(got.Found, "is not in the archive") {
+		t.Errorf("signed, its blobs gone: %+v", got)
+	}
 }
 
 // testSigner is a fresh P-256 signing key (internal/sign, as --cosign-key

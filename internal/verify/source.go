@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 
@@ -174,17 +175,14 @@ func (i *archiveImage) RawConfigFile() ([]byte, error) {
 func (i *archiveImage) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
 	for _, l := range i.layers {
 		if l.Digest == h {
-			data, ok := i.a.c.SignatureBlobs[h.String()]
-			if !ok {
-				return nil, notFound()
-			}
-			return &archiveLayer{d: l, data: data}, nil
+			return &archiveLayer{d: l, data: i.a.c.SignatureBlobs[h.String()]}, nil
 		}
 	}
 	return nil, notFound()
 }
 
-// archiveLayer is a blob archive.Verify kept (partial.CompressedLayer).
+// archiveLayer is a blob of a signature entry (partial.CompressedLayer):
+// data is what archive.Verify kept, nil when it kept none.
 type archiveLayer struct {
 	d    v1.Descriptor
 	data []byte
@@ -193,6 +191,13 @@ type archiveLayer struct {
 func (l *archiveLayer) Digest() (v1.Hash, error)            { return l.d.Digest, nil }
 func (l *archiveLayer) Size() (int64, error)                { return l.d.Size, nil }
 func (l *archiveLayer) MediaType() (types.MediaType, error) { return l.d.MediaType, nil }
+
+// Compressed reads the blob. Errors: the archive does not hold it, or
+// holds it larger than archive.MaxSignatureBlob (not kept): no verdict on
+// the signature, as a registry that did not give it.
 func (l *archiveLayer) Compressed() (io.ReadCloser, error) {
+	if l.data == nil {
+		return nil, fmt.Errorf("blob %s is not in the archive (a differential archive's base holds it) or is larger than %d bytes", l.d.Digest, archive.MaxSignatureBlob)
+	}
 	return io.NopCloser(bytes.NewReader(l.data)), nil
 }
