@@ -233,15 +233,22 @@ func (f *trustFlags) pushTrust(tempDir string) func(files []archive.File) (pipel
 		if err != nil {
 			return nil, nil, err
 		}
-		dir, err := scratch.MkdirTemp(tempDir, "archive-trust")
-		if err != nil {
-			return nil, nil, err
-		}
-		defer os.RemoveAll(dir)
-		v, err := verify.FromTrust(files, dir)
+		v, err := archiveVerifier(files, tempDir)
 		if err != nil || v == nil {
 			return nil, rep.Expiring, err
 		}
 		return v, rep.Expiring, nil
 	}
+}
+
+// archiveVerifier is verify.FromTrust of an archive's trust material,
+// read in a scratch directory under tempDir ("": the system's) that is
+// removed before it returns. Nil without rules.
+func archiveVerifier(files []archive.File, tempDir string) (*verify.Verifier, error) {
+	dir, err := scratch.MkdirTemp(tempDir, "archive-trust")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	return verify.FromTrust(files, dir)
 }

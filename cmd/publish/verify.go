@@ -26,9 +26,13 @@ PackageManifest. With --key PUBLIC.pem, the archive's signature
 (FILE.tgz.sigstore.json, from publish package --cosign-key) must verify with
 that key, offline. The trust material of the verify policy (trust/: its keys
 and Sigstore trusted roots) must parse; a certificate of a trusted root that
-expires before --valid-until is a warning. Exit 1 when the archive is
-damaged or incomplete, its trust material does not parse, or its signature
-does not verify.
+expires before --valid-until is a warning. With trust material, the
+signatures the archive carries (cosign tags and referrers) of every image
+are verified with it, offline, in each rule's mode (enforce, if-signed,
+warn, off) as push verifies them at the site, and counted per artifact
+(signed, unsigned, failed). Exit 1 when the archive is damaged or
+incomplete, its trust material does not parse, an image fails its rule,
+or the archive's signature does not verify.
 
 A split archive (publish package --max-size) is named by its index
 NAME.parts.json or the directory holding it: every part is checked against
@@ -95,6 +99,15 @@ named.`,
 				fmt.Fprintf(w, "trust     %d verify rules, %d keys, %d trusted roots (trust/policy.json)\n", rep.Rules, rep.Keys, rep.Roots)
 				for _, e := range rep.Expiring {
 					inv.warnf("%s", e)
+				}
+				v, err := archiveVerifier(c.Trust, "")
+				if err != nil {
+					return &pipeline.InputError{Err: fmt.Errorf("the archive's trust material: %w", err)}
+				}
+				if v != nil {
+					if _, err := pipeline.VerifyArchive(w, inv.warnf, v, c); err != nil {
+						return err
+					}
 				}
 			}
 			if key.key != "" {

@@ -17,7 +17,8 @@
 //
 // Reading is streaming and bounded: blobs are hashed while they are read and
 // never held in memory; only index.json, image manifests and
-// PackageManifests (all small and capped) are kept.
+// PackageManifests (all small and capped) are kept, and by Verify the
+// small blobs of the signature entries (MaxSignatureBlob).
 package archive
 
 import (

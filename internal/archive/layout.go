@@ -86,6 +86,11 @@ type Contents struct {
 	// and its base holds (not stored: a differential archive), with the
 	// source repositories the base's images had them in.
 	BaseBlobs map[string][]string
+	// SignatureBlobs are the configs and layers of the signature entries
+	// (KindSignature) of at most MaxSignatureBlob bytes each, by digest:
+	// the Sigstore bundles and .sig payloads that publish verify checks
+	// offline (filled by Verify only).
+	SignatureBlobs map[string][]byte
 
 	layout    bool
 	wantMan   map[string]bool
@@ -361,8 +366,39 @@ type VerifyResult struct {
 // index.json with a source reference per image, every manifest and blob
 // they name present with the size they say, every PackageManifest parsing.
 // Errors name the archive and the entry.
+// It keeps the small blobs of the signature entries in
+// Contents.SignatureBlobs.
 func Verify(path string, lim Limits, progress *Progress) (*VerifyResult, error) {
-	return walkFileWith(path, lim, progress, nil, nil, true)
+	var c *Contents
+	keep := func(e Entry, body io.Reader, owners []int) error {
+		if e.Size <= MaxSignatureBlob && c.signatureOwned(owners) {
+			data, err := io.ReadAll(body)
+			if err != nil {
+				return err
+			}
+			c.SignatureBlobs[e.Digest.String()] = data
+			return nil
+		}
+		_, err := io.Copy(io.Discard, body)
+		return err
+	}
+	return walkFileWith(path, lim, progress, keep, func(s *Contents) { c, s.SignatureBlobs = s, map[string][]byte{} }, true)
+}
+
+// MaxSignatureBlob is the size, in bytes, of the largest blob of a
+// signature entry Verify keeps (a Sigstore bundle or a .sig payload is a
+// few KiB; an SBOM referrer may be larger, and is no signature).
+const MaxSignatureBlob = 1 << 20
+
+// signatureOwned says whether one of owners (positions in c.Images) is a
+// signature entry.
+func (c *Contents) signatureOwned(owners []int) bool {
+	for _, i := range owners {
+		if i < len(c.Images) && c.Images[i].Subject != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // walkFileWith runs a scanner over the archive at path (one file, or a

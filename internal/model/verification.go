@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Verification statuses (Verification.Status; docs/signatures.md).
 const (
@@ -178,4 +181,18 @@ func (s SignatureCounts) Empty() bool {
 // String counts s as the log says it: "2 signed, 1 unsigned, 0 failed".
 func (s SignatureCounts) String() string {
 	return fmt.Sprintf("%d signed, %d unsigned, %d failed", len(s.Signed), len(s.Unsigned), len(s.Failed))
+}
+
+// Detail is String followed by the images unsigned and failed, as the
+// log lists them per artifact: "2 signed, 1 unsigned, 0 failed; unsigned:
+// REF".
+func (s SignatureCounts) Detail() string {
+	line := s.String()
+	if len(s.Unsigned) > 0 {
+		line += "; unsigned: " + strings.Join(s.Unsigned, ", ")
+	}
+	if len(s.Failed) > 0 {
+		line += "; failed: " + strings.Join(s.Failed, ", ")
+	}
+	return line
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -230,14 +229,7 @@ func verifySummary(vs []*model.Version, results map[string]model.Verification) [
 	sort.Strings(arts)
 	for _, a := range arts {
 		c := byArtifact[a]
-		line := fmt.Sprintf("verify: %s: %s", a, c)
-		if len(c.Unsigned) > 0 {
-			line += "; unsigned: " + strings.Join(c.Unsigned, ", ")
-		}
-		if len(c.Failed) > 0 {
-			line += "; failed: " + strings.Join(c.Failed, ", ")
-		}
-		lines = append(lines, line)
+		lines = append(lines, fmt.Sprintf("verify: %s: %s", a, c.Detail()))
 	}
 	return lines
 }

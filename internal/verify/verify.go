@@ -41,6 +41,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/sign"
@@ -288,6 +289,20 @@ func (v *Verifier) Verify(ctx context.Context, ref string, opts []remote.Option)
 // (a source mirror's copy of it, registry.Client.ReadRef). A read that
 // does not parse is reported as ref not parsing: not verified.
 func (v *Verifier) VerifyAt(ctx context.Context, ref, read string, opts []remote.Option) model.Verification {
+	return v.verifyIn(ref, read, remoteImages(append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))))
+}
+
+// VerifyArchive is Verify of ref (an image's source reference, as the
+// archive's index.json names it) read in the OCI layout of an archive
+// (c, from archive.Verify: its manifests and the blobs of its signature
+// entries) instead of a registry: offline. A manifest or blob the
+// archive lacks is a missing one (unsigned), never a registry failure.
+func (v *Verifier) VerifyArchive(ref string, c *archive.Contents) model.Verification {
+	return v.verifyIn(ref, ref, newArchiveImages(c))
+}
+
+// verifyIn is VerifyAt reading through src.
+func (v *Verifier) verifyIn(ref, read string, src images) model.Verification {
 	out := model.Verification{Image: ref, Status: model.VerifyNotRequired}
 	if v == nil {
 		return out
@@ -308,8 +323,7 @@ func (v *Verifier) VerifyAt(ctx context.Context, ref, read string, opts []remote
 		return out
 	}
 	out.Mode, out.Policy, out.Expected, out.PolicyDigest = e.cfg.Mode, e.where, e.expected, e.digest
-	opts = append(append([]remote.Option(nil), opts...), remote.WithContext(ctx))
-	desc, err := remote.Get(r, opts...)
+	desc, im, err := src.get(r)
 	if err != nil {
 		out.Status, out.Found = model.VerifyUnsigned, "the image could not be read: "+registryReason(err)
 		if !isNotFound(err) {
@@ -318,29 +332,17 @@ func (v *Verifier) VerifyAt(ctx context.Context, ref, read string, opts []remote
 		return out
 	}
 	out.Digest = desc.Digest.String()
-	digests, what, err := signedDigests(desc, e.cfg.Index)
-	if err != nil {
-		out.Status, out.Found = model.VerifyUnsigned, "the image index could not be read: "+registryReason(err)
-		return out
-	}
-	return v.judge(out, e, r.Context(), digests, what, opts)
+	digests, what := signedDigests(desc, im, e.cfg.Index)
+	return v.judge(out, e, r.Context(), digests, what, src)
 }
 
 // signedDigests returns the digests whose signatures decide for desc:
 // its own, or with index children (IndexChildren) those of the platform
-// children of an image index, each with how a finding names it (""
-// for the image itself). Errors: the index manifest does not parse.
-func signedDigests(desc *remote.Descriptor, index string) ([]v1.Hash, []string, error) {
-	if !desc.MediaType.IsIndex() || index != config.IndexChildren {
-		return []v1.Hash{desc.Digest}, []string{""}, nil
-	}
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, nil, err
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		return nil, nil, err
+// children of an image index (im, its manifest), each with how a finding
+// names it ("" for the image itself).
+func signedDigests(desc v1.Descriptor, im *v1.IndexManifest, index string) ([]v1.Hash, []string) {
+	if im == nil || index != config.IndexChildren {
+		return []v1.Hash{desc.Digest}, []string{""}
 	}
 	var digests []v1.Hash
 	var what []string
@@ -355,7 +357,7 @@ func signedDigests(desc *remote.Descriptor, index string) ([]v1.Hash, []string, 
 		}
 		what = append(what, p)
 	}
-	return digests, what, nil
+	return digests, what
 }
 
 // judge completes out with the verdict of e on the signatures of
@@ -364,7 +366,7 @@ func signedDigests(desc *remote.Descriptor, index string) ([]v1.Hash, []string, 
 // a registry failure); otherwise an unsigned one makes the image
 // unsigned, with NoSignature only when none of digests is signed (an
 // index signed in part is no unsigned image); otherwise it is verified.
-func (v *Verifier) judge(out model.Verification, e *entry, repo name.Repository, digests []v1.Hash, what []string, opts []remote.Option) model.Verification {
+func (v *Verifier) judge(out model.Verification, e *entry, repo name.Repository, digests []v1.Hash, what []string, src images) model.Verification {
 	at := func(i int, found string) string {
 		if what[i] == "" {
 			return found
@@ -375,7 +377,7 @@ func (v *Verifier) judge(out model.Verification, e *entry, repo name.Repository,
 	unsigned := -1
 	var unsignedRes result
 	for i, d := range digests {
-		res := v.verifyDigest(e, repo, d, opts)
+		res := v.verifyDigest(e, repo, d, src)
 		switch {
 		case res.status == model.VerifyVerified:
 			found = append(found, res.found)
@@ -426,7 +428,7 @@ func (r *registryError) Error() string { return registryReason(r.err) }
 func (r *registryError) Unwrap() error { return r.err }
 
 // verifyDigest checks the signatures of repo@d with e, once per run.
-func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts []remote.Option) result {
+func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, src images) result {
 	key := fmt.Sprintf("%p|%s@%s", e, repo.Name(), d)
 	v.mu.Lock()
 	c, ok := v.cache[key]
@@ -435,7 +437,7 @@ func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts 
 		v.cache[key] = c
 	}
 	v.mu.Unlock()
-	c.once.Do(func() { c.res = e.check(repo, d, opts) })
+	c.once.Do(func() { c.res = e.check(repo, d, src) })
 	return c.res
 }
 
@@ -445,66 +447,63 @@ func (v *Verifier) verifyDigest(e *entry, repo name.Repository, d v1.Hash, opts 
 // tag from being read; identity when a keyless signature verified but
 // named someone else; untrusted when any signature was found; unsigned
 // with none when none was.
-func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) result {
+func (e *entry) check(repo name.Repository, d v1.Hash, src images) result {
 	var identityErr, untrusted []string
 	var readErr string
 	var readFailure error
 	digestBytes, _ := hex.DecodeString(d.Hex)
 
 	// Sigstore bundles attached as referrers.
-	idx, err := remote.Referrers(repo.Digest(d.String()), opts...)
+	im, err := src.referrers(repo.Digest(d.String()))
 	if err != nil && !isNotFound(err) {
 		readErr, readFailure = "referrers: "+registryReason(err), err
 	}
 	if err == nil {
-		im, err := idx.IndexManifest()
-		if err == nil {
-			for _, m := range im.Manifests {
-				if m.Annotations[sign.BundlePredicateTypeAnnotation] == model.SummaryPredicateType {
-					continue // a verification summary, no signature
+		for _, m := range im.Manifests {
+			if m.Annotations[sign.BundlePredicateTypeAnnotation] == model.SummaryPredicateType {
+				continue // a verification summary, no signature
+			}
+			switch m.ArtifactType {
+			case BundleArtifactType:
+			case "", emptyMediaType:
+				// A registry that derives artifactType from the config
+				// media type only (go-containerregistry's own): the
+				// layer says.
+			default:
+				continue
+			}
+			b, err := readBundle(repo, m.Digest, src)
+			if errors.Is(err, errNotBundle) {
+				continue
+			}
+			var re *registryError
+			if errors.As(err, &re) {
+				if readFailure == nil {
+					readErr, readFailure = "bundle "+short(m.Digest)+": "+re.Error(), re.err
 				}
-				switch m.ArtifactType {
-				case BundleArtifactType:
-				case "", emptyMediaType:
-					// A registry that derives artifactType from the config
-					// media type only (go-containerregistry's own): the
-					// layer says.
-				default:
-					continue
-				}
-				b, err := readBundle(repo, m.Digest, opts)
-				if errors.Is(err, errNotBundle) {
-					continue
-				}
-				var re *registryError
-				if errors.As(err, &re) {
-					if readFailure == nil {
-						readErr, readFailure = "bundle "+short(m.Digest)+": "+re.Error(), re.err
-					}
-					continue
-				}
-				if err != nil {
-					untrusted = append(untrusted, "bundle "+m.Digest.String()+": "+err.Error())
-					continue
-				}
-				found, idErr, err := e.verifyBundle(b, digestBytes)
-				switch {
-				case errors.Is(err, errSummary):
-					// Not a signature: as if it were not there.
-				case err == nil:
-					return result{status: model.VerifyVerified, found: found + " (bundle " + short(m.Digest) + ")"}
-				case idErr:
-					identityErr = append(identityErr, found)
-				default:
-					untrusted = append(untrusted, "bundle "+short(m.Digest)+": "+err.Error())
-				}
+				continue
+			}
+			if err != nil {
+				untrusted = append(untrusted, "bundle "+m.Digest.String()+": "+err.Error())
+				continue
+			}
+			found, idErr, err := e.verifyBundle(b, digestBytes)
+			switch {
+			case errors.Is(err, errSummary):
+				// Not a signature: as if it were not there.
+			case err == nil:
+				return result{status: model.VerifyVerified, found: found + " (bundle " + short(m.Digest) + ")"}
+			case idErr:
+				identityErr = append(identityErr, found)
+			default:
+				untrusted = append(untrusted, "bundle "+short(m.Digest)+": "+err.Error())
 			}
 		}
 	}
 
 	// Legacy cosign .sig tags.
 	sigTag := repo.Tag(d.Algorithm + "-" + d.Hex + ".sig")
-	img, err := remote.Image(sigTag, opts...)
+	img, err := src.image(sigTag)
 	if err != nil && !isNotFound(err) && readErr == "" {
 		readErr, readFailure = sigTag.TagStr()+": "+registryReason(err), err
 	}
@@ -542,8 +541,8 @@ func (e *entry) check(repo name.Repository, d v1.Hash, opts []remote.Option) res
 // Errors: errNotBundle for another kind of referrer, *registryError when
 // the registry did not give the manifest or the layer, others for a
 // bundle that does not parse.
-func readBundle(repo name.Repository, dg v1.Hash, opts []remote.Option) (*sgbundle.Bundle, error) {
-	img, err := remote.Image(repo.Digest(dg.String()), opts...)
+func readBundle(repo name.Repository, dg v1.Hash, src images) (*sgbundle.Bundle, error) {
+	img, err := src.image(repo.Digest(dg.String()))
 	if err != nil {
 		return nil, &registryError{err}
 	}

@@ -208,7 +208,7 @@ func captureBundle(t *testing.T, k testKey, digest v1.Hash) []byte {
 		t.Fatal(err)
 	}
 	im, _ := idx.IndexManifest()
-	b, err := readBundle(repo, im.Manifests[0].Digest, nil)
+	b, err := readBundle(repo, im.Manifests[0].Digest, remoteImages(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
