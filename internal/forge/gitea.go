@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 
@@ -26,6 +27,8 @@ const GiteaMaxBody = 65536
 const (
 	giteaNeed     = "the write:repository scope and write access to the repository"
 	giteaNeedRead = "the read:repository scope and read access to the repository"
+	// Branch protections are read by the repository's admins only.
+	giteaNeedAdmin = "the read:repository scope and admin access to the repository (branch protections are shown to admins)"
 )
 
 // newLabelColor is the color of labels this package creates on Gitea,
@@ -338,4 +341,98 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 		return g.err(op, giteaNeed, resp, err)
 	}
 	return nil
+}
+
+// Protection lists the branch protections (Gitea API
+// "repoListBranchProtection") and takes the one whose rule (a branch name
+// or a glob) matches branch, the exact name first.
+func (g *giteaForge) Protection(ctx context.Context, branch string) (*Protection, error) {
+	c, unlock := g.client(ctx)
+	defer unlock()
+	ps, resp, err := c.ListBranchProtections(g.owner, g.name, gitea.ListBranchProtectionsOptions{})
+	if err != nil {
+		return nil, g.err("list branch protections", giteaNeedAdmin, resp, err)
+	}
+	var hit *gitea.BranchProtection
+	for _, p := range ps {
+		rule := p.RuleName
+		if rule == "" {
+			rule = p.BranchName
+		}
+		if rule == branch {
+			hit = p
+			break
+		}
+		if ok, _ := path.Match(rule, branch); ok && hit == nil {
+			hit = p
+		}
+	}
+	if hit == nil {
+		return &Protection{}, nil
+	}
+	pr := &Protection{Protected: true, Rule: hit.RuleName, RequiredApprovals: int(hit.RequiredApprovals)}
+	if pr.Rule == "" {
+		pr.Rule = hit.BranchName
+	}
+	if hit.EnableApprovalsWhitelist {
+		pr.Users, pr.Teams = hit.ApprovalsWhitelistUsernames, hit.ApprovalsWhitelistTeams
+	}
+	return pr, nil
+}
+
+// Approvals lists the reviews (Gitea API "repoListPullReviews") and keeps
+// the APPROVED ones not dismissed.
+func (g *giteaForge) Approvals(ctx context.Context, number int) ([]Approval, error) {
+	c, unlock := g.client(ctx)
+	defer unlock()
+	var out []Approval
+	for page := 1; page > 0; {
+		rs, resp, err := c.ListPullReviews(g.owner, g.name, int64(number), gitea.ListPullReviewsOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: 50}})
+		if err != nil {
+			return nil, g.err(fmt.Sprintf("list reviews of pull request #%d", number), giteaNeedRead, resp, err)
+		}
+		for _, r := range rs {
+			if r.State == gitea.ReviewStateApproved && !r.Dismissed && r.Reviewer != nil {
+				out = append(out, Approval{User: r.Reviewer.UserName, Commit: r.CommitID, At: r.Submitted})
+			}
+		}
+		page = resp.NextPage
+		if len(rs) == 0 {
+			page = 0
+		}
+	}
+	return out, nil
+}
+
+// LastMerged pages through the closed pulls, most recently updated first
+// (Gitea API "repoListPullRequests", state closed, sort recentupdate), for
+// the first merged one from head into base.
+func (g *giteaForge) LastMerged(ctx context.Context, head, base string) (*Merged, error) {
+	c, unlock := g.client(ctx)
+	defer unlock()
+	for page := 1; page > 0; {
+		ps, resp, err := c.ListRepoPullRequests(g.owner, g.name, gitea.ListPullRequestsOptions{
+			ListOptions: gitea.ListOptions{Page: page, PageSize: 50}, State: gitea.StateClosed, Sort: "recentupdate",
+		})
+		if err != nil {
+			return nil, g.err("list pull requests", giteaNeedRead, resp, err)
+		}
+		for _, p := range ps {
+			if p.HasMerged && p.Head != nil && p.Base != nil && p.Head.Ref == head && p.Base.Ref == base {
+				m := &Merged{Number: int(p.Index), URL: p.HTMLURL, Body: p.Body}
+				if p.MergedCommitID != nil {
+					m.Commit = *p.MergedCommitID
+				}
+				if p.Merged != nil {
+					m.MergedAt = *p.Merged
+				}
+				return m, nil
+			}
+		}
+		page = resp.NextPage
+		if len(ps) == 0 {
+			page = 0
+		}
+	}
+	return nil, nil
 }
