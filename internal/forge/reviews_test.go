@@ -83,3 +83,53 @@ func TestGitHubReviews(t *testing.T) {
 		}
 	}
 }
+
+// TestGitLabReviews: the approval rules, the approvals and the last
+// merged merge request, through the documented endpoints of the GitLab
+// fake (it fails the test on any other request).
+func TestGitLabReviews(t *testing.T) {
+	ctx := context.Background()
+	gl := forgetest.NewGitLab(t, "acme/catalog")
+	f := open(t, "gitlab", gl)
+	rv := f.(forge.Reviews)
+	want := []forge.Approvers{{Users: []string{"alice"}, Teams: []string{"acme/platform"}}}
+	p, err := rv.Protection(ctx, "main")
+	if err != nil || p.Protected || len(p.Missing(want)) != 1 {
+		t.Fatalf("no rule: %+v, %v", p, err)
+	}
+	gl.AddApprovalRule("catalog", 1, "other", []string{"alice"}, nil)
+	if p, _ = rv.Protection(ctx, "main"); p.Protected {
+		t.Errorf("a rule of another branch applies: %+v", p)
+	}
+	gl.AddApprovalRule("catalog owners", 1, "main", []string{"alice"}, []string{"acme/platform"})
+	if p, err = rv.Protection(ctx, "main"); err != nil || p.Rule != "catalog owners" || len(p.Missing(want)) != 0 {
+		t.Fatalf("rule: %+v, %v", p, err)
+	}
+	gl.SetHead("publish/prod", strings.Repeat("b", 40))
+	pr, err := f.Create(ctx, "publish/prod", "main", forge.Change{Title: "t", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := rv.LastMerged(ctx, "publish/prod", "main"); m != nil || err != nil {
+		t.Fatalf("nothing merged yet: %+v, %v", m, err)
+	}
+	gl.Approve(pr.Number, "alice")
+	gl.Merge(pr.Number)
+	m, err := rv.LastMerged(ctx, "publish/prod", "main")
+	if err != nil || m == nil || m.Number != pr.Number || len(m.Commit) != 40 || m.MergedAt.IsZero() {
+		t.Fatalf("merged: %+v, %v", m, err)
+	}
+	as, err := rv.Approvals(ctx, pr.Number)
+	if err != nil || len(as) != 1 || as[0].User != "alice" {
+		t.Fatalf("approvals: %+v, %v", as, err)
+	}
+	var got []string
+	for _, r := range gl.Requests() {
+		got = append(got, r.String())
+	}
+	for _, want := range []string{"GET /api/v4/projects/acme/catalog/approval_rules", "GET /api/v4/projects/acme/catalog/merge_requests/1/approvals"} {
+		if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, want) }) {
+			t.Errorf("no %s in %q", want, got)
+		}
+	}
+}
