@@ -93,6 +93,19 @@ func approvalRecords(prs []*clusterRun) ([]catalog.Change, []string, error) {
 	return changes, lines, nil
 }
 
+// proposeAndRecord delivers the pull requests of prs
+// (deliverPullRequests; none: nothing) and returns the approval records
+// of their merged pull requests (approvalRecords).
+func proposeAndRecord(ctx context.Context, o Options, f forge.Forge, prs []*clusterRun, proposed map[string][]catalog.Change, many bool) ([]catalog.Change, []string, error) {
+	if len(prs) == 0 {
+		return nil, nil, nil
+	}
+	if err := deliverPullRequests(ctx, o, f, prs, proposed, many); err != nil {
+		return nil, nil, err
+	}
+	return approvalRecords(prs)
+}
+
 // withRecords appends the lines of the approval records to a commit
 // message.
 func withRecords(msg string, recorded []string) string {

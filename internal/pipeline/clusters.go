@@ -399,16 +399,9 @@ func publishOnce(ctx context.Context, o Options, f forge.Forge, crs []*clusterRu
 			changed = append(changed, cr)
 		}
 	}
-	var records []catalog.Change
-	var recorded []string
-	if len(prs) > 0 {
-		if err := deliverPullRequests(ctx, o, f, prs, proposed, len(crs) > 1); err != nil {
-			return err
-		}
-		var err error
-		if records, recorded, err = approvalRecords(prs); err != nil {
-			return err
-		}
+	records, recorded, err := proposeAndRecord(ctx, o, f, prs, proposed, len(crs) > 1)
+	if err != nil {
+		return err
 	}
 	res.Superseded = ""
 	if len(changed) == 0 && len(records) > 0 {
