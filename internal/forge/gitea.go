@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"code.gitea.io/sdk/gitea"
 )
@@ -326,9 +327,22 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 	if !allowed[method] {
 		return fmt.Errorf("%s %s: %s: %w (merge style %q is turned off in the repository's settings)", g.kind, g.repo, op, ErrAutoMergeUnsupported, method)
 	}
-	ok, resp, err := c.MergePullRequest(g.owner, g.name, int64(pr.Number), gitea.MergePullRequestOption{
-		Style: gitea.MergeStyle(method), HeadCommitId: pr.HeadSHA, MergeWhenChecksSucceed: true,
-	})
+	opt := gitea.MergePullRequestOption{Style: gitea.MergeStyle(method), HeadCommitId: pr.HeadSHA, MergeWhenChecksSucceed: true}
+	ok, resp, err := c.MergePullRequest(g.owner, g.name, int64(pr.Number), opt)
+	// Gitea answers 405 ("try again later", a message the SDK drops) while
+	// its queue still checks the mergeability of a pull request whose
+	// branch was just pushed: asked again a few times while the pull
+	// request is open and unmerged, as GitLab's AutoMerge does.
+	for attempt := 1; attempt < giteaMergeAttempts && !ok && resp != nil && resp.StatusCode == http.StatusMethodNotAllowed && g.stillOpen(c, pr.Number); attempt++ {
+		t := time.NewTimer(time.Duration(attempt) * giteaRetryDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return g.fail(op, ctx.Err())
+		case <-t.C:
+		}
+		ok, resp, err = c.MergePullRequest(g.owner, g.name, int64(pr.Number), opt)
+	}
 	if err != nil || !ok {
 		if err == nil && resp != nil {
 			switch resp.StatusCode {
@@ -341,6 +355,19 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 		return g.err(op, giteaNeed, resp, err)
 	}
 	return nil
+}
+
+// How often and how patiently AutoMerge asks again while Gitea checks a
+// pull request's mergeability (a variable for tests).
+const giteaMergeAttempts = 6
+
+var giteaRetryDelay = time.Second
+
+// stillOpen tells whether pull request number is open and not merged
+// (Gitea API "repoGetPullRequest"); false on any error.
+func (g *giteaForge) stillOpen(c *gitea.Client, number int) bool {
+	p, _, err := c.GetPullRequest(g.owner, g.name, int64(number))
+	return err == nil && p.State == gitea.StateOpen && !p.HasMerged
 }
 
 // Protection lists the branch protections (Gitea API

@@ -70,8 +70,12 @@ func approvalRecords(prs []*clusterRun) ([]catalog.Change, []string, error) {
 		}
 		sp := gitops.StatePath(cr.r.Cluster)
 		data, ok, err := cr.s.tip.ReadFile(sp)
-		if err != nil || !ok {
-			return nil, nil, fmt.Errorf("recording the approvals of pull request #%d: reading %s: %v", a.Number, sp, err)
+		if err != nil {
+			return nil, nil, fmt.Errorf("recording the approvals of pull request #%d: reading %s: %w", a.Number, sp, err)
+		}
+		if !ok {
+			cr.r.warnf("pull request: #%d of cluster %s was merged, but the catalog branch has no %s to record its approvals in", a.Number, cr.r.Cluster, sp)
+			continue
 		}
 		st, err := gitops.ParseState(sp, data)
 		if err != nil {
