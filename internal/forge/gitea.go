@@ -331,9 +331,22 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 	ok, resp, err := c.MergePullRequest(g.owner, g.name, int64(pr.Number), opt)
 	// Gitea answers 405 ("try again later", a message the SDK drops) while
 	// its queue still checks the mergeability of a pull request whose
-	// branch was just pushed: asked again a few times while the pull
-	// request is open and unmerged, as GitLab's AutoMerge does.
-	for attempt := 1; attempt < giteaMergeAttempts && !ok && resp != nil && resp.StatusCode == http.StatusMethodNotAllowed && g.stillOpen(c, pr.Number); attempt++ {
+	// branch was just pushed, and 409 until the same queue moved the pull
+	// request's head to the pushed commit, or when a merge is scheduled
+	// already (a run that updated the pull request): with the head at
+	// pr.HeadSHA that is done; otherwise asked again a few times while the
+	// pull request is open and unmerged, as GitLab's AutoMerge does.
+	for attempt := 1; !ok && resp != nil && (resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusConflict); attempt++ {
+		p, _, gerr := c.GetPullRequest(g.owner, g.name, int64(pr.Number))
+		if gerr != nil || p.State != gitea.StateOpen || p.HasMerged {
+			break
+		}
+		if resp.StatusCode == http.StatusConflict && p.Head != nil && p.Head.Sha == pr.HeadSHA {
+			return nil // scheduled already, for this head
+		}
+		if attempt >= giteaMergeAttempts {
+			break
+		}
 		t := time.NewTimer(time.Duration(attempt) * giteaRetryDelay)
 		select {
 		case <-ctx.Done():
@@ -362,13 +375,6 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 const giteaMergeAttempts = 6
 
 var giteaRetryDelay = time.Second
-
-// stillOpen tells whether pull request number is open and not merged
-// (Gitea API "repoGetPullRequest"); false on any error.
-func (g *giteaForge) stillOpen(c *gitea.Client, number int) bool {
-	p, _, err := c.GetPullRequest(g.owner, g.name, int64(number))
-	return err == nil && p.State == gitea.StateOpen && !p.HasMerged
-}
 
 // Protection lists the branch protections (Gitea API
 // "repoListBranchProtection") and takes the one whose rule (a branch name

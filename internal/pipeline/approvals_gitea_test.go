@@ -102,6 +102,19 @@ func TestRunApprovalsGitea(t *testing.T) {
 	if got := getPR(pr.Number); got.Merged || got.State != "open" || !strings.Contains(got.Body, "requires their approval") {
 		t.Fatalf("merged before the approval: %+v", got)
 	}
+	// A run later (Gitea's merge queue had its time), still open: the
+	// scheduled merge waits for the approval; nothing to record. (The pull
+	// request is rendered again on main, which global's commit moved.)
+	res = run("before the approval")
+	if before := res.Clusters[1].PullRequest; res.Commit != "" || before.Number != pr.Number || before.Approval != nil {
+		t.Fatalf("before the approval: commit %q, %+v", res.Commit, before)
+	} else if before.Commit != "" {
+		pr = before
+		g.WaitBranch(t, repo, "publish/prod", pr.Commit)
+	}
+	if got := getPR(pr.Number); got.Merged || remoteHead(t, f.catalog, "main") != main {
+		t.Fatalf("merged before the approval: %+v", got)
+	}
 	if _, err := g.DoToken(ctx, reviewerToken, http.MethodPost, fmt.Sprintf("/repos/%s/pulls/%d/reviews", repo, pr.Number), map[string]any{"event": "APPROVED", "body": "lgtm", "commit_id": pr.Commit}, nil); err != nil {
 		t.Fatal(err)
 	}
