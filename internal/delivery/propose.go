@@ -309,8 +309,8 @@ func (q *proposer) after(ctx context.Context, pr *forge.PullRequest) error {
 		}
 		q.warnf("pull request: the branch %s had commit %s by someone else: rendered over it, with a note in #%d", p.Branch, report.ShortCommit(res.Replaced), pr.Number)
 	}
-	if res.Commit != "" {
-		pr.HeadSHA = res.Commit // what was pushed; the forge's answer may lag behind it
+	if res.Commit != "" && q.f.Kind() == forge.KindGitea {
+		pr.HeadSHA = res.Commit // what was pushed: Gitea's answer lags behind it (its head comes from a queue)
 	}
 	if m := p.AutoMerge; m != "" && res.Unrequired != "" {
 		q.warnf("pull request: auto-merge (%s) is not asked for #%d: the catalog branch does not require the approval of cluster %s's approvers, so the forge would merge it before they approved", m, pr.Number, p.Cluster)
