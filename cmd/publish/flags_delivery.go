@@ -47,6 +47,9 @@ func (f *deliveryFlags) apply(cfg *config.Config, rs []renderSettings, o *pipeli
 	for i := range rs {
 		cs := cfg.ClusterSettings(rs[i].Cluster)
 		d, pr := cs.Delivery, pipeline.PullRequestOptions{Branch: cs.PullRequest.Branch, Labels: cs.PullRequest.Labels, AutoMerge: cs.PullRequest.AutoMerge}
+		for _, a := range cs.PullRequest.Approvers {
+			pr.Approvers = append(pr.Approvers, forge.Approvers{Users: a.Users, Teams: a.Teams, Artifacts: a.Artifacts})
+		}
 		if f.delivery != "" {
 			d = f.delivery
 		}

@@ -242,24 +242,27 @@ func TestClusterDelivery(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, FileName)
 	head := "apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\n"
-	os.WriteFile(p, []byte(head+"forge:\n  kind: gitlab\n  apiURL: https://git.example.com/api/v4\nclusters:\n  prod:\n    delivery: pull-request\n    pullRequest:\n      branch: catalog/prod\n      labels: [publish]\n      autoMerge: squash\n"), 0o644)
+	os.WriteFile(p, []byte(head+"forge:\n  kind: gitlab\n  apiURL: https://git.example.com/api/v4\nclusters:\n  prod:\n    delivery: pull-request\n    pullRequest:\n      branch: catalog/prod\n      labels: [publish]\n      autoMerge: squash\n      approvers:\n      - users: [alice]\n      - teams: [acme/platform]\n        artifacts: cert-*\n"), 0o644)
 	c, err := Load(p, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := c.ClusterSettings("prod")
-	if cs.Delivery != "pull-request" || cs.PullRequest.Branch != "catalog/prod" || cs.PullRequest.Labels[0] != "publish" || cs.PullRequest.AutoMerge != "squash" {
+	if cs.Delivery != "pull-request" || cs.PullRequest.Branch != "catalog/prod" || cs.PullRequest.Labels[0] != "publish" || cs.PullRequest.AutoMerge != "squash" ||
+		len(cs.PullRequest.Approvers) != 2 || cs.PullRequest.Approvers[0].Users[0] != "alice" || cs.PullRequest.Approvers[1].Artifacts != "cert-*" {
 		t.Errorf("%+v", cs)
 	}
 	if v := c.Values(); v["forge"] != "gitlab" || v["forge-api-url"] != "https://git.example.com/api/v4" {
 		t.Errorf("forge values: %v", v)
 	}
 	for body, want := range map[string]string{
-		"clusters:\n  prod:\n    delivery: merge\n":                                    ":5: clusters.prod.delivery: \"merge\" is not one of push, pull-request",
-		"clusters:\n  prod:\n    pullRequest:\n      autoMerge: yes-please\n":          ":5: clusters.prod.pullRequest.autoMerge",
-		"clusters:\n  prod:\n    oci: reg.example.com/c\n    delivery: pull-request\n": ":6: clusters.prod: delivery: pull-request cannot be combined with oci",
-		"forge:\n  kind: bitbucket\n":                                                  ":3: forge.kind: \"bitbucket\"",
-		"forge:\n  token: x\n":                                                         ":4:",
+		"clusters:\n  prod:\n    delivery: merge\n":                                             ":5: clusters.prod.delivery: \"merge\" is not one of push, pull-request",
+		"clusters:\n  prod:\n    pullRequest:\n      autoMerge: yes-please\n":                   ":5: clusters.prod.pullRequest.autoMerge",
+		"clusters:\n  prod:\n    oci: reg.example.com/c\n    delivery: pull-request\n":          ":6: clusters.prod: delivery: pull-request cannot be combined with oci",
+		"clusters:\n  prod:\n    pullRequest:\n      approvers:\n      - artifacts: a*\n":       ":5: clusters.prod.pullRequest.approvers: entry 1 names no users and no teams",
+		"clusters:\n  prod:\n    pullRequest:\n      approvers:\n      - users: [\"@alice\"]\n": ":5: clusters.prod.pullRequest.approvers: entry 1: \"@alice\" is not a login",
+		"forge:\n  kind: bitbucket\n":                                                           ":3: forge.kind: \"bitbucket\"",
+		"forge:\n  token: x\n":                                                                  ":4:",
 	} {
 		os.WriteFile(p, []byte(head+body), 0o644)
 		if _, err := Load(p, true); err == nil || !strings.Contains(err.Error(), want) {

@@ -168,6 +168,39 @@ type PullRequest struct {
 	// request once its checks and reviews pass (when it allows that);
 	// --auto-merge wins.
 	AutoMerge string `yaml:"autoMerge,omitempty"`
+	// Approvers name the forge users and teams that must approve the
+	// pull request, optionally only when it changes artifacts matching a
+	// pattern (docs/pull-requests.md, "Approvals").
+	Approvers []Approvers `yaml:"approvers,omitempty"`
+}
+
+// Approvers is one entry of clusters.<name>.pullRequest.approvers.
+type Approvers struct {
+	// Users are forge logins.
+	Users []string `yaml:"users,omitempty"`
+	// Teams are "org/team" on Gitea and GitHub, a group path on GitLab.
+	Teams []string `yaml:"teams,omitempty"`
+	// Artifacts, when set, is a glob (path.Match) of artifact names: the
+	// entry applies only to a pull request that changes a matching one.
+	Artifacts string `yaml:"artifacts,omitempty"`
+}
+
+// checkApprovers says what is wrong with an approvers list ("" nothing).
+func checkApprovers(as []Approvers) string {
+	for i, a := range as {
+		if len(a.Users)+len(a.Teams) == 0 {
+			return fmt.Sprintf("entry %d names no users and no teams", i+1)
+		}
+		if _, err := pathpkg.Match(a.Artifacts, ""); err != nil {
+			return fmt.Sprintf("entry %d: artifacts %q is not a valid pattern (path.Match: *, ?, [a-z])", i+1, a.Artifacts)
+		}
+		for _, n := range append(append([]string{}, a.Users...), a.Teams...) {
+			if strings.TrimSpace(n) == "" || strings.ContainsAny(n, " \t@") {
+				return fmt.Sprintf("entry %d: %q is not a login or team (give it without @ or spaces)", i+1, n)
+			}
+		}
+	}
+	return ""
 }
 
 // Forge is the publish.yaml forge entry: the forge of the catalog repo,
@@ -417,6 +450,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		case "", "merge", "squash", "rebase":
 		default:
 			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "pullRequest"), Msg: fmt.Sprintf("clusters.%s.pullRequest.autoMerge: %q is not one of merge, squash, rebase", name, cl.PullRequest.AutoMerge)}
+		}
+		if msg := checkApprovers(cl.PullRequest.Approvers); msg != "" {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "pullRequest"), Msg: fmt.Sprintf("clusters.%s.pullRequest.approvers: %s", name, msg)}
 		}
 		if cl.Delivery == "pull-request" && cl.OCI != "" {
 			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "delivery"), Msg: fmt.Sprintf("clusters.%s: delivery: pull-request cannot be combined with oci: the cluster pulls the OCI catalog, which would change before the pull request is reviewed; use delivery: push for this cluster, or sync it from Git", name)}

@@ -99,6 +99,13 @@ const maxBodyMargin = 2000
 // file WritePlanFiles wrote, "" when none, in the files of the CI job at
 // jobURL, "" when unknown); then the marker m.
 func Body(p *report.Plan, limit int, jobURL, planFile string, m Marker) string {
+	return BodyWith(p, limit, jobURL, planFile, m, "")
+}
+
+// BodyWith is Body with review, the Markdown of the approvals the pull
+// request needs and the gate evidence (ReviewMarkdown; "" none), after
+// the opening paragraph: it is never cut.
+func BodyWith(p *report.Plan, limit int, jobURL, planFile string, m Marker, review string) string {
 	where := "the full plan is in the files of the CI job that opened it"
 	if planFile != "" {
 		where = "the full plan is `" + filepath.Base(planFile) + "` (and its `.json`) in the files of the CI job that opened it"
@@ -106,7 +113,7 @@ func Body(p *report.Plan, limit int, jobURL, planFile string, m Marker) string {
 	if jobURL != "" {
 		where += ": " + jobURL
 	}
-	head := fmt.Sprintf("This pull request was opened by `publish run` for cluster `%s`. Merging it publishes the change below to the cluster; publish re-renders this branch on every run (commits pushed to it are replaced), and closes the pull request when the package repo no longer changes the cluster.\n\n", p.Cluster)
+	head := fmt.Sprintf("This pull request was opened by `publish run` for cluster `%s`. Merging it publishes the change below to the cluster; publish re-renders this branch on every run (commits pushed to it are replaced), and closes the pull request when the package repo no longer changes the cluster.\n\n", p.Cluster) + review
 	tail := "\n---\n" + upper(where) + ".\n\n" + m.String() + "\n"
 	body := head + p.Markdown() + tail
 	if limit <= 0 || len(body) <= limit {

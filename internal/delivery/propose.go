@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/operator-publish/publish/internal/catalog"
@@ -78,6 +79,18 @@ type Proposal struct {
 	// JobURL is the CI job that keeps them ("" when unknown), named in the
 	// body.
 	PlanDir, JobURL string
+	// Approvers must approve the pull request (those of
+	// publish.yaml clusters.<name>.pullRequest.approvers that apply to the
+	// change's artifacts); none: no approval is checked. When set, the
+	// catalog branch's protection is read (forge.Reviews): what it lacks
+	// is a warning and a note in the body, with how to set it, and
+	// auto-merge is then not asked for (the forge would merge before they
+	// approved); and the cluster's last merged pull request is read with
+	// who approved it (Result.Approval).
+	Approvers []forge.Approvers
+	// Evidence are lines of the gates' evidence for the versions proposed
+	// (when each was listed upstream), listed in the body.
+	Evidence []string
 	// Log receives the progress lines (Info) and warnings (Warn); nil
 	// discards them.
 	Log *slog.Logger
@@ -100,6 +113,14 @@ type Result struct {
 	// rolling branch and rendered over (a note says so in the pull
 	// request); "" when there was none.
 	Replaced string
+	// Unrequired says what the catalog branch's protection lacks to
+	// require Proposal.Approvers, "; "-separated ("" when it requires
+	// them or there are none).
+	Unrequired string
+	// Approval is the cluster's pull request the forge merged last, with
+	// who approved it (nil when Proposal.Approvers is empty or none was
+	// merged).
+	Approval *Approval
 	// PlanFile is the full plan of the cluster (Markdown, beside it the
 	// JSON) that the run wrote into Proposal.PlanDir, "" when none.
 	PlanFile string
@@ -150,6 +171,10 @@ func Propose(ctx context.Context, f forge.Forge, b Branches, p Proposal) (*Resul
 // propose is Propose, filling q.res.
 func (q *proposer) propose(ctx context.Context) error {
 	p, res := q.p, q.res
+	var err error
+	if res.Approval, err = q.lastApproval(ctx); err != nil {
+		return err
+	}
 	pr, err := q.f.Find(ctx, p.Branch, p.Base)
 	if err != nil {
 		return err
@@ -250,8 +275,13 @@ func (q *proposer) write(ctx context.Context, pr *forge.PullRequest, mark Marker
 			q.warnf("pull request: could not write the full plan: %v", err)
 		}
 	}
-	ch := forge.Change{Title: Title(p.Subject, p.Cluster), Body: Body(plan, q.f.MaxBody(), p.JobURL, res.PlanFile, mark), Labels: p.Labels}
-	var err error
+	missing, how, err := q.checkApprovals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Unrequired = strings.Join(missing, "; ")
+	review := ReviewMarkdown(p.Approvers, missing, how, p.Evidence)
+	ch := forge.Change{Title: Title(p.Subject, p.Cluster), Body: BodyWith(plan, q.f.MaxBody(), p.JobURL, res.PlanFile, mark, review), Labels: p.Labels}
 	if pr == nil {
 		if pr, err = q.f.Create(ctx, p.Branch, p.Base, ch); err != nil {
 			return nil, err
@@ -279,7 +309,12 @@ func (q *proposer) after(ctx context.Context, pr *forge.PullRequest) error {
 		}
 		q.warnf("pull request: the branch %s had commit %s by someone else: rendered over it, with a note in #%d", p.Branch, report.ShortCommit(res.Replaced), pr.Number)
 	}
-	if m := p.AutoMerge; m != "" {
+	if res.Commit != "" && q.f.Kind() == forge.KindGitea {
+		pr.HeadSHA = res.Commit // what was pushed: Gitea's answer lags behind it (its head comes from a queue)
+	}
+	if m := p.AutoMerge; m != "" && res.Unrequired != "" {
+		q.warnf("pull request: auto-merge (%s) is not asked for #%d: the catalog branch does not require the approval of cluster %s's approvers, so the forge would merge it before they approved", m, pr.Number, p.Cluster)
+	} else if m != "" {
 		switch err := q.f.AutoMerge(ctx, pr, m); {
 		case errors.Is(err, forge.ErrAutoMergeUnsupported):
 			q.warnf("pull request: auto-merge (%s) is not available for #%d: %v; it waits for a person to merge it", m, pr.Number, err)

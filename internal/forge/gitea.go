@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
+	"time"
 
 	"code.gitea.io/sdk/gitea"
 )
@@ -26,6 +28,8 @@ const GiteaMaxBody = 65536
 const (
 	giteaNeed     = "the write:repository scope and write access to the repository"
 	giteaNeedRead = "the read:repository scope and read access to the repository"
+	// Branch protections are read by the repository's admins only.
+	giteaNeedAdmin = "the read:repository scope and admin access to the repository (branch protections are shown to admins)"
 )
 
 // newLabelColor is the color of labels this package creates on Gitea,
@@ -323,9 +327,35 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 	if !allowed[method] {
 		return fmt.Errorf("%s %s: %s: %w (merge style %q is turned off in the repository's settings)", g.kind, g.repo, op, ErrAutoMergeUnsupported, method)
 	}
-	ok, resp, err := c.MergePullRequest(g.owner, g.name, int64(pr.Number), gitea.MergePullRequestOption{
-		Style: gitea.MergeStyle(method), HeadCommitId: pr.HeadSHA, MergeWhenChecksSucceed: true,
-	})
+	opt := gitea.MergePullRequestOption{Style: gitea.MergeStyle(method), HeadCommitId: pr.HeadSHA, MergeWhenChecksSucceed: true}
+	ok, resp, err := c.MergePullRequest(g.owner, g.name, int64(pr.Number), opt)
+	// Gitea answers 405 ("try again later", a message the SDK drops) while
+	// its queue still checks the mergeability of a pull request whose
+	// branch was just pushed, and 409 until the same queue moved the pull
+	// request's head to the pushed commit, or when a merge is scheduled
+	// already (a run that updated the pull request): with the head at
+	// pr.HeadSHA that is done; otherwise asked again a few times while the
+	// pull request is open and unmerged, as GitLab's AutoMerge does.
+	for attempt := 1; !ok && resp != nil && (resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusConflict); attempt++ {
+		p, _, gerr := c.GetPullRequest(g.owner, g.name, int64(pr.Number))
+		if gerr != nil || p.State != gitea.StateOpen || p.HasMerged {
+			break
+		}
+		if resp.StatusCode == http.StatusConflict && p.Head != nil && p.Head.Sha == pr.HeadSHA {
+			return nil // scheduled already, for this head
+		}
+		if attempt >= giteaMergeAttempts {
+			break
+		}
+		t := time.NewTimer(time.Duration(attempt) * giteaRetryDelay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return g.fail(op, ctx.Err())
+		case <-t.C:
+		}
+		ok, resp, err = c.MergePullRequest(g.owner, g.name, int64(pr.Number), opt)
+	}
 	if err != nil || !ok {
 		if err == nil && resp != nil {
 			switch resp.StatusCode {
@@ -338,4 +368,104 @@ func (g *giteaForge) AutoMerge(ctx context.Context, pr *PullRequest, method stri
 		return g.err(op, giteaNeed, resp, err)
 	}
 	return nil
+}
+
+// How often and how patiently AutoMerge asks again while Gitea checks a
+// pull request's mergeability (a variable for tests).
+const giteaMergeAttempts = 6
+
+var giteaRetryDelay = time.Second
+
+// Protection lists the branch protections (Gitea API
+// "repoListBranchProtection") and takes the one whose rule (a branch name
+// or a glob) matches branch, the exact name first.
+func (g *giteaForge) Protection(ctx context.Context, branch string) (*Protection, error) {
+	c, unlock := g.client(ctx)
+	defer unlock()
+	ps, resp, err := c.ListBranchProtections(g.owner, g.name, gitea.ListBranchProtectionsOptions{})
+	if err != nil {
+		return nil, g.err("list branch protections", giteaNeedAdmin, resp, err)
+	}
+	var hit *gitea.BranchProtection
+	for _, p := range ps {
+		rule := p.RuleName
+		if rule == "" {
+			rule = p.BranchName
+		}
+		if rule == branch {
+			hit = p
+			break
+		}
+		if ok, _ := path.Match(rule, branch); ok && hit == nil {
+			hit = p
+		}
+	}
+	if hit == nil {
+		return &Protection{}, nil
+	}
+	pr := &Protection{Protected: true, Rule: hit.RuleName, RequiredApprovals: int(hit.RequiredApprovals)}
+	if pr.Rule == "" {
+		pr.Rule = hit.BranchName
+	}
+	if hit.EnableApprovalsWhitelist {
+		pr.Users, pr.Teams = hit.ApprovalsWhitelistUsernames, hit.ApprovalsWhitelistTeams
+	}
+	return pr, nil
+}
+
+// Approvals lists the reviews (Gitea API "repoListPullReviews") and keeps
+// the APPROVED ones not dismissed.
+func (g *giteaForge) Approvals(ctx context.Context, number int) ([]Approval, error) {
+	c, unlock := g.client(ctx)
+	defer unlock()
+	var out []Approval
+	for page := 1; page > 0; {
+		rs, resp, err := c.ListPullReviews(g.owner, g.name, int64(number), gitea.ListPullReviewsOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: 50}})
+		if err != nil {
+			return nil, g.err(fmt.Sprintf("list reviews of pull request #%d", number), giteaNeedRead, resp, err)
+		}
+		for _, r := range rs {
+			if r.State == gitea.ReviewStateApproved && !r.Dismissed && r.Reviewer != nil {
+				out = append(out, Approval{User: r.Reviewer.UserName, Commit: r.CommitID, At: r.Submitted})
+			}
+		}
+		page = resp.NextPage
+		if len(rs) == 0 {
+			page = 0
+		}
+	}
+	return out, nil
+}
+
+// LastMerged pages through the closed pulls, most recently updated first
+// (Gitea API "repoListPullRequests", state closed, sort recentupdate), for
+// the first merged one from head into base.
+func (g *giteaForge) LastMerged(ctx context.Context, head, base string) (*Merged, error) {
+	c, unlock := g.client(ctx)
+	defer unlock()
+	for page := 1; page > 0; {
+		ps, resp, err := c.ListRepoPullRequests(g.owner, g.name, gitea.ListPullRequestsOptions{
+			ListOptions: gitea.ListOptions{Page: page, PageSize: 50}, State: gitea.StateClosed, Sort: "recentupdate",
+		})
+		if err != nil {
+			return nil, g.err("list pull requests", giteaNeedRead, resp, err)
+		}
+		for _, p := range ps {
+			if p.HasMerged && p.Head != nil && p.Base != nil && p.Head.Ref == head && p.Base.Ref == base {
+				m := &Merged{Number: int(p.Index), URL: p.HTMLURL, Body: p.Body}
+				if p.MergedCommitID != nil {
+					m.Commit = *p.MergedCommitID
+				}
+				if p.Merged != nil {
+					m.MergedAt = *p.Merged
+				}
+				return m, nil
+			}
+		}
+		page = resp.NextPage
+		if len(ps) == 0 {
+			page = 0
+		}
+	}
+	return nil, nil
 }

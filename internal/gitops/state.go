@@ -65,6 +65,10 @@ type State struct {
 	// artifact, `publish run --oci`): the tag and the manifest digest it
 	// points at. A cluster published without an OCI reference has none.
 	OCI map[string]OCIRecord `json:"oci,omitempty"`
+	// Approvals are the cluster's pull requests the forge merged with
+	// who approved them (delivery: pull-request with approvers), oldest
+	// first; none for other clusters.
+	Approvals []model.ApprovalRecord `json:"approvals,omitempty"`
 }
 
 // OCIRecord is where the OCI catalog of one cluster was pushed.
@@ -414,7 +418,7 @@ func (x *StateIndex) Artifact(name string) (a model.ArtifactRecord, ok bool, err
 // writes the state when it read only the artifacts a change touches
 // (docs/design.md, "The engine"). Errors: those of State.Marshal.
 func (x *StateIndex) Marshal(header *State, arts []model.ArtifactRecord) ([]byte, error) {
-	head, err := (&State{Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}).Marshal()
+	head, err := (&State{Source: header.Source, Rendered: header.Rendered, OCI: header.OCI, Approvals: header.Approvals}).Marshal()
 	if err != nil {
 		return nil, err
 	}

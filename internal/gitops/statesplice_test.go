@@ -55,11 +55,16 @@ func TestStateIndexMarshal(t *testing.T) {
 				"c1":     {Ref: "registry.example.com/platform/operator-catalog:c1", Digest: "sha256:" + strings.Repeat("b", 64)},
 			}
 		}
+		if round%4 == 1 {
+			// Approval records (pull-request clusters) sit in the header.
+			header.Approvals = []model.ApprovalRecord{{PullRequest: 7, Commit: strings.Repeat("c", 40), Approvers: []string{"alice"},
+				Digests: []model.ApprovedDigest{{Artifact: "op-001", Version: "1.1.0", BundleDigest: "sha256:" + strings.Repeat("d", 64)}}}}
+		}
 		got, err := idx.Marshal(header, dedupeByName(touched))
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole := &State{Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}
+		whole := &State{Source: header.Source, Rendered: header.Rendered, OCI: header.OCI, Approvals: header.Approvals}
 		for _, a := range next {
 			whole.Artifacts = append(whole.Artifacts, a)
 		}
@@ -76,7 +81,7 @@ func TestStateIndexMarshal(t *testing.T) {
 		// The OCI records survive the split of the written file.
 		if again, err := SplitState(StatePath("global"), got); err != nil {
 			t.Fatalf("round %d: %v", round, err)
-		} else if len(again.Header.OCI) != len(header.OCI) {
+		} else if len(again.Header.OCI) != len(header.OCI) || len(again.Header.Approvals) != len(header.Approvals) {
 			t.Fatalf("round %d: split header has OCI %v, want %v", round, again.Header.OCI, header.OCI)
 		}
 	}

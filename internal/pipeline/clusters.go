@@ -399,12 +399,14 @@ func publishOnce(ctx context.Context, o Options, f forge.Forge, crs []*clusterRu
 			changed = append(changed, cr)
 		}
 	}
-	if len(prs) > 0 {
-		if err := deliverPullRequests(ctx, o, f, prs, proposed, len(crs) > 1); err != nil {
-			return err
-		}
+	records, recorded, err := proposeAndRecord(ctx, o, f, prs, proposed, len(crs) > 1)
+	if err != nil {
+		return err
 	}
 	res.Superseded = ""
+	if len(changed) == 0 && len(records) > 0 {
+		return commitRecords(ctx, o, crs[0].s.tip, records, recorded, res)
+	}
 	if len(changed) == 0 {
 		if len(crs) > 0 && crs[0].skip {
 			res.Superseded = crs[0].res.Superseded
@@ -412,12 +414,13 @@ func publishOnce(ctx context.Context, o Options, f forge.Forge, crs []*clusterRu
 		o.logf("catalog: nothing changed, no commit")
 		return nil
 	}
-	changes := mergeChanges(crs, per)
+	changes := append(mergeChanges(crs, per), records...)
 	commit, origin := o.sourceCommit()
 	msg, err := clustersCommitMessage(o.CommitTemplate, changed, len(crs) > 1, commit, origin)
 	if err != nil {
 		return inputErr(err)
 	}
+	msg = withRecords(msg, recorded)
 	tip := crs[0].s.tip
 	w, err := tip.Commit(changes, catalog.CommitOptionsFor(o.Catalog, msg, o.now()))
 	if err != nil {

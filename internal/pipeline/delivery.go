@@ -39,6 +39,12 @@ type PullRequestOptions struct {
 	// to merge the pull request once its checks and reviews pass; a forge
 	// or repository that does not allow it gets a warning.
 	AutoMerge string
+	// Approvers must approve the pull request (publish.yaml
+	// clusters.<name>.pullRequest.approvers): the catalog branch's
+	// protection is checked to require them, auto-merge waits for them,
+	// and the run after the merge records who approved in the cluster's
+	// state (docs/pull-requests.md).
+	Approvers []forge.Approvers
 }
 
 // DefaultPRBranch is the rolling branch of cluster when publish.yaml does
@@ -162,6 +168,8 @@ func clusterProposal(o Options, cr *clusterRun, changes []catalog.Change, many b
 		Subject:   report.ChangeSubject(cr.res.Changes.List()),
 		Labels:    c.PullRequest.Labels,
 		AutoMerge: c.PullRequest.AutoMerge,
+		Approvers: approversFor(cr),
+		Evidence:  gateEvidence(cr),
 		Source:    commit,
 		PlanDir:   o.PlanDir,
 		JobURL:    o.JobURL,

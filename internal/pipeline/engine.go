@@ -396,7 +396,7 @@ func (s *scope) tipHas(dir string) (bool, error) {
 // artifacts r touched.
 func (s *scope) readTouched(r *incrementalRead) error {
 	header := r.idx.Header
-	s.state = &gitops.State{APIVersion: header.APIVersion, Kind: header.Kind, Source: header.Source, Rendered: header.Rendered, OCI: header.OCI}
+	s.state = &gitops.State{APIVersion: header.APIVersion, Kind: header.Kind, Source: header.Source, Rendered: header.Rendered, OCI: header.OCI, Approvals: header.Approvals}
 	for _, n := range sortedKeys(r.touched) {
 		a, ok, err := r.idx.Artifact(n)
 		if err != nil {

@@ -25,11 +25,11 @@ func (s *scope) render(ctx context.Context, next []model.ArtifactRecord, preview
 
 // stateFile returns publish/state.yaml after a publish of next from the
 // source commit (repo, commit), with the render keys rendered and the OCI
-// catalogs oci: the whole
+// catalogs oci, keeping the approvals the state records: the whole
 // state marshalled (full), or the tip's file with the touched artifacts'
 // entries replaced (incremental), the same bytes either way.
 func (s *scope) stateFile(src gitops.Source, next []model.ArtifactRecord, rendered map[string]string, oci map[string]gitops.OCIRecord) ([]byte, error) {
-	return s.way.stateFile(&gitops.State{Source: src, Rendered: rendered, OCI: oci}, next)
+	return s.way.stateFile(&gitops.State{Source: src, Rendered: rendered, OCI: oci, Approvals: s.state.Approvals}, next)
 }
 
 // commit writes the commit of changes on the tip (catalog.Tip.Commit):

@@ -228,3 +228,25 @@ func short(d string) string {
 
 // stamp is t in UTC, RFC 3339 to the minute.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04Z") }
+
+// Evidence returns, for a version the cluster lists, one line per gate of
+// when each upstream cluster listed it (the catalog commit and its time,
+// from the catalog history), for a pull request's reviewers:
+// "lab listed tiny 1.2.0 at 2026-12-04T10:00Z (catalog commit 1a2b3c4d5e6f), soak 1h".
+// An upstream cluster that does not list it says so.
+func (g *Gates) Evidence(artifact, version string) []string {
+	var out []string
+	for _, gate := range g.Gates {
+		var e catalog.VersionEvent
+		ok := false
+		if h := g.Histories[gate.Cluster]; h != nil {
+			e, ok = h.Since(artifact, version)
+		}
+		if !ok || !e.Present {
+			out = append(out, fmt.Sprintf("%s does not list %s %s", gate.Cluster, artifact, version))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s listed %s %s at %s (catalog commit %s), soak %s", gate.Cluster, artifact, version, stamp(e.Time), e.Commit[:min(12, len(e.Commit))], gate.Soak))
+	}
+	return out
+}

@@ -61,7 +61,7 @@ type GiteaServer struct {
 	log    *tailBuffer
 
 	mu      sync.Mutex
-	readers int // read-only users made by ReadOnlyUser
+	readers int // users made by Collaborator (ReadOnlyUser), numbering their names
 }
 
 // Gitea starts a Gitea server for t and returns it once its API answers.
@@ -584,16 +584,29 @@ func (g *GiteaServer) ReadOnlyToken(t testing.TB, repo string) string {
 // request (403, the token lacks write:repository). Any error fails t.
 func (g *GiteaServer) ReadOnlyUser(t testing.TB, repo string) (user, token string) {
 	t.Helper()
+	return g.Collaborator(t, repo, "read", "read:repository")
+}
+
+// Collaborator creates a new user (reader1, reader2, ... for permission
+// "read", writer1, ... for "write", maintainer1, ... for "admin") that is a collaborator of repo
+// ("NAME" owned by User, or "OWNER/NAME") with permission ("read",
+// "write" or "admin"), and returns its name and an access token of it
+// with the scope given ("read:repository", "write:repository"). A
+// "write" collaborator with a "write:repository" token can review and
+// approve a pull request of User's. Any error fails t.
+func (g *GiteaServer) Collaborator(t testing.TB, repo, permission, scope string) (user, token string) {
+	t.Helper()
 	g.mu.Lock()
 	g.readers++
-	name := fmt.Sprintf("reader%d", g.readers)
+	prefix := map[string]string{"read": "reader", "write": "writer", "admin": "maintainer"}[permission]
+	name := fmt.Sprintf("%s%d", prefix, g.readers)
 	g.mu.Unlock()
 	password := randomSecret(t)
 	g.must(t, http.MethodPost, "/admin/users", map[string]any{
 		"username": name, "email": name + "@example.com", "password": password,
 		"must_change_password": false, "send_notify": false,
 	}, nil)
-	g.must(t, http.MethodPut, "/repos/"+g.repoPath(repo)+"/collaborators/"+name, map[string]any{"permission": "read"}, nil)
+	g.must(t, http.MethodPut, "/repos/"+g.repoPath(repo)+"/collaborators/"+name, map[string]any{"permission": permission}, nil)
 	// Tokens are created with the user's own basic auth.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -601,7 +614,7 @@ func (g *GiteaServer) ReadOnlyUser(t testing.TB, repo string) (user, token strin
 		SHA1 string `json:"sha1"`
 	}
 	_, err := g.do(ctx, http.MethodPost, "/users/"+name+"/tokens",
-		map[string]any{"name": "read-only", "scopes": []string{"read:repository"}}, &tok,
+		map[string]any{"name": "publish-test", "scopes": []string{scope}}, &tok,
 		func(r *http.Request) { r.SetBasicAuth(name, password) })
 	if err != nil {
 		t.Fatalf("testenv: %v", err)

@@ -35,6 +35,7 @@ type GitHub struct {
 	prs    []*ghPR
 	heads  map[string]string
 	labels map[string]int64
+	rv     ghReviewState
 }
 
 type ghPR struct {
@@ -277,7 +278,9 @@ func (g *GitHub) serve(w http.ResponseWriter, r *http.Request) {
 		rt.h(w, r, n, body)
 		return
 	}
-	g.bad(w, r, http.StatusNotFound, "no such endpoint in the contract")
+	if !g.serveReviews(w, r) {
+		g.bad(w, r, http.StatusNotFound, "no such endpoint in the contract")
+	}
 }
 
 // readOnly answers a write of a read-only token as GitHub does for a
@@ -352,7 +355,7 @@ func (g *GitHub) prJSON(p *ghPR) map[string]any {
 		"html_url": g.srv.URL + fmt.Sprintf("/%s/%s/pull/%d", g.owner, g.name, p.Number),
 		"id":       p.Number, "node_id": p.NodeID, "number": p.Number,
 		"state": state, "title": p.Title, "body": p.Body, "draft": false,
-		"labels": labels, "merged": p.State == "merged", "merged_at": p.mergedAt,
+		"labels": labels, "merged": p.State == "merged", "merged_at": p.mergedAt, "merge_commit_sha": mergeCommit(p.Number),
 		"user": map[string]any{"login": "publish-bot"},
 		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": g.owner + ":" + p.Head, "repo": repo},
 		"base": map[string]any{"ref": p.Base, "sha": fakeSHA(p.Base, 0), "label": g.owner + ":" + p.Base, "repo": repo},

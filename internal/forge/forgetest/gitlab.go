@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/operator-publish/publish/internal/forge"
 )
@@ -29,6 +30,7 @@ type GitLab struct {
 	// guarded by server.mu
 	mrs   []*glMR
 	heads map[string]string
+	rv    glReviewState
 }
 
 type glMR struct {
@@ -38,6 +40,7 @@ type glMR struct {
 	// is whether the last one did (detailed_merge_status "checking").
 	checkingLeft int
 	checking     bool
+	mergedAt     *time.Time
 }
 
 // NewGitLab starts the fake for project ("group/name" or
@@ -113,7 +116,8 @@ func (g *GitLab) Merge(iid int) {
 		g.t.Errorf("forgetest: GitLab.Merge(%d): no open merge request !%d", iid, iid)
 		return
 	}
-	m.State = "merged"
+	now := time.Now().UTC()
+	m.State, m.mergedAt = "merged", &now
 }
 
 // Close closes MR iid unmerged, as a person would in the web UI.
@@ -201,6 +205,7 @@ func (g *GitLab) serve(w http.ResponseWriter, r *http.Request) {
 		g.mergeMR(w, r, iid, body)
 	case len(rest) == 3 && iid > 0 && rest[2] == "notes" && r.Method == http.MethodPost:
 		g.createNote(w, r, iid, body)
+	case g.serveReviews(w, r, rest, iid):
 	default:
 		g.bad(w, r, http.StatusNotFound, "no such endpoint in the contract")
 	}
@@ -281,6 +286,8 @@ func (g *GitLab) mrJSON(m *glMR) map[string]any {
 		"detailed_merge_status":        map[bool]string{true: "checking", false: "mergeable"}[m.checking],
 		"web_url":                      fmt.Sprintf("%s/%s/-/merge_requests/%d", g.srv.URL, g.project, m.Number),
 		"author":                       map[string]any{"username": "publish-bot"},
+		"merged_at":                    m.mergedAt,
+		"merge_commit_sha":             map[bool]string{true: mergeCommit(m.Number)}[m.mergedAt != nil],
 	}
 }
 
