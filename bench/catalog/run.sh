@@ -27,20 +27,8 @@ if [ -z "${CHECKOUT:-}" ]; then
   git --git-dir="$MIRROR" archive HEAD operators | tar -x -C "$CHECKOUT"
   git --git-dir="$MIRROR" rev-parse HEAD > "$CHECKOUT/COMMIT"
 fi
-cat > "$work/config.yml" <<CFG
-version: 0.1
-log: {level: info, accesslog: {disabled: true}}
-storage: {filesystem: {rootdirectory: $work/data}}
-http: {addr: 127.0.0.1:0}
-CFG
-docker-registry serve "$work/config.yml" 2> "$work/registry.log" &
-reg_pid=$!
-for _ in $(seq 100); do
-  addr=$(grep -o 'listening on [0-9.:]*' "$work/registry.log" | awk '{print $3}' || true)
-  [ -n "$addr" ] && break
-  sleep 0.1
-done
-[ -n "$addr" ] || { echo "docker-registry did not start" >&2; cat "$work/registry.log" >&2; exit 2; }
+. bench/registry.sh
+start_registry "$work"
 go build -o "$work/publish" ./cmd/publish
 go run ./bench/catalog -registry "$addr" -checkout "$CHECKOUT" -publish "$work/publish" \
   -opm "${OPM:-}" -operators "${OPERATORS:-0}" -work "$work/bench"
