@@ -39,9 +39,38 @@ type Validator struct {
 //go:embed crds/*.yaml
 var embedded embed.FS
 
+// OwnFiles are the CRDs built into the binary that have no reference copy
+// in ../shared/crds: ChartRepo (chartrepos.app.alauda.io/v1beta1), a copy
+// of ACP's docs/shared/crds/app.alauda.io_chartrepos.yaml (alauda/acp-docs).
+// Tests that install the reference CRDs into an API server install these
+// too (WriteOwn).
+var OwnFiles = []string{"app.alauda.io_chartrepos.yaml"}
+
+// WriteOwn writes the OwnFiles into dir (created if missing), for a test
+// that installs CRDs from a directory. It returns the paths written, or
+// the first error of writing one.
+func WriteOwn(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range OwnFiles {
+		data, err := embedded.ReadFile("crds/" + f)
+		if err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, f)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // Alauda returns a Validator for the Alauda CRDs built into the binary
-// (Artifact, ArtifactVersion, Library, ChartRepo; copies of ../shared/crds, kept equal
-// by a test).
+// (Artifact, ArtifactVersion, Library: copies of ../shared/crds kept equal
+// by a test; ChartRepo: the project's own, OwnFiles).
 func Alauda() (*Validator, error) {
 	v := &Validator{kinds: map[schema.GroupVersionKind]version{}}
 	entries, err := fs.Glob(embedded, "crds/*.yaml")

@@ -6,8 +6,9 @@ import (
 	"github.com/operator-publish/publish/internal/model"
 )
 
-// The ChartRepo of Alauda's Captain (chartrepos.app.alauda.io, ACP's CRD
-// docs/shared/crds/app.alauda.io_chartrepos.yaml) that serves a chart's
+// The ChartRepo of Alauda's Captain (chartrepos.app.alauda.io; ACP's CRD,
+// docs/shared/crds/app.alauda.io_chartrepos.yaml in alauda/acp-docs, is
+// built into the binary: internal/crdcheck/crds) that serves a chart's
 // sources from the catalog repo (docs/charts.md).
 const (
 	ChartRepoAPIVersion = "app.alauda.io/v1beta1"

@@ -34,6 +34,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/operator-publish/publish/internal/crdcheck"
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -420,6 +421,20 @@ func (k *kube) apply(ctx context.Context, u *unstructured.Unstructured, dryRun b
 }
 
 // installCRDs creates every CRD of dir and waits until each is Established.
+// installAlaudaCRDs installs the CRDs of shared/crds (the reference
+// copies: Artifact, ArtifactVersion, Library, Argo CD's Application,
+// Flux's Kustomization) and the project's own (crdcheck.OwnFiles:
+// ChartRepo).
+func (k *kube) installAlaudaCRDs(t *testing.T, ctx context.Context, shared string) {
+	t.Helper()
+	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	own := t.TempDir()
+	if _, err := crdcheck.WriteOwn(own); err != nil {
+		t.Fatal(err)
+	}
+	k.installCRDs(t, ctx, own)
+}
+
 func (k *kube) installCRDs(t *testing.T, ctx context.Context, dir string) {
 	t.Helper()
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -517,7 +532,7 @@ func templateObjects(t *testing.T) map[string][]*unstructured.Unstructured {
 
 // TestAPIServer is the story of a real cluster: kube-apiserver v1.37.2
 // (built by hack/apiserver/build.sh) with etcd and the CRDs of
-// ../shared/crds accepts, in a server-side dry run, every object the corpus
+// ../shared/crds and ChartRepo's accepts, in a server-side dry run, every object the corpus
 // run renders, the ChartRepo the alauda target renders for a chart (ACP's
 // CRD) and the Argo CD and Flux objects of catalog-repo-template/;
 // then, with the objects applied, `publish adopt` running as the template's
@@ -528,7 +543,7 @@ func TestAPIServer(t *testing.T) {
 	srv := startAPIServer(t)
 	ctx := context.Background()
 	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.installAlaudaCRDs(t, ctx, shared)
 	k.namespace(t, ctx, "cpaas-system", "argocd", "flux-system")
 
 	// The corpus run, as TestCorpus makes it.

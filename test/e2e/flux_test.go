@@ -507,7 +507,7 @@ func startFluxCluster(t *testing.T, ctx context.Context, taken int) (*apiServer,
 	fluxDir(t)
 	srv := startAPIServer(t)
 	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.installAlaudaCRDs(t, ctx, shared)
 	k.namespace(t, ctx, "cpaas-system")
 	n := startFlux(t, ctx, srv, k, taken)
 	return srv, k, n

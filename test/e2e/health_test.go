@@ -40,7 +40,7 @@ func TestHealthChain(t *testing.T) {
 	srv := startAPIServer(t)
 	ctx := context.Background()
 	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.installAlaudaCRDs(t, ctx, shared)
 	k.namespace(t, ctx, "cpaas-system")
 	checker, err := healthcheck.NewChecker()
 	if err != nil {

@@ -61,7 +61,7 @@ func TestImport(t *testing.T) {
 	srv := startAPIServer(t)
 	ctx := context.Background()
 	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.installAlaudaCRDs(t, ctx, shared)
 	k.namespace(t, ctx, "cpaas-system")
 	for _, u := range objects(t, "importRBAC", []byte(importRBAC)) {
 		if err := k.apply(ctx, u, false); err != nil {

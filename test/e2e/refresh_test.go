@@ -49,7 +49,7 @@ func TestRefreshCatalogOperator(t *testing.T) {
 	srv := startAPIServer(t)
 	ctx := context.Background()
 	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.installAlaudaCRDs(t, ctx, shared)
 	crdDir := t.TempDir()
 	os.WriteFile(filepath.Join(crdDir, "packagemanifests.yaml"), []byte(packageManifestCRD), 0o644)
 	k.installCRDs(t, ctx, crdDir)

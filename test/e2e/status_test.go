@@ -32,7 +32,7 @@ func TestStatus(t *testing.T) {
 	srv := startAPIServer(t)
 	ctx := context.Background()
 	k := srv.client(t)
-	k.installCRDs(t, ctx, filepath.Join(shared, "crds"))
+	k.installAlaudaCRDs(t, ctx, shared)
 	k.namespace(t, ctx, "cpaas-system")
 	kc := srv.kubeconfig(t, "")
 
