@@ -37,6 +37,7 @@ func main() {
 	opm := flag.String("opm", "", "opm binary (optional: without it opm render is not timed)")
 	operators := flag.Int("operators", 0, "take the first N operators in name order (0: all)")
 	workDir := flag.String("work", "", "working directory (default: a new temporary one, removed at the end)")
+	lintOnly := flag.Int("lint-only", 0, "time only lint with an empty lint cache and opm render, in turns, this many times each (0: the whole benchmark)")
 	flag.Parse()
 	if *reg == "" || *checkout == "" {
 		fmt.Fprintln(os.Stderr, "catalogbench: -registry and -checkout are required")
@@ -50,19 +51,20 @@ func main() {
 		defer os.RemoveAll(work)
 	}
 	check(os.MkdirAll(work, 0o755))
-	b := &bench{reg: *reg, publish: *publish, opm: *opm, work: work}
+	b := &bench{reg: *reg, publish: *publish, opm: *opm, work: work, lintOnly: *lintOnly}
 	b.run(context.Background(), *checkout, *operators)
 }
 
 type bench struct {
 	reg, publish, opm, work string
+	lintOnly                int
 	rows                    []string
 }
 
 // row records one timed command in the table.
 func (b *bench) row(what string, r result) {
-	b.rows = append(b.rows, fmt.Sprintf("| %s | %s | %d MiB | %s |", what, r.wall.Round(100*time.Millisecond), r.maxRSS>>20, r.note))
-	fmt.Fprintf(os.Stderr, "catalogbench: %s: %s, %d MiB peak RSS, exit %d %s\n", what, r.wall.Round(100*time.Millisecond), r.maxRSS>>20, r.code, r.note)
+	b.rows = append(b.rows, fmt.Sprintf("| %s | %s | %s | %d MiB | %s |", what, r.wall.Round(100*time.Millisecond), r.cpu.Round(100*time.Millisecond), r.maxRSS>>20, r.note))
+	fmt.Fprintf(os.Stderr, "catalogbench: %s: %s (%s CPU), %d MiB peak RSS, exit %d %s\n", what, r.wall.Round(100*time.Millisecond), r.cpu.Round(100*time.Millisecond), r.maxRSS>>20, r.code, r.note)
 }
 
 func (b *bench) run(ctx context.Context, checkout string, operators int) {
@@ -89,6 +91,11 @@ func (b *bench) run(ctx context.Context, checkout string, operators int) {
 	git(repo, "init", "-q", "-b", "main")
 	gitCommit(repo, "the catalog")
 
+	if b.lintOnly > 0 {
+		b.lintTurns(repo, refs[:len(refs)-1])
+		b.print(pkgs, len(c.Packages), built, defects)
+		return
+	}
 	cache := filepath.Join(b.work, "lint-cache")
 	lintArgs := []string{"lint", "--source", repo, "--format", "json", "--plain-http", "--no-image-check", "--lint-cache", cache}
 	lint := b.exec(repo, lintArgs...)
@@ -136,18 +143,40 @@ func (b *bench) run(ctx context.Context, checkout string, operators int) {
 	inc.note = plan.note
 	b.row("publish run (one new version)", inc)
 
-	fmt.Printf("%d operators, %d bundle images built (%s); left out before publish: %s\n\n", pkgs, len(c.Packages), built.Round(time.Second), formatCounts(defects))
-	fmt.Println("| command | wall time | peak RSS | notes |")
-	fmt.Println("|---|---:|---:|---|")
+	b.print(pkgs, len(c.Packages), built, defects)
+}
+
+// print writes the table of the rows on stdout.
+func (b *bench) print(operators, built int, took time.Duration, defects map[string]int) {
+	fmt.Printf("%d operators, %d bundle images built (%s); left out before publish: %s\n\n", operators, built, took.Round(time.Second), formatCounts(defects))
+	fmt.Println("| command | wall time | CPU time | peak RSS | notes |")
+	fmt.Println("|---|---:|---:|---:|---|")
 	for _, r := range b.rows {
 		fmt.Println(r)
+	}
+}
+
+// lintTurns times publish lint with an empty lint cache and opm render of
+// the same bundle images (refs) in turns, b.lintOnly times each, so that
+// both see the same load; each row is one run.
+func (b *bench) lintTurns(repo string, refs []string) {
+	for i := 0; i < b.lintOnly; i++ {
+		lint := b.exec(repo, "lint", "--source", repo, "--format", "json", "--plain-http", "--no-image-check")
+		lint.note = fmt.Sprintf("%d bundles, no lint cache (turn %d)", len(refs), i+1)
+		b.row("publish lint (everything)", lint)
+		if b.opm != "" {
+			r := b.opmRender(refs)
+			r.note += fmt.Sprintf(" (turn %d)", i+1)
+			b.row("opm render (the same bundle images)", r)
+		}
 	}
 }
 
 // result is one command's outcome.
 type result struct {
 	wall   time.Duration
-	maxRSS int64 // bytes
+	cpu    time.Duration // user + system
+	maxRSS int64         // bytes
 	code   int
 	stdout []byte
 	note   string
@@ -177,6 +206,7 @@ func finish(cmd *exec.Cmd, out *bytes.Buffer) result {
 		r.code = cmd.ProcessState.ExitCode()
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.maxRSS = ru.Maxrss << 10 // KiB on Linux
+			r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
 	}
 	if out != nil {

@@ -9,6 +9,7 @@
 #
 #   CHECKOUT=/path/to/community-operators-prod bench/catalog/run.sh
 #   OPERATORS=50 bench/catalog/run.sh     # the first 50 operators only
+#   LINT_ONLY=3 OPM=... bench/catalog/run.sh  # lint (no cache) and opm render only, 3 turns each
 #
 # Without CHECKOUT it unpacks the operators/ tree of a bare clone at
 # $MIRROR (default: the session tool's mirror of the repository). Needs
@@ -24,11 +25,11 @@ if [ -z "${CHECKOUT:-}" ]; then
   [ -d "$MIRROR" ] || { echo "no CHECKOUT and no bare clone at $MIRROR" >&2; exit 2; }
   CHECKOUT="$work/checkout"
   mkdir -p "$CHECKOUT"
-  git --git-dir="$MIRROR" archive HEAD operators | tar -x -C "$CHECKOUT"
+  git --git-dir="$MIRROR" archive --prefix=operators/ HEAD:operators | tar -x -C "$CHECKOUT"
   git --git-dir="$MIRROR" rev-parse HEAD > "$CHECKOUT/COMMIT"
 fi
 . bench/registry.sh
 start_registry "$work"
 go build -o "$work/publish" ./cmd/publish
 go run ./bench/catalog -registry "$addr" -checkout "$CHECKOUT" -publish "$work/publish" \
-  -opm "${OPM:-}" -operators "${OPERATORS:-0}" -work "$work/bench"
+  -opm "${OPM:-}" -operators "${OPERATORS:-0}" -lint-only "${LINT_ONLY:-0}" -work "$work/bench"
