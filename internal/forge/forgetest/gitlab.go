@@ -41,6 +41,8 @@ type glMR struct {
 	checkingLeft int
 	checking     bool
 	mergedAt     *time.Time
+	// pipelineOK: the MR's pipeline succeeded (PipelineSucceeded).
+	pipelineOK bool
 }
 
 // NewGitLab starts the fake for project ("group/name" or
