@@ -23,24 +23,13 @@ func TestProposeApprovalsGitHub(t *testing.T) {
 	ctx := context.Background()
 	dir := newCatalog(t)
 	gh := forgetest.NewGitHub(t, "org/catalog")
-	f, err := forge.New(gh.Options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	plans := 0
-	p := proposal(change("a: 1\n"), &plans, &log, "")
-	p.AutoMerge = "squash"
-	p.Approvers = []forge.Approvers{{Users: []string{"alice"}}, {Teams: []string{"org/platform"}, Artifacts: "a*"}}
-	p.Evidence = []string{"lab listed a 1.0.0 at 2026-12-04T10:00Z (catalog commit 1a2b3c4d5e6f), soak 1h"}
+	f, p, log := approvalProposal(t, gh.Options(), "squash")
 	res, err := Propose(ctx, f, openTip(t, dir), p)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	body := gh.PRs()[0].Body
-	if res.Unrequired == "" || gh.AutoMerge(res.Number) != "" || !strings.Contains(log.String(), "require_code_owner_reviews") ||
-		!strings.Contains(body, "- @alice, for every artifact") || !strings.Contains(body, "- @org/platform, for artifacts `a*`") ||
-		!strings.Contains(body, "does not require these approvals") || !strings.Contains(body, "lab listed a 1.0.0 at 2026-12-04T10:00Z") {
+	if !approvalsNoted(body) || res.Unrequired == "" || gh.AutoMerge(res.Number) != "" || !strings.Contains(log.String(), "require_code_owner_reviews") {
 		t.Fatalf("unprotected: %+v, auto-merge %q\n%s\n%s", res, gh.AutoMerge(res.Number), body, log.String())
 	}
 
@@ -79,24 +68,14 @@ func TestProposeApprovalsGitLab(t *testing.T) {
 	ctx := context.Background()
 	dir := newCatalog(t)
 	gl := forgetest.NewGitLab(t, "org/catalog")
-	f, err := forge.New(gl.Options())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	plans := 0
-	p := proposal(change("a: 1\n"), &plans, &log, "")
-	p.AutoMerge = "merge"
-	p.Approvers = []forge.Approvers{{Users: []string{"alice"}}, {Teams: []string{"org/platform"}, Artifacts: "a*"}}
-	p.Evidence = []string{"lab listed a 1.0.0 at 2026-12-04T10:00Z (catalog commit 1a2b3c4d5e6f), soak 1h"}
+	f, p, log := approvalProposal(t, gl.Options(), "merge")
 	res, err := Propose(ctx, f, openTip(t, dir), p)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	body := gl.PRs()[0].Body
-	if !strings.Contains(res.Unrequired, "no protection rule") || gl.AutoMerge(res.Number) != "" || !strings.Contains(log.String(), "POST /projects/:id/approval_rules") ||
-		!strings.Contains(body, "- @alice, for every artifact") || !strings.Contains(body, "- @org/platform, for artifacts `a*`") ||
-		!strings.Contains(body, "does not require these approvals") || !strings.Contains(body, "Merge request approvals") || !strings.Contains(body, "lab listed a 1.0.0 at 2026-12-04T10:00Z") {
+	if !approvalsNoted(body) || !strings.Contains(res.Unrequired, "no protection rule") || gl.AutoMerge(res.Number) != "" || !strings.Contains(log.String(), "POST /projects/:id/approval_rules") ||
+		!strings.Contains(body, "Merge request approvals") {
 		t.Fatalf("no rule: %+v, auto-merge %q\n%s\n%s", res, gl.AutoMerge(res.Number), body, log.String())
 	}
 	if merges := requests(gl, http.MethodPut, "/merge"); len(merges) != 0 {
@@ -156,4 +135,34 @@ func requests(gl *forgetest.GitLab, method, path string) []forgetest.Request {
 		}
 	}
 	return out
+}
+
+// approvalProposal is the forge of o and a proposal of cluster prod with
+// auto-merge method am, two approvers (alice for every artifact, the team
+// org/platform for a*) and a line of gate evidence, logging into log.
+func approvalProposal(t *testing.T, o forge.Options, am string) (forge.Forge, Proposal, *bytes.Buffer) {
+	t.Helper()
+	f, err := forge.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := new(bytes.Buffer)
+	plans := 0
+	p := proposal(change("a: 1\n"), &plans, log, "")
+	p.AutoMerge = am
+	p.Approvers = []forge.Approvers{{Users: []string{"alice"}}, {Teams: []string{"org/platform"}, Artifacts: "a*"}}
+	p.Evidence = []string{"lab listed a 1.0.0 at 2026-12-04T10:00Z (catalog commit 1a2b3c4d5e6f), soak 1h"}
+	return f, p, log
+}
+
+// approvalsNoted reports whether a pull request's body of approvalProposal
+// names both approvers, says the branch does not require them, and gives
+// the gate evidence.
+func approvalsNoted(body string) bool {
+	for _, want := range []string{"- @alice, for every artifact", "- @org/platform, for artifacts `a*`", "does not require these approvals", "lab listed a 1.0.0 at 2026-12-04T10:00Z"} {
+		if !strings.Contains(body, want) {
+			return false
+		}
+	}
+	return true
 }
