@@ -56,6 +56,19 @@ func (g *GitLab) Approve(iid int, username string) {
 	g.autoMerge(g.mr(iid))
 }
 
+// SetMergeCommit sets the merge commit merged MR iid reports
+// (merge_commit_sha), for a test that made that merge in a real catalog
+// repo; without it the fake reports a made-up one.
+func (g *GitLab) SetMergeCommit(iid int, sha string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m := g.mr(iid); m != nil {
+		m.mergeSHA = sha
+	} else {
+		g.t.Errorf("forgetest: GitLab.SetMergeCommit(%d): no merge request !%d", iid, iid)
+	}
+}
+
 // PipelineSucceeded is MR iid's pipeline succeeding. GitLab then merges an
 // MR set to auto-merge (merge_when_pipeline_succeeds or auto_merge) once
 // every approval rule of its target branch has its approvals (until then
