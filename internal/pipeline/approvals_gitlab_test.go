@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/forge/forgetest"
 	"github.com/operator-publish/publish/internal/gitops"
-	"github.com/operator-publish/publish/internal/lint"
-	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 )
 
@@ -35,16 +32,8 @@ func TestRunApprovalsGitLab(t *testing.T) {
 	f.addOverlays(t, "edge")
 	gl := forgetest.NewGitLab(t, "platform/catalog")
 	var log syncBuffer
-	o := Options{
-		Source:   f.source,
-		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-		Catalog:  catalogOpts(f.catalog),
-		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
-		Log:      slog.New(slog.NewTextHandler(&log, nil)),
-		Declared: []string{"global", "edge"},
-		Clusters: []ClusterOptions{{Name: "global", Exclude: []string{"other"}}, {Name: "edge"}},
-		Forge:    func() (forge.Forge, error) { return forge.New(gl.Options()) },
-	}
+	o := f.deliveryOptions(&log, []string{"global", "edge"}, ClusterOptions{Name: "global", Exclude: []string{"other"}}, ClusterOptions{Name: "edge"})
+	o.Forge = func() (forge.Forge, error) { return forge.New(gl.Options()) }
 	ctx := context.Background()
 	run := func(what string) *Result {
 		t.Helper()

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -90,18 +91,27 @@ func newGiteaCatalog(t *testing.T, f *fixture, clusters ...string) *giteaCatalog
 	return gc
 }
 
-// options are the options of a run of f's package repo for clusters on
-// the Gitea catalog, its log in gc.log and its forge Gitea's API with
-// gc.token.
-func (gc *giteaCatalog) options(f *fixture, declared []string, clusters ...ClusterOptions) Options {
-	o := Options{
+// deliveryOptions are the options of a run of f's package repo for
+// clusters (declared in publish.yaml: declared) on f's catalog, with lint's
+// bundle/package off (the fixture's packages have no package manifest)
+// and the log into log: the delivery tests' runs.
+func (f *fixture) deliveryOptions(log io.Writer, declared []string, clusters ...ClusterOptions) Options {
+	return Options{
 		Source:   f.source,
 		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
 		Catalog:  catalogOpts(f.catalog),
 		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
+		Log:      slog.New(slog.NewTextHandler(log, nil)),
 		Declared: declared,
 		Clusters: clusters,
 	}
+}
+
+// options are the options of a run of f's package repo for clusters on
+// the Gitea catalog (deliveryOptions), its log in gc.log and its forge
+// Gitea's API with gc.token.
+func (gc *giteaCatalog) options(f *fixture, declared []string, clusters ...ClusterOptions) Options {
+	o := f.deliveryOptions(&gc.log, declared, clusters...)
 	gc.wire(&o)
 	return o
 }
