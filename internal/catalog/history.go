@@ -228,3 +228,48 @@ func readState(s storer.EncodedObjectStorer, h plumbing.Hash, legacy bool, clust
 func (t *Tip) History(ctx context.Context, cluster string) (*History, error) {
 	return ReadHistory(ctx, t.store, t.head, t.prefix, cluster)
 }
+
+// ErrNotFetched is the error of StatesAround when the tip's objects lack
+// the commit asked for or its parent: a remote catalog opened without
+// gitops.Options.History holds its tip commit alone.
+var ErrNotFetched = errors.New("commit not fetched")
+
+// StatesAround returns the state of cluster (publish/state/<cluster>.yaml
+// under the tip's --catalog-path, or its part of the older single state
+// file) in commit (a full hash) and in commit's first parent, read from
+// the tip's objects: what commit changed of the cluster's listings. For
+// the commit a forge wrote when it merged a pull request into the catalog
+// branch that is what the pull request changed: a merge commit's first
+// parent is the branch before the merge, and a squash or rebase merge of
+// the one commit of a rolling branch is one commit on it. A commit, or a
+// root commit's missing parent, without the file gives a nil State.
+// Errors: ErrNotFetched (wrapped) when the objects lack commit or its
+// parent; a state file that does not parse (naming the commit).
+func (t *Tip) StatesAround(commit, cluster string) (parent, at *gitops.State, err error) {
+	read := func(h plumbing.Hash) (*object.Commit, *gitops.State, error) {
+		c, err := object.GetCommit(t.store, h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, nil, fmt.Errorf("catalog commit %s: %w", h, ErrNotFetched)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("catalog commit %s: %w", h, err)
+		}
+		blob, legacy, err := stateBlob(t.store, c, t.prefix, cluster)
+		if err != nil || blob.IsZero() {
+			return c, nil, err
+		}
+		st, err := readState(t.store, blob, legacy, cluster, c.Hash)
+		return c, st, err
+	}
+	c, at, err := read(plumbing.NewHash(commit))
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.NumParents() == 0 {
+		return nil, at, nil
+	}
+	if _, parent, err = read(c.ParentHashes[0]); err != nil {
+		return nil, nil, err
+	}
+	return parent, at, nil
+}

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +149,30 @@ func TestReadHistory(t *testing.T) {
 		}
 		if e, ok := h.Since("etcd", "0.1.0"); !ok || !e.Present || e.Commit != commits[4] {
 			t.Errorf("0.1.0 at the tip: %+v (%v)", e, ok)
+		}
+		if _, _, err := tip.StatesAround(commits[4], "edge"); !errors.Is(err, ErrNotFetched) {
+			t.Errorf("the states around the shallow tip: %v, want ErrNotFetched", err)
+		}
+	})
+
+	t.Run("states around a commit", func(t *testing.T) {
+		tip, err := OpenTip(context.Background(), gitops.Options{URL: dir, Branch: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tip.Close()
+		before, at, err := tip.StatesAround(commits[3], "edge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := model.ChangedDigests(before.Artifacts, at.Artifacts); len(got) != 1 || got[0].Version != "0.2.0" || got[0].BundleDigest != "sha256:"+strings.Repeat("c", 64) {
+			t.Errorf("commit 3 listed %+v, want 0.2.0 rebuilt alone", got)
+		}
+		if before, at, err := tip.StatesAround(commits[0], "edge"); err != nil || before != nil || len(model.ChangedDigests(nil, at.Artifacts)) != 1 {
+			t.Errorf("the root commit: before %v, at %v, %v", before, at, err)
+		}
+		if _, _, err := tip.StatesAround(strings.Repeat("d", 40), "edge"); !errors.Is(err, ErrNotFetched) {
+			t.Errorf("a commit not in the repo: %v, want ErrNotFetched", err)
 		}
 	})
 }

@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/delivery"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/model"
@@ -52,13 +54,19 @@ func gateEvidence(cr *clusterRun) []string {
 // approvalRecords returns, for the pull-request clusters of prs whose
 // last merged pull request (delivery.Result.Approval) their state does not
 // record yet, the change of their state file on the tip with the record
-// appended (the approvers, and the digests the cluster lists at the tip,
-// which has the merge): the run commits it to the catalog branch, an
+// appended (the approvers, and the bundle digests the merge listed on the
+// cluster: mergedDigests): the run commits it to the catalog branch, an
 // audit record that lists nothing. It also returns a line per record for
 // the commit message.
-func approvalRecords(prs []*clusterRun) ([]catalog.Change, []string, error) {
+func approvalRecords(ctx context.Context, o Options, prs []*clusterRun) ([]catalog.Change, []string, error) {
 	var changes []catalog.Change
 	var lines []string
+	var full *catalog.Tip // the catalog with its history, opened when a merge is not in the tip's objects
+	defer func() {
+		if full != nil {
+			full.Close()
+		}
+	}()
 	for _, cr := range prs {
 		pr := cr.cres.PullRequest
 		if pr == nil || pr.Approval == nil {
@@ -81,7 +89,11 @@ func approvalRecords(prs []*clusterRun) ([]catalog.Change, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		rec := model.ApprovalRecord{PullRequest: a.Number, URL: a.URL, Commit: a.Commit, MergedAt: a.MergedAt, Approvers: a.Approvers, Digests: model.ListedDigests(st.Artifacts)}
+		digests, err := mergedDigests(ctx, o, cr, a, &full)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec := model.ApprovalRecord{PullRequest: a.Number, URL: a.URL, Commit: a.Commit, MergedAt: a.MergedAt, Approvers: a.Approvers, Digests: digests}
 		if rec.Approvers == nil {
 			rec.Approvers = []string{}
 		}
@@ -92,9 +104,53 @@ func approvalRecords(prs []*clusterRun) ([]catalog.Change, []string, error) {
 		}
 		changes = append(changes, catalog.Change{Path: sp, Data: out})
 		lines = append(lines, fmt.Sprintf("cluster %s: pull request #%d approved by %v", cr.r.Cluster, a.Number, rec.Approvers))
-		cr.r.logf("pull request: #%d of cluster %s was merged (%s), approved by %v: recorded in %s", a.Number, cr.r.Cluster, report.ShortCommit(a.Commit), rec.Approvers, sp)
+		cr.r.logf("pull request: #%d of cluster %s was merged (%s), approved by %v, listing %d bundle digests: recorded in %s", a.Number, cr.r.Cluster, report.ShortCommit(a.Commit), rec.Approvers, len(digests), sp)
 	}
 	return changes, lines, nil
+}
+
+// mergedDigests returns the bundle digests the merged pull request a
+// listed on cr's cluster: the versions its merge commit added or changed
+// in the cluster's state (catalog.Tip.StatesAround, model.ChangedDigests),
+// not every version the cluster lists. A merge commit the run's tip does
+// not hold with its parent (a remote catalog is fetched shallow unless a
+// cluster has gates) is read from the catalog branch fetched with its
+// history, opened once into *full for every cluster of the run. A merge
+// commit not on the catalog branch (rewritten since) is a warning and no
+// digests. Errors: the catalog cannot be fetched, or a state file there
+// does not parse.
+func mergedDigests(ctx context.Context, o Options, cr *clusterRun, a *delivery.Approval, full **catalog.Tip) ([]model.ApprovedDigest, error) {
+	if a.Commit == "" {
+		cr.r.warnf("pull request: the forge names no merge commit of #%d of cluster %s: its approval is recorded without digests", a.Number, cr.r.Cluster)
+		return []model.ApprovedDigest{}, nil
+	}
+	before, after, err := cr.s.tip.StatesAround(a.Commit, cr.r.Cluster)
+	if errors.Is(err, catalog.ErrNotFetched) {
+		if *full == nil {
+			co := o.Catalog
+			co.History = true
+			o.logf("pull request: fetching the history of the catalog branch %s to read what #%d of cluster %s changed", cr.s.tip.Branch(), a.Number, cr.r.Cluster)
+			if *full, err = catalog.OpenTip(ctx, co); err != nil {
+				return nil, err
+			}
+		}
+		before, after, err = (*full).StatesAround(a.Commit, cr.r.Cluster)
+	}
+	if errors.Is(err, catalog.ErrNotFetched) {
+		cr.r.warnf("pull request: the merge commit %s of #%d of cluster %s is not on the catalog branch %s: its approval is recorded without digests", report.ShortCommit(a.Commit), a.Number, cr.r.Cluster, cr.s.tip.Branch())
+		return []model.ApprovedDigest{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("recording the approvals of pull request #%d: %w", a.Number, err)
+	}
+	var b, at []model.ArtifactRecord
+	if before != nil {
+		b = before.Artifacts
+	}
+	if after != nil {
+		at = after.Artifacts
+	}
+	return model.ChangedDigests(b, at), nil
 }
 
 // proposeAndRecord delivers the pull requests of prs
@@ -107,7 +163,7 @@ func proposeAndRecord(ctx context.Context, o Options, f forge.Forge, prs []*clus
 	if err := deliverPullRequests(ctx, o, f, prs, proposed, many); err != nil {
 		return nil, nil, err
 	}
-	return approvalRecords(prs)
+	return approvalRecords(ctx, o, prs)
 }
 
 // withRecords appends the lines of the approval records to a commit

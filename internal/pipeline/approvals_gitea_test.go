@@ -3,16 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/operator-publish/publish/internal/forge"
-	"github.com/operator-publish/publish/internal/lint"
-	"github.com/operator-publish/publish/internal/mirror"
-	"github.com/operator-publish/publish/internal/testenv"
+	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/model"
 )
 
 // TestRunApprovalsGitea: a pull-request cluster with approvers against a
@@ -20,51 +17,21 @@ import (
 // says so and how to set it, in the log and the pull request, and does not
 // ask for auto-merge; with it, auto-merge is asked for and Gitea does not
 // merge until the named user approved through its API; the run after the
-// merge records the approver and the listed digests in the cluster's
-// state, once.
+// merge records the approver and the digests the pull request listed in
+// the cluster's state, once. A second pull request that lists one version
+// is recorded with that version's digest alone.
 func TestRunApprovalsGitea(t *testing.T) {
-	g := testenv.Gitea(t)
-	clone := g.CreateRepo(t, "catalog")
-	repo := g.User + "/catalog"
-	reviewer, reviewerToken := g.Collaborator(t, "catalog", "write", "write:repository")
 	f := newFixture(t)
-	f.catalog = g.AuthURL(clone)
-	f.run(t)
-	f.addOverlays(t, "prod")
-	var log syncBuffer
-	o := Options{
-		Source:   f.source,
-		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-		Catalog:  catalogOpts(f.catalog),
-		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
-		Log:      slog.New(slog.NewTextHandler(&log, nil)),
-		Declared: []string{"global", "prod"},
-		Clusters: []ClusterOptions{{Name: "global", Exclude: []string{"other"}}, {Name: "prod"}},
-	}
-	o.Catalog.URL, o.Catalog.Username, o.Catalog.Password = clone, g.User, g.Token
-	o.Forge = func() (forge.Forge, error) {
-		return forge.New(forge.Options{Kind: "gitea", APIURL: g.URL + "/api/v1", Token: g.Token, CatalogURL: clone})
-	}
+	gc := newGiteaCatalog(t, f, "prod")
+	repo := gc.repo
+	reviewer, reviewerToken := gc.g.Collaborator(t, "catalog", "write", "write:repository")
+	o := gc.options(f, []string{"global", "prod"}, ClusterOptions{Name: "global", Exclude: []string{"other"}}, ClusterOptions{Name: "prod"})
 	ctx := context.Background()
-	run := func(what string) *Result {
-		t.Helper()
-		res, err := Run(ctx, o)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, log.String())
-		}
-		return res
-	}
+	run := func(what string) *Result { t.Helper(); return gc.run(t, o, what) }
 	run("prod's first catalog, by push")
+	listed := prodRecord(t, f.catalog, nil).Digests // tiny 1.1.0, listed by push
 	o.Clusters[1].Delivery = DeliveryPullRequest
 	o.Clusters[1].PullRequest = PullRequestOptions{AutoMerge: "merge", Approvers: []forge.Approvers{{Users: []string{reviewer}}}}
-	getPR := func(n int) giteaPR {
-		t.Helper()
-		var pr giteaPR
-		if _, err := g.Do(ctx, http.MethodGet, fmt.Sprintf("/repos/%s/pulls/%d", repo, n), nil, &pr); err != nil {
-			t.Fatal(err)
-		}
-		return pr
-	}
 
 	// 1. No protection: said in the log and the body, with how; no
 	// auto-merge asked for.
@@ -73,17 +40,17 @@ func TestRunApprovalsGitea(t *testing.T) {
 	if pr == nil || pr.Action != "opened" || !strings.Contains(pr.Unrequired, "no protection rule") {
 		t.Fatalf("unprotected: %+v", pr)
 	}
-	if s := log.String(); !strings.Contains(s, "does not require their approval") || !strings.Contains(s, "approvals_whitelist_username") || !strings.Contains(s, "auto-merge (merge) is not asked for") {
+	if s := gc.log.String(); !strings.Contains(s, "does not require their approval") || !strings.Contains(s, "approvals_whitelist_username") || !strings.Contains(s, "auto-merge (merge) is not asked for") {
 		t.Fatalf("the log does not say what is missing and how:\n%s", s)
 	}
-	got := getPR(pr.Number)
+	got := gc.pr(t, pr.Number)
 	if got.Merged || !strings.Contains(got.Body, "@"+reviewer) || !strings.Contains(got.Body, "does not require these approvals") || !strings.Contains(got.Body, "Required approvals") {
 		t.Fatalf("pull request without protection: %+v", got)
 	}
 
 	// 2. The protection requires the reviewer's approval: auto-merge is
 	// asked for, and Gitea waits for the approval.
-	if _, err := g.Do(ctx, http.MethodPost, "/repos/"+repo+"/branch_protections", map[string]any{
+	if _, err := gc.g.Do(ctx, http.MethodPost, "/repos/"+repo+"/branch_protections", map[string]any{
 		"rule_name": "main", "enable_push": true, "required_approvals": 1,
 		"enable_approvals_whitelist": true, "approvals_whitelist_username": []string{reviewer},
 	}, nil); err != nil {
@@ -94,12 +61,12 @@ func TestRunApprovalsGitea(t *testing.T) {
 	f.commit(t, "tiny 1.2.0")
 	res := run("tiny 1.2.0")
 	pr = res.Clusters[1].PullRequest
-	if pr.Action != "updated" || pr.Unrequired != "" || !strings.Contains(log.String(), "requires the approval of the approvers of cluster prod") {
-		t.Fatalf("protected: %+v\n%s", pr, log.String())
+	if pr.Action != "updated" || pr.Unrequired != "" || !strings.Contains(gc.log.String(), "requires the approval of the approvers of cluster prod") {
+		t.Fatalf("protected: %+v\n%s", pr, gc.log.String())
 	}
 	main := remoteHead(t, f.catalog, "main")
-	g.WaitBranch(t, repo, "publish/prod", pr.Commit)
-	if got := getPR(pr.Number); got.Merged || got.State != "open" || !strings.Contains(got.Body, "requires their approval") {
+	gc.g.WaitBranch(t, repo, "publish/prod", pr.Commit)
+	if got := gc.pr(t, pr.Number); got.Merged || got.State != "open" || !strings.Contains(got.Body, "requires their approval") {
 		t.Fatalf("merged before the approval: %+v", got)
 	}
 	// A run later (Gitea's merge queue had its time), still open: the
@@ -110,35 +77,86 @@ func TestRunApprovalsGitea(t *testing.T) {
 		t.Fatalf("before the approval: commit %q, %+v", res.Commit, before)
 	} else if before.Commit != "" {
 		pr = before
-		g.WaitBranch(t, repo, "publish/prod", pr.Commit)
+		gc.g.WaitBranch(t, repo, "publish/prod", pr.Commit)
 	}
-	if got := getPR(pr.Number); got.Merged || remoteHead(t, f.catalog, "main") != main {
+	if got := gc.pr(t, pr.Number); got.Merged || remoteHead(t, f.catalog, "main") != main {
 		t.Fatalf("merged before the approval: %+v", got)
 	}
-	if _, err := g.DoToken(ctx, reviewerToken, http.MethodPost, fmt.Sprintf("/repos/%s/pulls/%d/reviews", repo, pr.Number), map[string]any{"event": "APPROVED", "body": "lgtm", "commit_id": pr.Commit}, nil); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for !getPR(pr.Number).Merged {
-		if time.Now().After(deadline) {
-			t.Fatalf("not merged a minute after the approval: %+v", getPR(pr.Number))
-		}
-		<-tick.C
-	}
+	gc.approve(t, reviewerToken, pr.Number, pr.Commit)
+	gc.waitMerged(t, pr.Number)
 
-	// 3. The next run records the approver and the digests, once.
+	// 3. The next run records the approver and the digests the pull
+	// request listed (other's and tiny 1.2.0's, not tiny 1.1.0's, which
+	// prod listed before), once.
 	res = run("after the merge")
 	if res.Commit == "" || res.Commit == main {
 		t.Fatalf("no record commit: %+v", res)
 	}
-	state := remoteFile(t, f.catalog, "main", "publish/state/prod.yaml")
-	if !strings.Contains(state, "approvers:\n  - "+reviewer) || !strings.Contains(state, fmt.Sprintf("pullRequest: %d", pr.Number)) ||
-		!strings.Contains(state, "digests:\n  - artifact: other") || !strings.Contains(state, "version: 1.2.0") {
-		t.Fatalf("prod's state:\n%s", state)
+	rec := prodRecord(t, f.catalog, &pr.Number)
+	if !strings.Contains(gc.log.String(), "listing 2 bundle digests") || !strings.Contains(gc.log.String(), "fetching the history of the catalog branch main to read what #") || fmt.Sprint(rec.Approvers) != "["+reviewer+"]" || len(rec.Digests) != 2 ||
+		rec.Digests[0].Artifact != "other" || rec.Digests[1] != (model.ApprovedDigest{Artifact: "tiny", Version: "1.2.0", BundleDigest: digestIn(t, f.catalog, "tiny", "1.2.0")}) {
+		t.Fatalf("prod's record of #%d: %+v (prod listed %+v before)\n%s", pr.Number, rec, listed, gc.log.String())
 	}
 	if res := run("again"); res.Commit != "" {
 		t.Fatalf("the record was written again: %s", res.Commit)
 	}
+
+	// 4. A second pull request lists tiny 1.3.0 alone: its record names
+	// that digest only.
+	f.pushVersion(t, "1.3.0")
+	f.writeManifest(t, "tiny", "1.3.0")
+	f.commit(t, "tiny 1.3.0")
+	second := run("tiny 1.3.0").Clusters[1].PullRequest
+	if second.Action != "opened" || second.Number == pr.Number {
+		t.Fatalf("second pull request: %+v", second)
+	}
+	gc.g.WaitBranch(t, repo, "publish/prod", second.Commit)
+	gc.approve(t, reviewerToken, second.Number, second.Commit)
+	gc.waitMerged(t, second.Number)
+	run("after the second merge")
+	rec = prodRecord(t, f.catalog, &second.Number)
+	if want := (model.ApprovedDigest{Artifact: "tiny", Version: "1.3.0", BundleDigest: digestIn(t, f.catalog, "tiny", "1.3.0")}); len(rec.Digests) != 1 || rec.Digests[0] != want || want.BundleDigest == "" {
+		t.Fatalf("prod's record of #%d: %+v, want %+v alone", second.Number, rec.Digests, want)
+	}
+}
+
+// prodRecord reads prod's state at the tip of the catalog at url: the
+// approval record of pull request *number, or (number nil) a record of
+// every version prod lists. It fails t when there is no such record.
+func prodRecord(t *testing.T, url string, number *int) model.ApprovalRecord {
+	t.Helper()
+	st, err := gitops.ParseState(gitops.StatePath("prod"), []byte(remoteFile(t, url, "main", gitops.StatePath("prod"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if number == nil {
+		var all []model.ApprovedDigest
+		for _, a := range st.Artifacts {
+			for _, v := range a.Versions {
+				if a.Present && v.Present {
+					all = append(all, model.ApprovedDigest{Artifact: a.Name, Version: v.Version, BundleDigest: v.BundleDigest})
+				}
+			}
+		}
+		return model.ApprovalRecord{Digests: all}
+	}
+	for _, r := range st.Approvals {
+		if r.PullRequest == *number {
+			return r
+		}
+	}
+	t.Fatalf("prod's state records no approval of #%d: %+v", *number, st.Approvals)
+	return model.ApprovalRecord{}
+}
+
+// digestIn is the bundle digest prod's state at the tip of the catalog at
+// url records for version v of artifact art ("" when none).
+func digestIn(t *testing.T, url, art, v string) string {
+	t.Helper()
+	for _, d := range prodRecord(t, url, nil).Digests {
+		if d.Artifact == art && d.Version == v {
+			return d.BundleDigest
+		}
+	}
+	return ""
 }

@@ -3,68 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/memory"
-
-	"github.com/operator-publish/publish/internal/forge"
-	"github.com/operator-publish/publish/internal/lint"
-	"github.com/operator-publish/publish/internal/mirror"
-	"github.com/operator-publish/publish/internal/testenv"
 )
-
-// remoteHead returns the commit of branch of the Git repo at url ("" when
-// it has none), asked over the wire as a client would.
-func remoteHead(t *testing.T, url, branch string) string {
-	t.Helper()
-	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := rem.List(&git.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range refs {
-		if r.Name() == plumbing.NewBranchReferenceName(branch) {
-			return r.Hash().String()
-		}
-	}
-	return ""
-}
-
-// remoteFile reads p on branch of the Git repo at url ("" when absent).
-func remoteFile(t *testing.T, url, branch, p string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if _, err := git.PlainClone(dir, false, &git.CloneOptions{URL: url, ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true, Depth: 1}); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(filepath.Join(dir, p))
-	return string(data)
-}
-
-// giteaPR is the part of Gitea's pull request object the test reads
-// (GET /repos/{owner}/{repo}/pulls/{index}).
-type giteaPR struct {
-	Number int    `json:"number"`
-	State  string `json:"state"`
-	Title  string `json:"title"`
-	Body   string `json:"body"`
-	Merged bool   `json:"merged"`
-	Head   struct {
-		Ref string `json:"ref"`
-		Sha string `json:"sha"`
-	} `json:"head"`
-	Labels []struct {
-		Name string `json:"name"`
-	} `json:"labels"`
-}
 
 // TestRunPullRequestGitea: pull-request delivery against a real Gitea
 // server: the catalog repo lives on Gitea, global
@@ -76,54 +20,17 @@ type giteaPR struct {
 // change merged through the API makes the next run a no-op; a read-only
 // token stops the run with main untouched.
 func TestRunPullRequestGitea(t *testing.T) {
-	g := testenv.Gitea(t)
-	clone := g.CreateRepo(t, "catalog")
-	repo := g.User + "/catalog"
 	f := newFixture(t)
-	f.catalog = g.AuthURL(clone)
-	f.run(t) // seeds the catalog on Gitea: global, by push
-	f.addOverlays(t, "prod")
-	var log syncBuffer
-	o := Options{
-		Source:   f.source,
-		Mirror:   mirror.Options{DstRegistry: f.dst + "/mirror", PlainHTTP: true},
-		Catalog:  catalogOpts(f.catalog),
-		Lint:     lint.Config{Severity: map[string]lint.Severity{"bundle/package": lint.Off}},
-		Log:      slog.New(slog.NewTextHandler(&log, nil)),
-		Declared: []string{"global", "prod"},
-		Clusters: []ClusterOptions{
-			{Name: "global", Exclude: []string{"other"}},
-			{Name: "prod", Delivery: DeliveryPush},
-		},
-		PlanDir: t.TempDir(),
-	}
-	o.Catalog.URL, o.Catalog.Username, o.Catalog.Password = clone, g.User, g.Token
-	token := g.Token
-	o.Forge = func() (forge.Forge, error) {
-		return forge.New(forge.Options{Kind: "gitea", APIURL: g.URL + "/api/v1", Token: token, CatalogURL: clone})
-	}
+	gc := newGiteaCatalog(t, f, "prod") // seeds the catalog on Gitea: global, by push
+	g, repo := gc.g, gc.repo
+	o := gc.options(f, []string{"global", "prod"}, ClusterOptions{Name: "global", Exclude: []string{"other"}}, ClusterOptions{Name: "prod", Delivery: DeliveryPush})
+	o.PlanDir = t.TempDir()
 	ctx := context.Background()
-	if _, err := Run(ctx, o); err != nil { // prod's first catalog, by push
-		t.Fatalf("run: %v\n%s", err, log.String())
-	}
+	gc.run(t, o, "prod's first catalog, by push")
 	o.Clusters[1].Delivery = DeliveryPullRequest
 	o.Clusters[1].PullRequest.Labels = []string{"operators"}
-	getPR := func(n int) giteaPR {
-		t.Helper()
-		var pr giteaPR
-		if _, err := g.Do(ctx, http.MethodGet, fmt.Sprintf("/repos/%s/pulls/%d", repo, n), nil, &pr); err != nil {
-			t.Fatal(err)
-		}
-		return pr
-	}
-	run := func(what string) *Result {
-		t.Helper()
-		res, err := Run(ctx, o)
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", what, err, log.String())
-		}
-		return res
-	}
+	getPR := func(n int) giteaPR { t.Helper(); return gc.pr(t, n) }
+	run := func(what string) *Result { t.Helper(); return gc.run(t, o, what) }
 
 	// 1. other, which global excludes: a pull request for prod only.
 	main := remoteHead(t, f.catalog, "main")
@@ -210,12 +117,12 @@ func TestRunPullRequestGitea(t *testing.T) {
 
 	// 7. A token that may only read: stopped before anything reaches main,
 	// naming the scope needed.
-	token = g.ReadOnlyToken(t, "catalog")
+	gc.token = g.ReadOnlyToken(t, "catalog")
 	f.pushVersion(t, "1.3.0")
 	f.writeManifest(t, "tiny", "1.3.0")
 	f.commit(t, "tiny 1.3.0")
 	_, err := Run(ctx, o)
-	if err == nil || !strings.Contains(err.Error(), "write:repository") || strings.Contains(err.Error(), token) {
+	if err == nil || !strings.Contains(err.Error(), "write:repository") || strings.Contains(err.Error(), gc.token) {
 		t.Fatalf("read-only token: %v", err)
 	}
 	if remoteHead(t, f.catalog, "main") != main {

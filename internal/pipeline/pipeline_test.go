@@ -122,9 +122,12 @@ func (f *fixture) catalogFile(t *testing.T, p string) string {
 }
 
 // catalogFileOf reads a file at the tip of the main branch of the catalog
-// repo at dir ("" when absent).
+// repo at dir, or at a URL (a catalog on a Git server), "" when absent.
 func catalogFileOf(t *testing.T, dir, p string) string {
 	t.Helper()
+	if strings.Contains(dir, "://") {
+		return remoteFile(t, dir, "main", p)
+	}
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -233,7 +233,9 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04Z") }
 // when each upstream cluster listed it (the catalog commit and its time,
 // from the catalog history), for a pull request's reviewers:
 // "lab listed tiny 1.2.0 at 2026-12-04T10:00Z (catalog commit 1a2b3c4d5e6f), soak 1h".
-// An upstream cluster that does not list it says so.
+// An upstream cluster that does not list it says so. A gate with Healthy
+// adds the line of the upstream cluster's health record of the version
+// (healthEvidence).
 func (g *Gates) Evidence(artifact, version string) []string {
 	var out []string
 	for _, gate := range g.Gates {
@@ -247,6 +249,9 @@ func (g *Gates) Evidence(artifact, version string) []string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s listed %s %s at %s (catalog commit %s), soak %s", gate.Cluster, artifact, version, stamp(e.Time), e.Commit[:min(12, len(e.Commit))], gate.Soak))
+		if gate.Healthy {
+			out = append(out, healthEvidence(gate.Cluster, g.Health[gate.Cluster], artifact, version))
+		}
 	}
 	return out
 }

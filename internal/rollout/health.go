@@ -166,3 +166,25 @@ func recordHealth(h *HealthFile, artifact, version, digest string) Health {
 	}
 	return r.Health
 }
+
+// healthEvidence is the line of a pull request's gate evidence that
+// gives cluster's health record of a version (HealthPath, written by
+// publish status --record): its health, when it was recorded, the object
+// read, the bundle and the install's own words:
+// "staging recorded tiny 1.2.0 Healthy at 2026-12-01T10:05Z (Subscription operators/tiny, CSV tiny.v1.2.0, bundle sha256:1212…): phase Succeeded".
+// A version without a record says so.
+func healthEvidence(cluster string, h *HealthFile, artifact, version string) string {
+	r, ok := h.Find(artifact, version)
+	if !ok {
+		return fmt.Sprintf("%s has no health record of %s %s", cluster, artifact, version)
+	}
+	src := r.Source
+	if r.BundleDigest != "" {
+		src += ", bundle " + short(r.BundleDigest)
+	}
+	line := fmt.Sprintf("%s recorded %s %s %s at %s (%s)", cluster, artifact, version, r.Health, stamp(r.Time), src)
+	if r.Reason != "" {
+		line += ": " + strings.TrimSpace(r.Reason)
+	}
+	return line
+}

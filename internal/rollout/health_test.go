@@ -73,3 +73,29 @@ func TestHealthFile(t *testing.T) {
 		}
 	}
 }
+
+// TestEvidence: a pull request's gate evidence gives, per gate, when the
+// upstream cluster listed the version (its catalog commit), and for a gate
+// with healthy: true the health record of the version there, or that
+// there is none.
+func TestEvidence(t *testing.T) {
+	staging := catalog.NewHistory("staging", catalog.VersionEvent{Cluster: "staging", Artifact: "etcd", Version: "1.0.0", Present: true,
+		BundleDigest: "sha256:1212121212121212", Commit: strings.Repeat("c", 40), Time: t0})
+	lab := catalog.NewHistory("lab")
+	g := &Gates{Cluster: "prod", Gates: []Gate{{Cluster: "staging", Soak: time.Hour, Healthy: true}, {Cluster: "lab"}},
+		Histories: map[string]*catalog.History{"staging": staging, "lab": lab},
+		Health: map[string]*HealthFile{"staging": {Cluster: "staging", Records: []HealthRecord{{Artifact: "etcd", Version: "1.0.0",
+			BundleDigest: "sha256:1212121212121212", Health: Healthy, Reason: "phase Succeeded: InstallSucceeded", Source: "Subscription operators/etcd, CSV etcd.v1.0.0", Time: t0.Add(90 * time.Minute)}}}}}
+	want := []string{
+		"staging listed etcd 1.0.0 at 2026-12-01T08:00Z (catalog commit cccccccccccc), soak 1h0m0s",
+		"staging recorded etcd 1.0.0 Healthy at 2026-12-01T09:30Z (Subscription operators/etcd, CSV etcd.v1.0.0, bundle sha256:121212121212): phase Succeeded: InstallSucceeded",
+		"lab does not list etcd 1.0.0",
+	}
+	if got := g.Evidence("etcd", "1.0.0"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("evidence:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	g.Health = nil
+	if got := g.Evidence("etcd", "1.0.0"); len(got) != 3 || got[1] != "staging has no health record of etcd 1.0.0" {
+		t.Errorf("no record: %q", got)
+	}
+}

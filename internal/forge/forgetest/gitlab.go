@@ -1,6 +1,7 @@
 package forgetest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -41,6 +42,11 @@ type glMR struct {
 	checkingLeft int
 	checking     bool
 	mergedAt     *time.Time
+	// pipelineOK: the MR's pipeline succeeded (PipelineSucceeded).
+	pipelineOK bool
+	// mergeSHA is the merge commit a merged MR reports (SetMergeCommit;
+	// "": a made-up one).
+	mergeSHA string
 }
 
 // NewGitLab starts the fake for project ("group/name" or
@@ -287,7 +293,7 @@ func (g *GitLab) mrJSON(m *glMR) map[string]any {
 		"web_url":                      fmt.Sprintf("%s/%s/-/merge_requests/%d", g.srv.URL, g.project, m.Number),
 		"author":                       map[string]any{"username": "publish-bot"},
 		"merged_at":                    m.mergedAt,
-		"merge_commit_sha":             map[bool]string{true: mergeCommit(m.Number)}[m.mergedAt != nil],
+		"merge_commit_sha":             map[bool]string{true: cmp.Or(m.mergeSHA, mergeCommit(m.Number))}[m.mergedAt != nil],
 	}
 }
 
