@@ -36,11 +36,12 @@ type publicChart struct {
 	files []string
 }
 
-// jenkinsImages are the images of the jenkins chart: its statefulset's,
+// jenkinsImages are the images of the jenkins chart: its StatefulSet's,
 // the inbound-agent its artifacthub.io/images annotation names (rendered
 // only inside the JCasC ConfigMap), and bats, which only its Helm test
-// hook Pod runs (`helm test` needs it too: an image of a hook is an image
-// of the chart; upstream's annotation leaves it out).
+// hook Pod (helm.sh/hook: test-success) runs: `helm test` needs it, so
+// an image of a hook is an image of the chart (upstream's annotation
+// leaves it out).
 var jenkinsImages = []string{"docker.io/bats/bats:1.14.0", "docker.io/jenkins/inbound-agent:3385.vf1123fb_515da_-1",
 	"docker.io/jenkins/jenkins:2.568.2-jdk21", "docker.io/kiwigrid/k8s-sidecar:2.10.1"}
 
