@@ -114,6 +114,9 @@ func TestPublicCharts(t *testing.T) {
 	e := newChartEnv(t)
 	mirrors := map[string]registry.SourceMirror{}
 	for _, c := range publicCharts {
+		if _, err := os.Stat(filepath.Join(dir, c.dir, "Chart.yaml")); err != nil {
+			t.Fatalf("the public chart corpus has no chart %s (%v): docs/testing.md says what it holds", c.dir, err)
+		}
 		a := packPublicChart(t, filepath.Join(dir, c.dir))
 		ref := e.reg.Ref("src/charts/" + c.dir + ":" + c.version)
 		e.archives[c.dir+" "+c.version] = a
