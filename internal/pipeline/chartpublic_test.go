@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -13,7 +12,6 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	"github.com/operator-publish/publish/internal/lint"
-	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/registry"
 	"github.com/operator-publish/publish/internal/testenv"
@@ -76,7 +74,7 @@ func publicChartsDir(t *testing.T) string {
 	corpus, _ := testenv.CorpusDir()
 	d := filepath.Join(corpus, "charts")
 	if st, err := os.Stat(d); err != nil || !st.IsDir() {
-		testenv.Skipf(t, "the public chart corpus %s is missing: upstream charts, unchanged, one directory each (its README names them)", d)
+		testenv.Skipf(t, "the public chart corpus %s is missing: upstream charts, unchanged, one directory each (docs/testing.md, Public charts)", d)
 	}
 	return d
 }
@@ -189,20 +187,5 @@ func TestPublicCharts(t *testing.T) {
 			t.Errorf("%s: the catalog records %q, the source digest is %s", c.dir, st[c.dir].Versions[0].BundleDigest, e.digests[c.dir+" "+c.version])
 		}
 		e.helmAsUser(t, st[c.dir], c.dir, c.version, c.global)
-	}
-}
-
-// TestSourceHostsOCIChart: the registry of an OCI chart written with
-// oci:// gets the source credentials even when no related image is on
-// it (the public charts' images are on other registries).
-func TestSourceHostsOCIChart(t *testing.T) {
-	m := &manifest.PackageManifest{}
-	m.Spec.Artifact = "oci://charts.example.com:5000/charts/web:1.0.0"
-	m.Spec.RelatedImages = []string{"registry.k8s.io/web/nginx:1"}
-	c := &manifest.PackageManifest{}
-	c.Spec.Artifact = "https://charts.example.org/stable"
-	got := strings.Join(sourceHosts([]*manifest.PackageManifest{m, c}), " ")
-	if got != "charts.example.com:5000 registry.k8s.io" {
-		t.Errorf("source hosts %q, want the chart's registry and the image's", got)
 	}
 }
