@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -103,7 +104,8 @@ func packPublicChart(t *testing.T, dir string) []byte {
 // vendored subchart of templated CRDs and a packaged one that cluster
 // global's values turn off), packed by the Helm SDK and pushed as OCI
 // charts to a registry with TLS and a password, go through `publish
-// lint` and `publish run`. Then the Helm SDK, as a user would, pulls each
+// lint` and `publish run` (whose image discovery follows the cluster's
+// values: metallb's frr-k8s images are not rendered there). Then the Helm SDK, as a user would, pulls each
 // from the destination by the reference the catalog records, loads it
 // from the catalog's Git path, renders it with the cluster's values, and
 // finds every image at the destination.
@@ -174,6 +176,17 @@ func TestPublicCharts(t *testing.T) {
 	}
 	if res.Commit == "" {
 		t.Fatal("run committed nothing")
+	}
+	// Cluster global's values turn metallb's frr-k8s subchart off: its
+	// two images are listed but not rendered there.
+	var unused []string
+	for _, f := range res.Findings {
+		if f.Rule == lint.RuleChartUnusedRelated {
+			unused = append(unused, f.Artifact+" "+f.Message)
+		}
+	}
+	if len(unused) != 2 || !strings.Contains(strings.Join(unused, "\n"), "metallb spec.relatedImages lists quay.io/metallb/frr-k8s:v0.0.25") {
+		t.Errorf("run's chart/unused-related findings: %q, want metallb's two frr-k8s images", unused)
 	}
 	st := e.state(t)
 	for _, c := range publicCharts {
