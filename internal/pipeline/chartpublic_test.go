@@ -102,13 +102,14 @@ func packPublicChart(t *testing.T, dir string) []byte {
 
 // TestPublicCharts: real public charts (a CronJob; CRDs in crds/; a
 // vendored subchart of templated CRDs and a packaged one that cluster
-// global's values turn off), packed by the Helm SDK and pushed as OCI
-// charts to a registry with TLS and a password, go through `publish
-// lint` and `publish run` (whose image discovery follows the cluster's
-// values: metallb's frr-k8s images are not rendered there). Then the Helm SDK, as a user would, pulls each
-// from the destination by the reference the catalog records, loads it
-// from the catalog's Git path, renders it with the cluster's values, and
-// finds every image at the destination.
+// global's values turn off; an artifacthub.io/images annotation and a
+// Helm test hook), packed by the Helm SDK and pushed as OCI charts to a
+// registry with TLS and a password, go through `publish lint` and
+// `publish run` (whose image discovery follows the cluster's values:
+// metallb's frr-k8s images are not rendered there). Then the Helm SDK,
+// as a user would, pulls each from the destination by the reference the
+// catalog records, loads it from the catalog's Git path, renders it with
+// the cluster's values, and finds every image at the destination.
 func TestPublicCharts(t *testing.T) {
 	dir := publicChartsDir(t)
 	e := newChartEnv(t)
