@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/config"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 	"github.com/operator-publish/publish/internal/testenv"
@@ -471,7 +473,7 @@ func (e *chartEnv) helmAsUser(t *testing.T, rec model.ArtifactRecord, chartName,
 // helmImages renders c as `helm template` does (the Helm SDK's
 // dependency processing, render values and template engine, release
 // name the chart, namespace default) with vals and returns the images of
-// its containers, sorted.
+// its containers in full (lint.FullImage), sorted, each once.
 func helmImages(t *testing.T, c *chart.Chart, vals map[string]any) []string {
 	t.Helper()
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
@@ -489,12 +491,12 @@ func helmImages(t *testing.T, c *chart.Chart, vals map[string]any) []string {
 	for _, data := range files {
 		for _, line := range strings.Split(data, "\n") {
 			if s, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok {
-				out = append(out, strings.Trim(s, `"`))
+				out = append(out, lint.FullImage(strings.Trim(s, `"`)))
 			}
 		}
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }
 
 // TestChartsBrokenStopRun: a chart whose template does not render, and a

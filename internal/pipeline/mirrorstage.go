@@ -147,7 +147,9 @@ func mirrorErr(err error) error {
 func sourceHosts(ms []*manifest.PackageManifest) []string {
 	set := map[string]bool{}
 	for _, m := range ms {
-		for _, ref := range append([]string{m.Spec.Artifact}, m.Spec.RelatedImages...) {
+		// An OCI chart's spec.artifact may start with oci:// (a chart
+		// repository's https:// URL is no registry and parses as none).
+		for _, ref := range append([]string{strings.TrimPrefix(m.Spec.Artifact, "oci://")}, m.Spec.RelatedImages...) {
 			if r, err := name.ParseReference(ref); err == nil {
 				set[r.Context().RegistryStr()] = true
 			}

@@ -56,10 +56,17 @@ type cosignCLI struct {
 
 func newCosignCLI(t *testing.T, e *env) *cosignCLI {
 	t.Helper()
+	return newCosignCLIAt(t, e, e.dst)
+}
+
+// newCosignCLIAt is newCosignCLI with the credentials of reg (e.src to
+// sign at the source, as a vendor does).
+func newCosignCLIAt(t *testing.T, e *env, reg *testenv.Registry) *cosignCLI {
+	t.Helper()
 	bin := cosignBin(t)
 	dir := t.TempDir()
-	auth := base64.StdEncoding.EncodeToString([]byte(e.dst.Username + ":" + e.dst.Password))
-	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, e.dst.Host, auth)
+	auth := base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, auth)
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -293,13 +300,16 @@ func TestCosignVerifies(t *testing.T) {
 
 // helloChart is the archive of chart hello 0.1.0, as helm package makes
 // it: a ConfigMap and no image.
-func helloChart(t *testing.T) []byte {
+func helloChart(t *testing.T) []byte { return helloChartAt(t, "0.1.0") }
+
+// helloChartAt is helloChart at version.
+func helloChartAt(t *testing.T, version string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(gz)
 	for _, f := range []struct{ name, data string }{
-		{"hello/Chart.yaml", "apiVersion: v2\nname: hello\nversion: 0.1.0\ndescription: Says hello.\n"},
+		{"hello/Chart.yaml", "apiVersion: v2\nname: hello\nversion: " + version + "\ndescription: Says hello.\n"},
 		{"hello/templates/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  greeting: hello\n"},
 	} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
