@@ -30,7 +30,29 @@ type Repo struct {
 	// Client makes the requests (its transport: CA, proxy); nil:
 	// http.DefaultClient.
 	Client *http.Client
+	// Auth authenticates every request (upload, delete, index.yaml);
+	// the zero Auth sends none.
+	Auth Auth
 }
+
+// Auth is how a client proves itself to a ChartMuseum: HTTP basic auth
+// (the server's --basic-auth-user/--basic-auth-pass) or a bearer token
+// (its --bearer-auth: a JWT its --auth-cert-path verifies, with the
+// repository's push and pull actions), as the helm cm-push plugin sends
+// them (--username/--password, --access-token). A Token wins over a user
+// name and password. The credentials go only to the repository's URL:
+// net/http drops the Authorization header on a redirect to another
+// host.
+type Auth struct {
+	Username string
+	Password string
+	Token    string
+}
+
+// ErrUnauthorized is wrapped by the error of a request the server
+// refused for want of credentials (401 or 403): the caller names the
+// flags that give them.
+var ErrUnauthorized = errors.New("the ChartMuseum refused the credentials given (none, or wrong ones)")
 
 // Result says what Upload did.
 type Result struct {
@@ -155,6 +177,12 @@ func (r Repo) do(ctx context.Context, method, u string, body []byte) (int, []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/gzip")
 	}
+	switch a := r.Auth; {
+	case a.Token != "":
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+	case a.Username != "" || a.Password != "":
+		req.SetBasicAuth(a.Username, a.Password)
+	}
 	resp, err := r.client().Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: %w", method, u, err)
@@ -169,6 +197,9 @@ func (r Repo) do(ctx context.Context, method, u string, body []byte) (int, []byt
 	}
 	if resp.StatusCode >= 300 && len(data) > 200 {
 		data = append(data[:200:200], "…"...)
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return 0, nil, fmt.Errorf("%s %s: %s: %w", method, u, resp.Status, ErrUnauthorized)
 	}
 	return resp.StatusCode, data, nil
 }

@@ -25,8 +25,8 @@ import (
 // mirror and before the commit, over the registry client's transport
 // (CA, proxy). Errors name the ChartRepo and the chart; none is an input
 // error, as a registry that fails is none.
-func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRef, previous, next []model.ArtifactRecord, vs []*model.Version, logf func(string, ...any)) error {
-	repo := chartmuseum.Repo{URL: ref.URL}
+func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRef, auth chartmuseum.Auth, previous, next []model.ArtifactRecord, vs []*model.Version, logf func(string, ...any)) error {
+	repo := chartmuseum.Repo{URL: ref.URL, Auth: auth}
 	if mc != nil {
 		repo.Client = &http.Client{Transport: mc.Registry().Transport()}
 	}
@@ -64,7 +64,11 @@ func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRe
 			}
 		}
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if errors.Is(err, chartmuseum.ErrUnauthorized) {
+		err = fmt.Errorf("%w (give --chart-repo-username and --chart-repo-password, or --chart-repo-token: PUBLISH_CHART_REPO_USERNAME, PUBLISH_CHART_REPO_PASSWORD, PUBLISH_CHART_REPO_TOKEN)", err)
+	}
+	return err
 }
 
 // presentVersions are the versions arts list (artifact and version

@@ -28,7 +28,7 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 		return nil, err
 	}
 	if cr := o.Render.ChartRepo; cr.URL != "" {
-		if err := uploadCharts(ctx, r.mc, cr, state.Artifacts, next, model.ChangedVersions(s.vs), o.logf); err != nil {
+		if err := uploadCharts(ctx, r.mc, cr, o.ChartRepoAuth, state.Artifacts, next, model.ChangedVersions(s.vs), o.logf); err != nil {
 			return nil, fmt.Errorf("%w; nothing committed", err)
 		}
 	} else {
