@@ -24,6 +24,7 @@ import (
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 
 	"github.com/operator-publish/publish/internal/chartmuseum"
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/testenv"
 )
@@ -185,4 +186,69 @@ func bearerToken(t *testing.T, key *rsa.PrivateKey, repository string) string {
 		t.Fatal(err)
 	}
 	return signed + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// TestChartsPackagePushChartMuseum: on the air-gapped side, `publish push
+// --catalog` into a cluster whose charts go to an existing ChartRepo
+// (clusters.<cluster>.chartRepo) uploads each chart version of the archive
+// the cluster lists (an OCI chart and a classic repository's chart, from
+// `publish package`) to a real ChartMuseum that wants basic auth, with
+// --chart-repo-username/--chart-repo-password; the catalog holds neither
+// chart sources nor a ChartRepo for them. As a user would, the Helm SDK's
+// repository client reads the repository's index.yaml and pulls each
+// chart: the archive packaged.
+func TestChartsPackagePushChartMuseum(t *testing.T) {
+	const user, pass = "site-publisher", "site-cm-pass"
+	cm := testenv.ChartMuseum(t, "--basic-auth-user="+user, "--basic-auth-pass="+pass)
+	e := newChartEnv(t)
+	e.pushWeb(t, "1.0.0")
+	e.writeChart(t, "cron", "0.1.0", "artifact: "+e.repoURL+"\n  chart: cron", e.reg.Ref("src/cron/job:1"))
+	e.writeValues(t)
+	e.commit(t, "two charts")
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), "charts.tgz")
+	cred := mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}
+	if _, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: cred}}); err != nil {
+		t.Fatalf("package: %v", err)
+	}
+
+	repoURL := cm.URL + "/public-charts"
+	o := e.options()
+	o.Source = ""
+	o.Render.ChartRepo = render.ChartRepoRef{Name: "public-charts", URL: repoURL}
+	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: e.mirrorOptions(), Options: o}); !errors.Is(err, chartmuseum.ErrUnauthorized) {
+		t.Fatalf("push --catalog without --chart-repo-username: %v, want the ChartMuseum's refusal", err)
+	}
+	o.ChartRepoAuth = chartmuseum.Auth{Username: user, Password: pass}
+	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: e.mirrorOptions(), Options: o}); err != nil {
+		t.Fatalf("push --catalog: %v", err)
+	}
+	if st := e.state(t); st["web"].Type != "chart" || st["cron"].Type != "chart" {
+		t.Fatalf("state: %+v", st)
+	}
+	if e.catalogFile(t, "charts/global/web/1.0.0/Chart.yaml") != "" || e.catalogFile(t, "rendered/global/web/chartrepo_web.yaml") != "" {
+		t.Error("the ChartMuseum way wrote chart sources or a ChartRepo to the catalog")
+	}
+	idx, err := helmRepoIndex(t, repoURL, user, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := getter.NewHTTPGetter(getter.WithURL(repoURL), getter.WithBasicAuth(user, pass))
+	for _, c := range []struct{ name, version string }{{"web", "1.0.0"}, {"cron", "0.1.0"}} {
+		cv, err := idx.Get(c.name, c.version)
+		if err != nil {
+			t.Fatalf("index.yaml: %v", err)
+		}
+		u, err := repo.ResolveReferenceURL(repoURL, cv.URLs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := g.Get(u)
+		if err != nil {
+			t.Fatalf("helm pulls %s: %v", u, err)
+		}
+		if !bytes.Equal(data.Bytes(), e.archives[c.name+" "+c.version]) {
+			t.Errorf("the %s %s the repository serves is not the archive packaged", c.name, c.version)
+		}
+	}
 }
