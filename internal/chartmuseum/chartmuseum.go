@@ -135,21 +135,9 @@ func (r Repo) Delete(ctx context.Context, name, version string) error {
 // (hex SHA-256 of its archive, Helm's repository index format). The
 // error says when the index does not list it.
 func (r Repo) Digest(ctx context.Context, name, version string) (string, error) {
-	status, body, err := r.do(ctx, http.MethodGet, strings.TrimSuffix(r.URL, "/")+"/index.yaml", nil)
+	idx, err := r.index(ctx)
 	if err != nil {
 		return "", err
-	}
-	if status != http.StatusOK {
-		return "", fmt.Errorf("reading %s/index.yaml: %d %s", r.URL, status, body)
-	}
-	var idx struct {
-		Entries map[string][]struct {
-			Version string `json:"version"`
-			Digest  string `json:"digest"`
-		} `json:"entries"`
-	}
-	if err := yaml.Unmarshal(body, &idx); err != nil {
-		return "", fmt.Errorf("%s/index.yaml: %w", r.URL, err)
 	}
 	for _, e := range idx.Entries[name] {
 		if e.Version == version {
@@ -157,6 +145,45 @@ func (r Repo) Digest(ctx context.Context, name, version string) (string, error) 
 		}
 	}
 	return "", fmt.Errorf("%s/index.yaml does not list %s %s", r.URL, name, version)
+}
+
+// Versions returns the versions of chart name index.yaml lists (none
+// when it lists no such chart).
+func (r Repo) Versions(ctx context.Context, name string) ([]string, error) {
+	idx, err := r.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range idx.Entries[name] {
+		out = append(out, e.Version)
+	}
+	return out, nil
+}
+
+// repoIndex is what is read of a repository's index.yaml (Helm's
+// repository index format): each chart's versions and their digests.
+type repoIndex struct {
+	Entries map[string][]struct {
+		Version string `json:"version"`
+		Digest  string `json:"digest"`
+	} `json:"entries"`
+}
+
+// index reads the repository's index.yaml.
+func (r Repo) index(ctx context.Context) (*repoIndex, error) {
+	status, body, err := r.do(ctx, http.MethodGet, strings.TrimSuffix(r.URL, "/")+"/index.yaml", nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("reading %s/index.yaml: %d %s", r.URL, status, body)
+	}
+	var idx repoIndex
+	if err := yaml.Unmarshal(body, &idx); err != nil {
+		return nil, fmt.Errorf("%s/index.yaml: %w", r.URL, err)
+	}
+	return &idx, nil
 }
 
 // maxBody caps what is read of an answer (bytes): an index.yaml of a
