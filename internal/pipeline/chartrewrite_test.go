@@ -16,6 +16,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/chartmuseum"
 	"github.com/operator-publish/publish/internal/kind"
+	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/render"
 	"github.com/operator-publish/publish/internal/sign"
 	"github.com/operator-publish/publish/internal/testenv"
@@ -157,5 +158,54 @@ func (e *chartEnv) checkRewritten(t *testing.T, where string, images, want []str
 		if _, err := remote.Head(mustRef(t, img), e.reg.Options()...); err != nil {
 			t.Errorf("%s renders %s, not at the destination: %v", where, img, err)
 		}
+	}
+}
+
+// TestChartsPushRewriteImages: on the air-gapped side, `publish push
+// --catalog` into a cluster with rewriteImages: values rewrites each
+// chart of the archive with the site's mapping (--dst-registry
+// <host>/site): the catalog's Git path holds <version>+mirror.<id>, which
+// the Helm SDK renders with its own values to images at the site's
+// destination only, and the rewritten chart is at the site, signed.
+func TestChartsPushRewriteImages(t *testing.T) {
+	e := newChartEnv(t)
+	e.pushWeb(t, "1.0.0")
+	e.commit(t, "web")
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), "charts.tgz")
+	cred := mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}
+	if _, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: cred}}); err != nil {
+		t.Fatalf("package: %v", err)
+	}
+	o := e.options()
+	o.Source = ""
+	o.Render.RewriteImages = "values"
+	key := chartSigningKey(t)
+	o.Sign = sign.ImageSigner{Key: key}
+	mo := e.mirrorOptions()
+	mo.DstRegistry = e.reg.Host + "/site"
+	o.Mirror = mo
+	if _, err := Push(ctx, PushOptions{Archive: out, Mirror: mo, Options: o}); err != nil {
+		t.Fatalf("push --catalog: %v", err)
+	}
+	clone := t.TempDir()
+	if _, err := git.PlainClone(clone, false, &git.CloneOptions{URL: e.catalog, ReferenceName: "refs/heads/main"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loader.LoadDir(filepath.Join(clone, "charts/global/web/1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.Metadata.Version, "1.0.0+mirror.") {
+		t.Fatalf("the catalog holds web %s, want 1.0.0+mirror.<id>", c.Metadata.Version)
+	}
+	e.checkRewritten(t, "web from the catalog", helmImages(t, c, nil), []string{e.reg.Host + "/site/src/web/nginx:1"})
+	repo := mustRef(t, e.reg.Host+"/site/src/charts/web:x").Context()
+	desc, err := remote.Head(repo.Tag(kind.ChartTag(c.Metadata.Version)), e.reg.Options()...)
+	if err != nil {
+		t.Fatalf("the rewritten chart at the site: %v", err)
+	}
+	if signed, err := key.Signed(ctx, repo, *desc, e.reg.Options()); err != nil || !signed {
+		t.Errorf("the rewritten chart at the site is not signed: %v", err)
 	}
 }
