@@ -118,6 +118,7 @@ func (r *renderFlags) resolveOne(cfg *config.Config, cluster, flag string) (rend
 	if cs.ChartRepo != nil {
 		rc.ChartRepo = *cs.ChartRepo
 	}
+	rc.RewriteImages = cs.RewriteImages
 	return renderSettings{
 		Cluster:        cluster,
 		Target:         k.Name,

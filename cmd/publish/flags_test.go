@@ -62,6 +62,8 @@ var (
 	signGroup    = []string{"cosign-key", "cosign-key-password", "cosign-sig-tag"}
 	// deliveryGroup: how run delivers each cluster's change.
 	deliveryGroup = []string{"delivery", "pr-label", "auto-merge", "plan-dir", "forge", "forge-api-url", "forge-repo", "forge-token"}
+	// chartRepoGroup: the credentials of a cluster's ChartMuseum.
+	chartRepoGroup = []string{"chart-repo-username", "chart-repo-password", "chart-repo-token"}
 	// clustersGroup: the commands that serve several clusters in one run.
 	clustersGroup = []string{"clusters"}
 	lintGroup     = []string{"format", "offline", "no-image-check", "lint-cache"}
@@ -92,9 +94,9 @@ func join(groups ...[]string) []string {
 // violet spellings are accepted where their flag is.
 func TestCommandFlags(t *testing.T) {
 	want := map[string][]string{
-		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
+		"run": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, chartRepoGroup, logGroup,
 			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "shard", "shard-result", "source-mirror", "lint-cache"}),
-		"merge-shards": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, logGroup,
+		"merge-shards": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, copyGroup, catalogGroup, commitGroup, renderGroup, clustersGroup, ociGroup, signGroup, deliveryGroup, chartRepoGroup, logGroup,
 			[]string{"allow-dirty", "allow-empty", "base", "no-fetch", "report", "key", "shard-results", "lint-cache"}),
 		"plan": join(sourceGroup, srcGroup, dstGroup, tlsGroup, retryGroup, catalogGroup, renderGroup, clustersGroup, logGroup,
 			[]string{"base", "target-branch", "no-fetch", "plan-json", "matrix", "matrix-format", "lint-cache", "source-mirror"}),
@@ -105,7 +107,7 @@ func TestCommandFlags(t *testing.T) {
 			[]string{"base", "no-fetch", "image", "report", "shard", "shard-result", "source-mirror"}),
 		"package": join(sourceGroup, srcGroup, tlsGroup, retryGroup, catalogGroup[:len(catalogGroup)-2], renderGroup, logGroup,
 			[]string{"output", "changed", "base", "no-fetch", "platforms", "level", "cache", "verify-cache", "signatures", "source-mirror", "max-size", "strict-size", "base-archive"}, signGroup),
-		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, logGroup,
+		"push": join([]string{"config"}, dstGroup, tlsGroup, catalogGroup, commitGroup, renderGroup, ociGroup, signGroup, chartRepoGroup, logGroup,
 			[]string{"no-auth", "jobs", "skip-push", "skip-crs", "key", "only", "valid-until"}),
 		"create": join([]string{"config"}, srcGroup, tlsGroup, retryGroup, logGroup, []string{"artifact", "chart", "version", "platforms", "force"}),
 		"verify": join(logGroup, []string{"key", "valid-until"}),

@@ -25,6 +25,7 @@ type pushCmd struct {
 	sign    signFlags
 	key     archiveKey
 	trust   trustFlags
+	charts  chartRepoFlags
 }
 
 func newPushCmd(inv *invocation) *cobra.Command { return (&pushCmd{}).command(inv) }
@@ -82,6 +83,7 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		po := &o.Options
 		po.Cluster, po.Target, po.TargetSettings, po.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
 		po.Lint = inv.lintConfig()
+		po.ChartRepoAuth = p.charts.auth
 		if po.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {
 			return err
 		}
@@ -209,6 +211,7 @@ each).`,
 	p.catalog.register(fs, "push", "catalog Git repo (URL or local path): render and commit it after the push (publish.yaml's catalog does not switch this on)")
 	_ = fs.SetAnnotation("catalog", annNoConfig, []string{"true"})
 	p.commit.register(fs)
+	p.charts.register(fs)
 	p.r.register(fs)
 	p.oci.register(fs)
 	p.sign.register(fs, "the OCI catalog pushed to --oci, each chart pushed, a verification summary of each image the archive's trust material verified, and with publish.yaml sign.images each image pushed")

@@ -28,9 +28,10 @@ type publishFlags struct {
 	catalog catalogFlags // --catalog
 	commit  *commitFlags // run only
 	render  renderFlags
-	oci     *ociFlags      // run only
-	sign    *signFlags     // run only
-	deliver *deliveryFlags // run only
+	oci     *ociFlags       // run only
+	sign    *signFlags      // run only
+	deliver *deliveryFlags  // run only
+	charts  *chartRepoFlags // run only
 	// lintCache is --lint-cache (lintCacheUsage).
 	lintCache string
 	// clusters are the clusters options resolved (resolveClusters).
@@ -57,6 +58,8 @@ func (p *publishFlags) register(cmd *cobra.Command, write bool) {
 	if write {
 		p.copy, p.commit, p.oci, p.sign, p.deliver = &copyFlags{}, &commitFlags{}, &ociFlags{}, &signFlags{}, &deliveryFlags{}
 		p.deliver.register(fs)
+		p.charts = &chartRepoFlags{}
+		p.charts.register(fs)
 		p.copy.register(fs)
 		p.commit.register(fs)
 		p.oci.register(fs)
@@ -120,6 +123,9 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 		}
 	}
 	p.clusters = all
+	if p.charts != nil {
+		o.ChartRepoAuth = p.charts.auth
+	}
 	o.Declared = inv.config.ClusterNames()
 	o.Verify = inv.imageVerifier()
 	if p.sign != nil {

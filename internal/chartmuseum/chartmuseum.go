@@ -30,7 +30,29 @@ type Repo struct {
 	// Client makes the requests (its transport: CA, proxy); nil:
 	// http.DefaultClient.
 	Client *http.Client
+	// Auth authenticates every request (upload, delete, index.yaml);
+	// the zero Auth sends none.
+	Auth Auth
 }
+
+// Auth is how a client proves itself to a ChartMuseum: HTTP basic auth
+// (the server's --basic-auth-user/--basic-auth-pass) or a bearer token
+// (its --bearer-auth: a JWT its --auth-cert-path verifies, with the
+// repository's push and pull actions), as the helm cm-push plugin sends
+// them (--username/--password, --access-token). A Token wins over a user
+// name and password. The credentials go only to the repository's URL:
+// net/http drops the Authorization header on a redirect to another
+// host.
+type Auth struct {
+	Username string
+	Password string
+	Token    string
+}
+
+// ErrUnauthorized is wrapped by the error of a request the server
+// refused for want of credentials (401 or 403): the caller names the
+// flags that give them.
+var ErrUnauthorized = errors.New("the ChartMuseum refused the credentials given (none, or wrong ones)")
 
 // Result says what Upload did.
 type Result struct {
@@ -113,21 +135,9 @@ func (r Repo) Delete(ctx context.Context, name, version string) error {
 // (hex SHA-256 of its archive, Helm's repository index format). The
 // error says when the index does not list it.
 func (r Repo) Digest(ctx context.Context, name, version string) (string, error) {
-	status, body, err := r.do(ctx, http.MethodGet, strings.TrimSuffix(r.URL, "/")+"/index.yaml", nil)
+	idx, err := r.index(ctx)
 	if err != nil {
 		return "", err
-	}
-	if status != http.StatusOK {
-		return "", fmt.Errorf("reading %s/index.yaml: %d %s", r.URL, status, body)
-	}
-	var idx struct {
-		Entries map[string][]struct {
-			Version string `json:"version"`
-			Digest  string `json:"digest"`
-		} `json:"entries"`
-	}
-	if err := yaml.Unmarshal(body, &idx); err != nil {
-		return "", fmt.Errorf("%s/index.yaml: %w", r.URL, err)
 	}
 	for _, e := range idx.Entries[name] {
 		if e.Version == version {
@@ -135,6 +145,45 @@ func (r Repo) Digest(ctx context.Context, name, version string) (string, error) 
 		}
 	}
 	return "", fmt.Errorf("%s/index.yaml does not list %s %s", r.URL, name, version)
+}
+
+// Versions returns the versions of chart name index.yaml lists (none
+// when it lists no such chart).
+func (r Repo) Versions(ctx context.Context, name string) ([]string, error) {
+	idx, err := r.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range idx.Entries[name] {
+		out = append(out, e.Version)
+	}
+	return out, nil
+}
+
+// repoIndex is what is read of a repository's index.yaml (Helm's
+// repository index format): each chart's versions and their digests.
+type repoIndex struct {
+	Entries map[string][]struct {
+		Version string `json:"version"`
+		Digest  string `json:"digest"`
+	} `json:"entries"`
+}
+
+// index reads the repository's index.yaml.
+func (r Repo) index(ctx context.Context) (*repoIndex, error) {
+	status, body, err := r.do(ctx, http.MethodGet, strings.TrimSuffix(r.URL, "/")+"/index.yaml", nil)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("reading %s/index.yaml: %d %s", r.URL, status, body)
+	}
+	var idx repoIndex
+	if err := yaml.Unmarshal(body, &idx); err != nil {
+		return nil, fmt.Errorf("%s/index.yaml: %w", r.URL, err)
+	}
+	return &idx, nil
 }
 
 // maxBody caps what is read of an answer (bytes): an index.yaml of a
@@ -155,6 +204,12 @@ func (r Repo) do(ctx context.Context, method, u string, body []byte) (int, []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/gzip")
 	}
+	switch a := r.Auth; {
+	case a.Token != "":
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+	case a.Username != "" || a.Password != "":
+		req.SetBasicAuth(a.Username, a.Password)
+	}
 	resp, err := r.client().Do(req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s %s: %w", method, u, err)
@@ -169,6 +224,9 @@ func (r Repo) do(ctx context.Context, method, u string, body []byte) (int, []byt
 	}
 	if resp.StatusCode >= 300 && len(data) > 200 {
 		data = append(data[:200:200], "…"...)
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return 0, nil, fmt.Errorf("%s %s: %s: %w", method, u, resp.Status, ErrUnauthorized)
 	}
 	return resp.StatusCode, data, nil
 }

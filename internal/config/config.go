@@ -152,6 +152,11 @@ type Cluster struct {
 	// cluster's charts are uploaded through ChartMuseum's API instead of
 	// the Git way (docs/charts.md).
 	ChartRepo *render.ChartRepoRef `yaml:"chartRepo,omitempty"`
+	// RewriteImages, "values", makes each chart the cluster lists a new
+	// chart version whose values name the images at the destination,
+	// pushed and signed beside the chart, and the one the catalog
+	// carries (docs/charts.md); "" keeps the chart as it is.
+	RewriteImages string `yaml:"rewriteImages,omitempty"`
 
 	// own holds the settings each target's Decode returned for its block
 	// of Blocks, by target name (set by Parse).
@@ -440,6 +445,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if msg := checkChartRepo(cl.ChartRepo); msg != "" {
 			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "chartRepo"), Msg: fmt.Sprintf("clusters.%s.chartRepo: %s", name, msg)}
+		}
+		if cl.RewriteImages != "" && cl.RewriteImages != "values" {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "rewriteImages"), Msg: fmt.Sprintf("clusters.%s.rewriteImages: %q is not values (the one way: the images of each chart's values rewritten as a new chart version); leave it out to keep the charts as they are", name, cl.RewriteImages)}
 		}
 		switch cl.Delivery {
 		case "", "push", "pull-request":

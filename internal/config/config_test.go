@@ -112,7 +112,9 @@ func TestFieldErrorsNamePath(t *testing.T) {
 		{olmHead + "        pollIntervall: 10m\n", "publish.yaml:8: unknown field clusters.edge.olm.catalogSource.pollIntervall: did you mean pollInterval?"},
 		{"forge:\n  token: s3cret\n", "publish.yaml:4: unknown field forge.token: credentials are not read from publish.yaml: set PUBLISH_FORGE_TOKEN"},
 		{"clusters:\n  edge:\n    catalogPassword: s3cret\n", "set PUBLISH_CATALOG_PASSWORD"},
+		{"clusters:\n  edge:\n    chartRepo:\n      name: public-charts\n      url: http://cm.example.com/public-charts\n      password: s3cret\n", "set PUBLISH_CHART_REPO_PASSWORD"},
 		{"password: s3cret\n", "set its variable (one of PUBLISH_SRC_USERNAME"},
+		{"clusters:\n  edge:\n    rewriteImages: templates\n", `publish.yaml:5: clusters.edge.rewriteImages: "templates" is not values`},
 	} {
 		_, err := Parse("publish.yaml", []byte(head+tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

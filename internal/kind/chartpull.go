@@ -117,8 +117,12 @@ func ChartLayer(ref string, img v1.Image) ([]byte, error) {
 // pullRepoChart is pullChart for a classic chart repository.
 func pullRepoChart(ctx context.Context, env Env, src manifest.ChartSource, version string) ([]byte, error) {
 	hc := &http.Client{Transport: env.Client.Registry().Transport()}
+	creds, err := chartRepoCredentials(src.RepoURL)
+	if err != nil {
+		return nil, err
+	}
 	idxURL := src.RepoURL + "/index.yaml"
-	data, err := httpGet(ctx, hc, idxURL)
+	data, err := httpGet(ctx, hc, idxURL, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -144,16 +148,19 @@ func pullRepoChart(ctx context.Context, env Env, src manifest.ChartSource, versi
 	if err != nil {
 		return nil, &ChartError{Ref: src.RepoURL, Err: fmt.Errorf("archive URL %q: %w", urls[0], err)}
 	}
-	return httpGet(ctx, hc, u.String())
+	return httpGet(ctx, hc, u.String(), creds)
 }
 
-// httpGet reads url with hc, up to maxChartSize. A 404 is a *ChartError;
-// another failing status or a transport error is returned as such.
-func httpGet(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
+// httpGet reads url with hc, up to maxChartSize, with the repository's
+// credentials (nil: none). A 404 is a *ChartError; another failing status
+// or a transport error is returned as such (a 401 or 403 says where Helm's
+// repository config gives credentials).
+func httpGet(ctx context.Context, hc *http.Client, url string, creds *repoCredentials) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, &ChartError{Ref: url, Err: err}
 	}
+	creds.authorize(req)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
@@ -162,6 +169,8 @@ func httpGet(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
 		return nil, &ChartError{Ref: url, Err: errors.New("not found (404)")}
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return nil, fmt.Errorf("GET %s: %s: give the chart repository's credentials in Helm's repository config (helm repo add NAME REPOSITORY-URL --username USER --password-stdin; %s names the file)", url, resp.Status, HelmRepositoryConfigEnv)
 	case resp.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}

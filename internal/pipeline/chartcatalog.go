@@ -23,7 +23,7 @@ import (
 // version not read in this run keeps what the tip has. Nothing else of
 // charts/ is touched. Errors: the tip that cannot be read, an archive
 // that does not unpack (an input error naming its manifest).
-func chartSources(tip *catalog.Tip, cluster string, next []model.ArtifactRecord, vs []*model.Version) ([]catalog.Change, error) {
+func chartSources(tip *catalog.Tip, cluster string, next []model.ArtifactRecord, vs []*model.Version, rewritten map[model.Key]*kind.RewrittenChart) ([]catalog.Change, error) {
 	archives := map[model.Key]*model.Version{}
 	for _, v := range vs {
 		if v.Kind() == manifest.TypeChart && kind.ChartArchive(v) != nil {
@@ -51,7 +51,11 @@ func chartSources(tip *catalog.Tip, cluster string, next []model.ArtifactRecord,
 			if v == nil {
 				continue // not read in this run: the tip's files stay
 			}
-			files, err := kind.ChartFiles(v.Ref(), kind.ChartArchive(v))
+			archive := kind.ChartArchive(v)
+			if rc := rewritten[v.Key()]; rc != nil {
+				archive = rc.Archive // the version the cluster gets: its values name the destination
+			}
+			files, err := kind.ChartFiles(v.Ref(), archive)
 			if err != nil {
 				return nil, inputErr(err)
 			}

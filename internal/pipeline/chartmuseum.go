@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"strings"
 
 	"github.com/operator-publish/publish/internal/chartmuseum"
 	"github.com/operator-publish/publish/internal/kind"
@@ -23,10 +24,12 @@ import (
 // with the same archive is left alone), and each chart version listed in
 // previous and delisted in next is deleted from it. It runs after the
 // mirror and before the commit, over the registry client's transport
-// (CA, proxy). Errors name the ChartRepo and the chart; none is an input
-// error, as a registry that fails is none.
-func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRef, previous, next []model.ArtifactRecord, vs []*model.Version, logf func(string, ...any)) error {
-	repo := chartmuseum.Repo{URL: ref.URL}
+// (CA, proxy). A version rewritten (rewriteCharts) is uploaded as its new
+// version instead, and a delisted version's rewritten versions
+// (<version>+mirror.<id>) are deleted with it. Errors name the ChartRepo
+// and the chart; none is an input error, as a registry that fails is none.
+func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRef, auth chartmuseum.Auth, previous, next []model.ArtifactRecord, vs []*model.Version, rewritten map[model.Key]*kind.RewrittenChart, logf func(string, ...any)) error {
+	repo := chartmuseum.Repo{URL: ref.URL, Auth: auth}
 	if mc != nil {
 		repo.Client = &http.Client{Transport: mc.Registry().Transport()}
 	}
@@ -38,14 +41,18 @@ func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRe
 		if v.Kind() != manifest.TypeChart || archive == nil || !listed[k] {
 			continue
 		}
-		res, err := repo.Upload(ctx, kind.ChartOf(v).Name, k.Version, archive)
+		version := k.Version
+		if rc := rewritten[k]; rc != nil {
+			version, archive = rc.Version, rc.Archive
+		}
+		res, err := repo.Upload(ctx, kind.ChartOf(v).Name, version, archive)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: ChartRepo %s: %w", v.Where(), ref.Name, err))
 		case res.Skipped:
-			logf("charts: %s %s is in ChartRepo %s already", k.Artifact, k.Version, ref.Name)
+			logf("charts: %s %s is in ChartRepo %s already", k.Artifact, version, ref.Name)
 		default:
-			logf("charts: uploaded %s %s to ChartRepo %s", k.Artifact, k.Version, ref.Name)
+			logf("charts: uploaded %s %s to ChartRepo %s", k.Artifact, version, ref.Name)
 		}
 	}
 	for _, a := range previous {
@@ -57,14 +64,25 @@ func uploadCharts(ctx context.Context, mc *mirror.Client, ref render.ChartRepoRe
 			if !pv.Present || listed[model.Key{Artifact: a.Name, Version: pv.Version}] {
 				continue
 			}
-			if err := repo.Delete(ctx, chart, pv.Version); err != nil {
+			versions, err := repo.Versions(ctx, chart)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("ChartRepo %s: %w", ref.Name, err))
-			} else {
-				logf("charts: deleted %s %s from ChartRepo %s", a.Name, pv.Version, ref.Name)
+				continue
+			}
+			for _, ver := range append([]string{pv.Version}, rewrittenVersions(versions, pv.Version)...) {
+				if err := repo.Delete(ctx, chart, ver); err != nil {
+					errs = append(errs, fmt.Errorf("ChartRepo %s: %w", ref.Name, err))
+				} else {
+					logf("charts: deleted %s %s from ChartRepo %s", a.Name, ver, ref.Name)
+				}
 			}
 		}
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if errors.Is(err, chartmuseum.ErrUnauthorized) {
+		err = fmt.Errorf("%w (give --chart-repo-username and --chart-repo-password, or --chart-repo-token: PUBLISH_CHART_REPO_USERNAME, PUBLISH_CHART_REPO_PASSWORD, PUBLISH_CHART_REPO_TOKEN)", err)
+	}
+	return err
 }
 
 // presentVersions are the versions arts list (artifact and version
@@ -76,6 +94,19 @@ func presentVersions(arts []model.ArtifactRecord) map[model.Key]bool {
 			if a.Present && v.Present {
 				out[model.Key{Artifact: a.Name, Version: v.Version}] = true
 			}
+		}
+	}
+	return out
+}
+
+// rewrittenVersions are the versions among versions that rewriteCharts
+// made of version: version+mirror.<id>, or version.mirror.<id> when
+// version has build metadata already.
+func rewrittenVersions(versions []string, version string) []string {
+	var out []string
+	for _, v := range versions {
+		if strings.HasPrefix(v, version+"+"+kind.MirrorBuildPrefix) || strings.Contains(version, "+") && strings.HasPrefix(v, version+"."+kind.MirrorBuildPrefix) {
+			out = append(out, v)
 		}
 	}
 	return out

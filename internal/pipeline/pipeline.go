@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-publish/publish/internal/catalog"
+	"github.com/operator-publish/publish/internal/chartmuseum"
 	"github.com/operator-publish/publish/internal/forge"
 	"github.com/operator-publish/publish/internal/gitops"
 	"github.com/operator-publish/publish/internal/lint"
@@ -81,6 +82,11 @@ type Options struct {
 	// clusters.<cluster>.values.<artifact>: config.ValuesFile), "" for
 	// none; nil: none anywhere.
 	ChartValues func(cluster, artifact string) string
+	// ChartRepoAuth authenticates the uploads and deletions of the
+	// ChartMuseum way (render.Config.ChartRepo: --chart-repo-username,
+	// --chart-repo-password, --chart-repo-token); sent to the chartRepo
+	// URL's host only.
+	ChartRepoAuth chartmuseum.Auth
 	// Verify checks the signatures of every bundle and related image read
 	// before anything is mirrored (publish.yaml verify; internal/verify);
 	// nil: nothing is verified.

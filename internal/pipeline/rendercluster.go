@@ -27,12 +27,20 @@ func renderCluster(ctx context.Context, r *run, s *scope, current []model.Artifa
 	if err != nil {
 		return nil, err
 	}
+	opts := r.dstOpts
+	if opts == nil && r.mc != nil {
+		opts = r.mc.DstOptions()
+	}
+	rewritten, err := rewriteCharts(ctx, o, r.mc, opts, next, model.ChangedVersions(s.vs))
+	if err != nil {
+		return nil, err
+	}
 	if cr := o.Render.ChartRepo; cr.URL != "" {
-		if err := uploadCharts(ctx, r.mc, cr, state.Artifacts, next, model.ChangedVersions(s.vs), o.logf); err != nil {
+		if err := uploadCharts(ctx, r.mc, cr, o.ChartRepoAuth, state.Artifacts, next, model.ChangedVersions(s.vs), rewritten, o.logf); err != nil {
 			return nil, fmt.Errorf("%w; nothing committed", err)
 		}
 	} else {
-		charts, err := chartSources(s.tip, o.Cluster, next, s.vs)
+		charts, err := chartSources(s.tip, o.Cluster, next, s.vs, rewritten)
 		if err != nil {
 			return nil, err
 		}

@@ -37,6 +37,10 @@ type Config struct {
 	// (publish.yaml clusters.<cluster>.chartRepo: the ChartMuseum way):
 	// no ChartRepo is rendered for them and no chart sources written.
 	ChartRepo ChartRepoRef
+	// RewriteImages, "values" (publish.yaml clusters.<cluster>.rewriteImages),
+	// makes the catalog carry each chart with its values' images
+	// rewritten to the destination, as a new signed chart version.
+	RewriteImages string
 }
 
 // ChartRepoRef names an existing ChartRepo and the repository it serves

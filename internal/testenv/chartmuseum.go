@@ -38,11 +38,13 @@ type ChartMuseumServer struct {
 }
 
 // ChartMuseum starts a ChartMuseum server for the test and stops it in
-// t.Cleanup. Without PUBLISH_CHARTMUSEUM the test is skipped (or fails,
+// t.Cleanup; args are more of chartmuseum's flags (authentication:
+// --basic-auth-user=U --basic-auth-pass=P, or --bearer-auth with
+// --auth-realm, --auth-service and --auth-cert-path). Without PUBLISH_CHARTMUSEUM the test is skipped (or fails,
 // see Require). ChartMuseum listens on a port it is given (it cannot
 // report one the kernel chose): a free loopback port is picked, and
 // another one when the server exits because someone took it meanwhile.
-func ChartMuseum(t testing.TB) *ChartMuseumServer {
+func ChartMuseum(t testing.TB, args ...string) *ChartMuseumServer {
 	t.Helper()
 	Short(t, "starts a ChartMuseum server")
 	bin := os.Getenv(ChartMuseumEnv)
@@ -55,7 +57,7 @@ func ChartMuseum(t testing.TB) *ChartMuseumServer {
 	dir := t.TempDir()
 	var last string
 	for attempt := 0; attempt < 5; attempt++ {
-		s, out, inUse := startChartMuseum(t, bin, dir)
+		s, out, inUse := startChartMuseum(t, bin, dir, args)
 		if s != nil {
 			return s
 		}
@@ -70,7 +72,7 @@ func ChartMuseum(t testing.TB) *ChartMuseumServer {
 
 // startChartMuseum starts one server on a free port: the server, or its
 // output and whether it failed because the port was taken.
-func startChartMuseum(t testing.TB, bin, dir string) (*ChartMuseumServer, string, bool) {
+func startChartMuseum(t testing.TB, bin, dir string, args []string) (*ChartMuseumServer, string, bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,8 +81,8 @@ func startChartMuseum(t testing.TB, bin, dir string) (*ChartMuseumServer, string
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	var out syncBuffer
-	cmd := exec.Command(bin, "--listen-host=127.0.0.1", "--port="+strconv.Itoa(port), "--storage=local",
-		"--storage-local-rootdir="+dir, "--depth=1", "--disable-metrics")
+	cmd := exec.Command(bin, append([]string{"--listen-host=127.0.0.1", "--port=" + strconv.Itoa(port), "--storage=local",
+		"--storage-local-rootdir=" + dir, "--depth=1", "--disable-metrics"}, args...)...)
 	cmd.Env = environWithout("CHARTMUSEUM")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
