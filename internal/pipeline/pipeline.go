@@ -81,6 +81,11 @@ type Options struct {
 	// clusters.<cluster>.values.<artifact>: config.ValuesFile), "" for
 	// none; nil: none anywhere.
 	ChartValues func(cluster, artifact string) string
+	// KubeVersion returns the Kubernetes version of a cluster (publish.yaml
+	// clusters.<cluster>.kubernetesVersion: config.KubernetesVersion), ""
+	// for none; nil: none anywhere. Charts are rendered for it and their
+	// kubeVersion checked against it (kind.Env.KubeVersion).
+	KubeVersion func(cluster string) string
 	// Verify checks the signatures of every bundle and related image read
 	// before anything is mirrored (publish.yaml verify; internal/verify);
 	// nil: nothing is verified.
