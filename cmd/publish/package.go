@@ -108,6 +108,9 @@ out every image and blob the site already has: a differential archive.`,
 			}
 			o.Source, o.PackagesDir = source.source, source.packagesDir
 			o.Paths, o.Changed = args, changed
+			if inv.config != nil {
+				o.Clusters, o.ChartValues, o.KubeVersion = inv.config.ClusterNames(), inv.config.ValuesFile, inv.config.KubernetesVersion
+			}
 			o.Log = inv.logf
 			o.Verify = inv.imageVerifier()
 			if o.Verify != nil {
