@@ -196,16 +196,10 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := archiveFiles(o.Source, o.PackagesDir, ms)
+	files, manifests, err := o.packageFiles(ms, selected)
 	if err != nil {
 		return nil, err
 	}
-	manifests := len(files)
-	clusterFiles, err := o.chartClusterFiles(selected)
-	if err != nil {
-		return nil, err
-	}
-	files = append(files, clusterFiles...)
 	ann := map[string]string{}
 	if commit, origin := pk.repo.Head(), pk.repo.Origin(); commit != "" {
 		ann[archive.AnnotationSourceCommit] = commit

@@ -20,6 +20,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/archive"
 	"github.com/operator-publish/publish/internal/kind"
+	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
 )
@@ -96,6 +97,17 @@ func unionInOrder(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// packageFiles are the files of the archive below packages/: every
+// PackageManifest of ms (archiveFiles; manifests counts them), then the
+// clusters' chart files of selected (chartClusterFiles). Errors: theirs.
+func (o PackageOptions) packageFiles(ms []*manifest.PackageManifest, selected []*model.Version) (files []archive.File, manifests int, err error) {
+	if files, err = archiveFiles(o.Source, o.PackagesDir, ms); err != nil {
+		return nil, 0, err
+	}
+	clusters, err := o.chartClusterFiles(selected)
+	return append(files, clusters...), len(files), err
 }
 
 // chartClusterFiles are the archive files below
