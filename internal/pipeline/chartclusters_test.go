@@ -19,7 +19,8 @@ import (
 // of cluster global switches web's image from nginx:1 to nginx:2, which
 // spec.relatedImages does not list (chart/missing-related re-graded to a
 // warning, so that run publishes it). The archive carries nginx:2 (and
-// the verify policy checked it) and the values file; `push --catalog` on
+// the verify policy checked it), the values file and global's Kubernetes
+// version; `push --catalog` on
 // the far side, which has no package repo, renders web for global with
 // it and commits the state and the catalog files run commits for the same
 // chart: the same chart digest, the same images (nginx:2 and nginx:1),
@@ -36,7 +37,8 @@ func TestChartsPackagePerCluster(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "web.tgz")
 	rv := &recordingVerifier{}
 	values := e.options().ChartValues
-	_, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Verify: rv, Clusters: []string{"global", "edge"}, ChartValues: values,
+	kube := func(c string) string { return map[string]string{"global": "v1.31.0"}[c] }
+	_, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Verify: rv, Clusters: []string{"global", "edge"}, ChartValues: values, KubeVersion: kube,
 		Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}}})
 	if err != nil {
 		t.Fatalf("package: %v", err)
@@ -58,10 +60,10 @@ func TestChartsPackagePerCluster(t *testing.T) {
 	}
 	var files []string
 	for _, f := range vr.Contents.ChartClusters {
-		files = append(files, f.Path)
+		files = append(files, f.Path+"="+strings.TrimSpace(string(f.Data)))
 	}
-	if strings.Join(files, " ") != "edge.yaml global.yaml global/web.yaml" {
-		t.Errorf("the archive's cluster files: %v", files)
+	if got := strings.Join(files, " | "); got != "edge.yaml={} | global.yaml=kubernetesVersion: v1.31.0 | global/web.yaml=image: "+nginx2 {
+		t.Errorf("the archive's cluster files: %s", got)
 	}
 
 	// push --catalog on the far side: no package repo, no values files.
@@ -84,7 +86,7 @@ func TestChartsPackagePerCluster(t *testing.T) {
 	}
 	e.catalog = ran
 	ro := e.options()
-	ro.Lint = regrade
+	ro.Lint, ro.KubeVersion = regrade, kube
 	if _, err := Run(ctx, ro); err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -99,5 +101,34 @@ func TestChartsPackagePerCluster(t *testing.T) {
 		if want == "" || strings.ReplaceAll(got, site, ran) != want {
 			t.Errorf("%s: push --catalog committed\n%s\nrun committed\n%s", p, got, want)
 		}
+	}
+}
+
+// TestCarriedChartClusters: what push --catalog renders a cluster's charts
+// with, from the archive's packages/.clusters/: its values files (paths
+// below the written packages), its Kubernetes version, else the site's
+// own; an archive that carries nothing gives the charts' own values.
+func TestCarriedChartClusters(t *testing.T) {
+	o := Options{ChartValues: func(string, string) string { return "values/site.yaml" }, KubeVersion: func(c string) string { return "v1.28.0-" + c }}
+	err := carriedChartClusters(&o, []archive.File{
+		{Path: "east.yaml", Data: []byte("kubernetesVersion: v1.31.0\n")},
+		{Path: "west.yaml", Data: []byte("{}\n")},
+		{Path: "east/web.yaml", Data: []byte("image: x\n")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ChartValues("east", "web") != "packages/.clusters/east/web.yaml" || o.ChartValues("west", "web") != "" || o.ChartValues("east", "api") != "" {
+		t.Errorf("values: %q %q", o.ChartValues("east", "web"), o.ChartValues("west", "web"))
+	}
+	if o.KubeVersion("east") != "v1.31.0" || o.KubeVersion("west") != "v1.28.0-west" {
+		t.Errorf("Kubernetes versions: %q %q", o.KubeVersion("east"), o.KubeVersion("west"))
+	}
+	o = Options{ChartValues: func(string, string) string { return "values/site.yaml" }}
+	if err := carriedChartClusters(&o, nil); err != nil || o.ChartValues != nil || o.KubeVersion("east") != "" {
+		t.Errorf("an archive without cluster files: %v", err)
+	}
+	if err := carriedChartClusters(&o, []archive.File{{Path: "east.yaml", Data: []byte("kubernetesVersion: [\n")}}); err == nil || !strings.Contains(err.Error(), "packages/.clusters/east.yaml") {
+		t.Errorf("a cluster file that does not parse: %v", err)
 	}
 }
