@@ -85,13 +85,14 @@ type PackageOptions struct {
 	Catalog gitops.Options
 	Cluster string // default "global"
 	Render  render.Config
-	// Clusters are the clusters (publish.yaml clusters) whose charts are
-	// rendered besides with their own values, each with its values file
+	// Clusters are the clusters (publish.yaml clusters: Name, Include
+	// and Exclude are read) whose charts are rendered besides with their
+	// own values, each chart the cluster selects with its values file
 	// (ChartValues) and Kubernetes version (KubeVersion), as run renders
 	// them: the archive carries every image a cluster renders, and the
 	// values files and versions for push --catalog
 	// (archive.ChartClustersDir). None: the charts' own values only.
-	Clusters    []string
+	Clusters    []ClusterOptions
 	ChartValues func(cluster, artifact string) string
 	KubeVersion func(cluster string) string
 }

@@ -40,8 +40,8 @@ func (o PackageOptions) chartOptions(cluster string) Options {
 
 // readPerCluster is package's Read step: every version read as over no
 // cluster (readWith: a chart with its own values), then each chart read
-// again for every cluster of o.Clusters that gives it a values file or a
-// Kubernetes version, from the archive already pulled
+// again for every cluster of o.Clusters that selects it and gives it a
+// values file or a Kubernetes version, from the archive already pulled
 // (kind.ReadChartArchive), its images added to the version's, so that
 // the archive carries (and the verify policy checks) every image a
 // cluster renders. Errors: readWith's; an *InputError naming the
@@ -53,13 +53,13 @@ func (o PackageOptions) readPerCluster(mc *mirror.Client) func(context.Context, 
 		if err := read(ctx, vs); err != nil {
 			return err
 		}
-		for _, cluster := range o.Clusters {
-			co := o.chartOptions(cluster)
-			env := co.kindEnv(mc)
+		for _, cl := range o.Clusters {
+			cluster := cl.Name
+			env := o.chartOptions(cluster).kindEnv(mc)
 			for _, v := range vs {
 				data := kind.ChartArchive(v)
-				if data == nil || (o.valuesFile(cluster, v.Manifest.Artifact) == "" && env.KubeVersion == "") {
-					continue // not a chart, or rendered as over no cluster
+				if data == nil || !cl.selects(v.Manifest.Artifact) || (o.valuesFile(cluster, v.Manifest.Artifact) == "" && env.KubeVersion == "") {
+					continue // not a chart, not the cluster's, or rendered as over no cluster
 				}
 				cv := &model.Version{Manifest: v.Manifest}
 				if err := kind.ReadChartArchive(env, cv, data); err != nil {
@@ -112,8 +112,8 @@ func (o PackageOptions) packageFiles(ms []*manifest.PackageManifest, selected []
 
 // chartClusterFiles are the archive files below
 // archive.ChartClustersDir for o.Clusters: <cluster>.yaml (its Kubernetes
-// version) and, for each chart artifact among selected, the cluster's
-// values file of it, as <cluster>/<artifact>.yaml, byte for byte. Values
+// version) and, for each chart artifact among selected that the cluster
+// selects, the cluster's values file of it, as <cluster>/<artifact>.yaml, byte for byte. Values
 // files are read from the package repo through os.Root, as run reads
 // them. Errors: *InputError naming a values file that cannot be read.
 func (o PackageOptions) chartClusterFiles(selected []*model.Version) ([]archive.File, error) {
@@ -127,7 +127,8 @@ func (o PackageOptions) chartClusterFiles(selected []*model.Version) ([]archive.
 		return nil, nil
 	}
 	var out []archive.File
-	for _, cluster := range o.Clusters {
+	for _, cl := range o.Clusters {
+		cluster := cl.Name
 		st := chartClusterSettings{}
 		if o.KubeVersion != nil {
 			st.KubernetesVersion = o.KubeVersion(cluster)
@@ -139,8 +140,8 @@ func (o PackageOptions) chartClusterFiles(selected []*model.Version) ([]archive.
 		out = append(out, archive.File{Path: archive.ChartClustersDir + cluster + ".yaml", Data: data})
 		env := o.chartOptions(cluster).kindEnv(nil)
 		for _, art := range sortedKeys(charts) {
-			if env.Values == nil {
-				break
+			if env.Values == nil || !cl.selects(art) {
+				continue
 			}
 			vf, err := env.Values(cluster, art)
 			if err != nil {

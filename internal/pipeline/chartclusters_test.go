@@ -36,9 +36,14 @@ func TestChartsPackagePerCluster(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "web.tgz")
 	rv := &recordingVerifier{}
-	values := e.options().ChartValues
+	values := func(cluster, art string) string {
+		if cluster == "lab" {
+			return "values/lab/missing.yaml" // lab does not take web: never read
+		}
+		return e.options().ChartValues(cluster, art)
+	}
 	kube := func(c string) string { return map[string]string{"global": "v1.31.0"}[c] }
-	_, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Verify: rv, Clusters: []string{"global", "edge"}, ChartValues: values, KubeVersion: kube,
+	_, err := Package(ctx, PackageOptions{Source: e.source, Output: out, Verify: rv, Clusters: []ClusterOptions{{Name: "global"}, {Name: "edge"}, {Name: "lab", Exclude: []string{"web"}}}, ChartValues: values, KubeVersion: kube,
 		Mirror: mirror.Options{CAFile: e.reg.CAFile, Src: mirror.Credentials{Username: e.reg.Username, Password: e.reg.Password}}})
 	if err != nil {
 		t.Fatalf("package: %v", err)
@@ -62,7 +67,7 @@ func TestChartsPackagePerCluster(t *testing.T) {
 	for _, f := range vr.Contents.ChartClusters {
 		files = append(files, f.Path+"="+strings.TrimSpace(string(f.Data)))
 	}
-	if got := strings.Join(files, " | "); got != "edge.yaml={} | global.yaml=kubernetesVersion: v1.31.0 | global/web.yaml=image: "+nginx2 {
+	if got := strings.Join(files, " | "); got != "edge.yaml={} | global.yaml=kubernetesVersion: v1.31.0 | global/web.yaml=image: "+nginx2+" | lab.yaml={}" {
 		t.Errorf("the archive's cluster files: %s", got)
 	}
 
