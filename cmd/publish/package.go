@@ -108,6 +108,13 @@ out every image and blob the site already has: a differential archive.`,
 			}
 			o.Source, o.PackagesDir = source.source, source.packagesDir
 			o.Paths, o.Changed = args, changed
+			if inv.config != nil {
+				for _, c := range inv.config.ClusterNames() {
+					cs := inv.config.ClusterSettings(c)
+					o.Clusters = append(o.Clusters, pipeline.ClusterOptions{Name: c, Include: cs.Include, Exclude: cs.Exclude})
+				}
+				o.ChartValues, o.KubeVersion = inv.config.ValuesFile, inv.config.KubernetesVersion
+			}
 			o.Log = inv.logf
 			o.Verify = inv.imageVerifier()
 			if o.Verify != nil {

@@ -114,6 +114,9 @@ func (p *pushCmd) options(inv *invocation, archive string) error {
 		o.Options.Sign = s
 	}
 	o.Options.SignImages = inv.config != nil && inv.config.Sign.Images
+	if inv.config != nil {
+		o.Options.KubeVersion = inv.config.KubernetesVersion // where the archive carries none
+	}
 	if o.Options.SignImages && s == nil {
 		return usagef("publish.yaml sign.images: true signs each pushed image with the site's key: give --cosign-key")
 	}

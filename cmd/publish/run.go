@@ -99,7 +99,7 @@ func (p *publishFlags) options(inv *invocation, o *pipeline.Options, allowEmpty 
 	o.Cluster, o.Target, o.TargetSettings, o.Render = rs.Cluster, rs.Target, rs.TargetSettings, rs.Render
 	o.Lint, o.LintCache = inv.lintConfig(), p.lintCache
 	if inv.config != nil {
-		o.ChartValues = inv.config.ValuesFile
+		o.ChartValues, o.KubeVersion = inv.config.ValuesFile, inv.config.KubernetesVersion
 	}
 	if p.oci != nil {
 		if o.OCI, err = p.oci.resolve(inv.config, rs.Cluster); err != nil {

@@ -97,6 +97,12 @@ const (
 	IndexFile   = "index.json"
 	BlobsDir    = "blobs/sha256/"
 	PackagesDir = "packages/"
+	// ChartClustersDir, below PackagesDir, holds what each cluster of the
+	// connected side renders its charts with, so that push --catalog
+	// renders them as run does: <cluster>.yaml (its publish.yaml
+	// kubernetesVersion) and <cluster>/<artifact>.yaml (its values file
+	// of chart <artifact>, clusters.<cluster>.values.<artifact>).
+	ChartClustersDir = ".clusters/"
 	// TrustDir holds the trust material of the verify policy
 	// (PackageOptions.Trust): trust/policy.json, the public keys and the
 	// Sigstore trusted roots it names.

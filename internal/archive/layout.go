@@ -71,6 +71,10 @@ type Contents struct {
 	// (positions in Images) whose image needs it.
 	Owners   map[string][]int
 	Packages []File
+	// ChartClusters are the files below packages/ChartClustersDir: what
+	// each cluster renders its charts with (paths relative to that
+	// directory; see ChartClustersDir), not PackageManifests.
+	ChartClusters []File
 	// Trust are the files under trust/ (TrustDir), paths relative to it.
 	Trust []File
 	// Annotations are index.json's own annotations.
@@ -157,6 +161,10 @@ func (s *scanner) visit(e Entry, body io.Reader) error {
 			return err
 		}
 		p := strings.TrimPrefix(e.Name, PackagesDir)
+		if rest, ok := strings.CutPrefix(p, ChartClustersDir); ok {
+			c.ChartClusters = append(c.ChartClusters, File{Path: rest, Data: data})
+			return nil
+		}
 		if _, err := manifest.Parse(e.Name, data); err != nil {
 			return fmt.Errorf("PackageManifest does not parse: %w", err)
 		}

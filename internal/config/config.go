@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 
+	"helm.sh/helm/v4/pkg/chart/common"
+
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/ocicatalog"
@@ -157,6 +159,12 @@ type Cluster struct {
 	// pushed and signed beside the chart, and the one the catalog
 	// carries (docs/charts.md); "" keeps the chart as it is.
 	RewriteImages string `yaml:"rewriteImages,omitempty"`
+	// KubernetesVersion is the Kubernetes version the cluster runs
+	// (v1.30.4, 1.30): its charts are rendered for it (Helm's
+	// .Capabilities.KubeVersion) and Chart.yaml's kubeVersion is checked
+	// against it (docs/charts.md). Empty: charts render for one fixed
+	// version and their kubeVersion is not checked.
+	KubernetesVersion string `yaml:"kubernetesVersion,omitempty"`
 
 	// own holds the settings each target's Decode returned for its block
 	// of Blocks, by target name (set by Parse).
@@ -279,6 +287,16 @@ func (c *Config) ValuesFile(cluster, artifact string) string {
 		return ""
 	}
 	return c.Clusters[cluster].Values[artifact]
+}
+
+// KubernetesVersion returns the Kubernetes version publish.yaml gives
+// cluster (clusters.<cluster>.kubernetesVersion, as written), "" when
+// none (or c is nil).
+func (c *Config) KubernetesVersion(cluster string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Clusters[cluster].KubernetesVersion
 }
 
 // checkValues checks clusters.<cluster>.values: each key an artifact
@@ -470,6 +488,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		if err := checkValues(path, data, name, cl.Values); err != nil {
 			return nil, err
+		}
+		if _, err := common.ParseKubeVersion(cl.KubernetesVersion); cl.KubernetesVersion != "" && err != nil {
+			return nil, &Error{Path: path, Line: clusterKeyLine(data, name, "kubernetesVersion"), Msg: fmt.Sprintf("clusters.%s.kubernetesVersion: %q is not a Kubernetes version; write it as kubectl version prints it, e.g. v1.30.4", name, cl.KubernetesVersion)}
 		}
 		if cl.OCI != "" {
 			if _, err := ocicatalog.Tag(cl.OCI, name); err != nil {

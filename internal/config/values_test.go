@@ -74,3 +74,29 @@ clusters:
 		}
 	}
 }
+
+// TestClusterKubernetesVersion: clusters.<c>.kubernetesVersion is read as
+// written, and a value that is no version is an error at its line.
+func TestClusterKubernetesVersion(t *testing.T) {
+	const file = `apiVersion: publish.operator-publish.io/v1alpha1
+kind: PublishConfig
+clusters:
+  east:
+    kubernetesVersion: v1.30.4
+  west: {}
+`
+	c, err := Parse("publish.yaml", []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.KubernetesVersion("east"); got != "v1.30.4" {
+		t.Errorf("east: %q", got)
+	}
+	if c.KubernetesVersion("west") != "" || (*Config)(nil).KubernetesVersion("east") != "" {
+		t.Error("a Kubernetes version where none is given")
+	}
+	_, err = Parse("publish.yaml", []byte(strings.Replace(file, "v1.30.4", "latest", 1)))
+	if err == nil || !strings.Contains(err.Error(), `publish.yaml:5: clusters.east.kubernetesVersion: "latest" is not a Kubernetes version`) {
+		t.Errorf("a bad version: %v", err)
+	}
+}

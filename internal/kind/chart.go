@@ -9,7 +9,9 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/Masterminds/semver/v3"
 	"golang.org/x/sync/errgroup"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -33,12 +35,12 @@ type chartKind struct{}
 // Name is manifest.TypeChart.
 func (chartKind) Name() string { return manifest.TypeChart }
 
-// Key is the chart's source (spec.artifact, spec.chart), the cluster and
-// the values file's path and content hash: what a chart renders depends
+// Key is the chart's source (spec.artifact, spec.chart), the cluster, its
+// Kubernetes version and the values file's path and content hash: what a chart renders depends
 // on the cluster's values, so the clusters of a run share a read only
 // when they render with the same values.
 func (chartKind) Key(env Env, v *model.Version) string {
-	key := v.Ref() + "\x00" + v.Manifest.Spec.Chart + "\x00" + env.Cluster
+	key := v.Ref() + "\x00" + v.Manifest.Spec.Chart + "\x00" + env.Cluster + "\x00" + env.KubeVersion
 	vf, err := env.values(v)
 	switch {
 	case err != nil:
@@ -136,15 +138,47 @@ func ReadChartArchive(env Env, v *model.Version, archive []byte) error {
 		v.SetContent(content)
 		return nil
 	}
-	content.facts.Helm = helmLint(archive, c.Name(), vals)
-	r, err := renderChart(archive, v.Manifest.Artifact, vals)
+	content.facts.Helm = helmLint(archive, c.Name(), vals, env.KubeVersion)
+	content.facts.KubeVersion, content.facts.KubeConstraint = kubeConstraint(c.Metadata.KubeVersion, env.KubeVersion)
+	r, err := renderChart(archive, v.Manifest.Artifact, vals, env.KubeVersion)
 	if err != nil {
 		content.facts.RenderErr = err
 	} else {
-		content.facts.Objects, content.facts.Images = r.objects, r.images
+		content.facts.Objects, content.facts.Images, content.facts.Sources = r.objects, r.images, r.sources
+		for _, srcs := range r.sources {
+			for i := range srcs {
+				if srcs[i].Source == lint.SourceRender {
+					srcs[i].Cluster, srcs[i].Values = env.Cluster, content.facts.Values
+				}
+			}
+		}
 	}
 	v.SetContent(content)
 	return nil
+}
+
+// kubeConstraint checks Chart.yaml's kubeVersion constraint against the
+// cluster's Kubernetes version kv (Env.KubeVersion), as Helm checks it
+// before an install (chartutil.IsCompatibleRange): it returns kv as Helm
+// writes it (v1.30.4, its full version) and the constraint when kv does not satisfy it.
+// Nothing is checked without kv (the fixed KubeVersion is no cluster's)
+// or for a constraint that does not parse (Helm's own checks report it).
+func kubeConstraint(constraint, kv string) (version, excluded string) {
+	if kv == "" {
+		return "", ""
+	}
+	parsed := kubeVersion(kv)
+	version = parsed.Version
+	if constraint == "" {
+		return version, ""
+	}
+	if _, err := semver.NewConstraint(constraint); err != nil {
+		return version, ""
+	}
+	if !chartutil.IsCompatibleRange(constraint, parsed.String()) {
+		return version, constraint
+	}
+	return version, ""
 }
 
 // ChartError is why a chart cannot be used: missing at the source, not a

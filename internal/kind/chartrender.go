@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,13 +34,24 @@ const KubeVersion = "v1.33.0"
 // chartNamespace is the release namespace of the offline render.
 const chartNamespace = "default"
 
-// capabilities are the render's: Helm's default API versions with
-// KubeVersion.
-func capabilities() *common.Capabilities {
-	caps := common.DefaultCapabilities.Copy()
-	if kv, err := common.ParseKubeVersion(KubeVersion); err == nil {
-		caps.KubeVersion = *kv
+// kubeVersion parses kv, a cluster's Kubernetes version
+// (clusters.<cluster>.kubernetesVersion), as Helm does; "" or a version
+// that does not parse (publish.yaml's check refuses it) is KubeVersion.
+func kubeVersion(kv string) *common.KubeVersion {
+	if kv != "" {
+		if v, err := common.ParseKubeVersion(kv); err == nil {
+			return v
+		}
 	}
+	v, _ := common.ParseKubeVersion(KubeVersion)
+	return v
+}
+
+// capabilities are the render's: Helm's default API versions with the
+// Kubernetes version kv (kubeVersion).
+func capabilities(kv string) *common.Capabilities {
+	caps := common.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kubeVersion(kv)
 	return caps
 }
 
@@ -47,6 +59,9 @@ func capabilities() *common.Capabilities {
 type rendered struct {
 	objects int      // objects rendered, CRDs of crds/ included
 	images  []string // sorted, each once
+	// sources are what named each image (by image, as in images): the
+	// rendered file, the annotation of a chart or subchart.
+	sources map[string][]lint.ImageSource
 }
 
 // renderChart renders the chart archive offline with the Helm SDK's
@@ -59,9 +74,10 @@ type rendered struct {
 // ephemeralContainers), and those the helm.sh/images and
 // artifacthub.io/images annotations of Chart.yaml list, of the chart and
 // of every subchart enabled, each written in full (lint.FullImage:
-// docker.io/library/nginx:1.27 for nginx:1.27). The error says why it does
-// not render.
-func renderChart(archive []byte, release string, vals map[string]any) (*rendered, error) {
+// docker.io/library/nginx:1.27 for nginx:1.27), each with what named it.
+// kv is the Kubernetes version the templates see (kubeVersion). The error
+// says why it does not render.
+func renderChart(archive []byte, release string, vals map[string]any, kv string) (*rendered, error) {
 	c, err := loadChart("", archive) // a chart of its own: dependencies are processed in place
 	if err != nil {
 		return nil, err
@@ -69,7 +85,7 @@ func renderChart(archive []byte, release string, vals map[string]any) (*rendered
 	if err := chartutil.ProcessDependencies(c, vals); err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
-	top, err := commonutil.ToRenderValues(c, vals, common.ReleaseOptions{Name: release, Namespace: chartNamespace, IsInstall: true, Revision: 1}, capabilities())
+	top, err := commonutil.ToRenderValues(c, vals, common.ReleaseOptions{Name: release, Namespace: chartNamespace, IsInstall: true, Revision: 1}, capabilities(kv))
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +93,16 @@ func renderChart(archive []byte, release string, vals map[string]any) (*rendered
 	if err != nil {
 		return nil, err
 	}
-	r := &rendered{objects: len(c.CRDObjects())}
-	seen := map[string]bool{}
-	add := func(img string) {
-		if img = lint.FullImage(strings.TrimSpace(img)); img != "" && !seen[img] {
-			seen[img] = true
+	r := &rendered{objects: len(c.CRDObjects()), sources: map[string][]lint.ImageSource{}}
+	add := func(img string, src lint.ImageSource) {
+		img = lint.FullImage(strings.TrimSpace(img))
+		if img == "" || slices.Contains(r.sources[img], src) {
+			return
+		}
+		if r.sources[img] == nil {
 			r.images = append(r.images, img)
 		}
+		r.sources[img] = append(r.sources[img], src)
 	}
 	names := make([]string, 0, len(files))
 	for n := range files {
@@ -94,7 +113,7 @@ func renderChart(archive []byte, release string, vals map[string]any) (*rendered
 		if !strings.HasSuffix(n, ".yaml") && !strings.HasSuffix(n, ".yml") && !strings.HasSuffix(n, ".json") {
 			continue // NOTES.txt, helpers
 		}
-		k, err := objectImages(files[n], add)
+		k, err := objectImages(files[n], func(img string) { add(img, lint.ImageSource{Source: lint.SourceRender, File: n}) })
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n, err)
 		}
@@ -176,10 +195,12 @@ var imageAnnotations = []string{"helm.sh/images", "artifacthub.io/images"}
 
 // annotatedImages gives add the images the image annotations of c and of
 // its dependencies (those ProcessDependencies kept: enabled by their
-// conditions and tags) list; an entry naming a dependency (HIP-0015's
-// dependency field) counts only when that dependency is enabled. An
-// annotation that is not such a list is skipped.
-func annotatedImages(c *chart.Chart, add func(string)) {
+// conditions and tags) list, each with the annotation and the chart
+// (chart.ChartFullPath: web, web/charts/redis) that named it; an entry
+// naming a dependency (HIP-0015's dependency field) counts only when that
+// dependency is enabled. An annotation that is not such a list is
+// skipped.
+func annotatedImages(c *chart.Chart, add func(string, lint.ImageSource)) {
 	enabled := map[string]bool{}
 	for _, d := range c.Dependencies() {
 		enabled[d.Name()] = true
@@ -193,7 +214,7 @@ func annotatedImages(c *chart.Chart, add func(string)) {
 			if s := c.Metadata.Annotations[a]; s != "" && yaml.Unmarshal([]byte(s), &entries) == nil {
 				for _, e := range entries {
 					if e.Dependency == "" || enabled[e.Dependency] {
-						add(e.Image)
+						add(e.Image, lint.ImageSource{Source: lint.SourceAnnotation, Annotation: a, Chart: c.ChartFullPath()})
 					}
 				}
 			}
@@ -208,10 +229,10 @@ func annotatedImages(c *chart.Chart, add func(string)) {
 // `helm lint` does: Chart.yaml, values and schema, templates rendered
 // with vals, dependencies, CRDs) on the chart archive, expanded in a
 // temporary directory (internal/scratch: what a killed run left is
-// removed by the next), for KubeVersion. INFO messages are left out;
-// ERROR is lint.Error, the rest lint.Warning. A chart that cannot be
-// expanded is one error message.
-func helmLint(archive []byte, name string, vals map[string]any) []lint.HelmMessage {
+// removed by the next), for the Kubernetes version kv (kubeVersion). INFO
+// messages are left out; ERROR is lint.Error, the rest lint.Warning. A
+// chart that cannot be expanded is one error message.
+func helmLint(archive []byte, name string, vals map[string]any, kv string) []lint.HelmMessage {
 	dir, err := scratch.MkdirTemp("", "chart")
 	if err != nil {
 		return []lint.HelmMessage{{Severity: lint.Error, Message: "cannot run Helm's checks: " + err.Error()}}
@@ -220,8 +241,7 @@ func helmLint(archive []byte, name string, vals map[string]any) []lint.HelmMessa
 	if err := chartutil.Expand(dir, bytes.NewReader(archive)); err != nil {
 		return []lint.HelmMessage{{Severity: lint.Error, Message: "cannot expand the chart: " + err.Error()}}
 	}
-	kv, _ := common.ParseKubeVersion(KubeVersion)
-	res := helmlint.RunAll(filepath.Join(dir, name), vals, chartNamespace, helmlint.WithKubeVersion(kv))
+	res := helmlint.RunAll(filepath.Join(dir, name), vals, chartNamespace, helmlint.WithKubeVersion(kubeVersion(kv)))
 	var out []lint.HelmMessage
 	for _, m := range res.Messages {
 		if m.Severity < support.WarningSev {

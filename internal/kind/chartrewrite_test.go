@@ -67,7 +67,7 @@ func TestRewriteChartImages(t *testing.T) {
 	if c.Metadata.Version != rc.Version || !strings.Contains(c.Metadata.Annotations["helm.sh/images"], "mirror.example.com:5000/team/src/web/nginx:1") {
 		t.Errorf("Chart.yaml: version %q, annotations %v", c.Metadata.Version, c.Metadata.Annotations)
 	}
-	r, err := renderChart(rc.Archive, "app", nil)
+	r, err := renderChart(rc.Archive, "app", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,11 @@ type Env struct {
 	// is none; the error is the file that cannot be read (an input
 	// error). Nil: no values file anywhere (the charts' own values).
 	Values func(cluster, artifact string) (*ValuesFile, error)
+	// KubeVersion is the Kubernetes version of Cluster (publish.yaml
+	// clusters.<cluster>.kubernetesVersion): charts are rendered for it
+	// and their kubeVersion constraint checked against it; "": the fixed
+	// KubeVersion, no constraint checked.
+	KubeVersion string
 	// Prelint, when set, lints each bundle's own rules as soon as it is
 	// read and then keeps of it only what later stages read (see
 	// Prelint); nil keeps every bundle whole until the command ends.

@@ -36,6 +36,73 @@ type Chart struct {
 	// Images are the images the rendered workloads run and the chart's
 	// image annotations list, each once, sorted.
 	Images []string
+	// Sources say what named each of Images (by image): the rendered
+	// file (for Cluster, with Values), or an image annotation of the
+	// chart or of a subchart.
+	Sources map[string][]ImageSource
+	// KubeVersion is the Kubernetes version the chart was rendered for:
+	// the cluster's (publish.yaml clusters.<cluster>.kubernetesVersion),
+	// "" for the fixed default (kind.KubeVersion), when the cluster gives
+	// none.
+	KubeVersion string
+	// KubeConstraint is Chart.yaml's kubeVersion when KubeVersion does not
+	// satisfy it (chart/kube-version), "" otherwise.
+	KubeConstraint string
+}
+
+// The sources of a chart's image (ImageSource.Source).
+const (
+	SourceRender        = "render"        // a workload of the rendered templates
+	SourceAnnotation    = "annotation"    // helm.sh/images or artifacthub.io/images of Chart.yaml
+	SourceRelatedImages = "relatedImages" // spec.relatedImages of the manifest
+	SourceArtifact      = "artifact"      // spec.artifact: the chart itself
+)
+
+// ImageSource is one thing that named an image of a chart: the plan shows
+// them (docs/plan-json.md, "namedBy").
+type ImageSource struct {
+	// Source is SourceRender, SourceAnnotation, SourceRelatedImages or
+	// SourceArtifact.
+	Source string `json:"source"`
+	// File is the rendered template that runs the image (render), as Helm
+	// names it: web/templates/deployment.yaml,
+	// web/charts/redis/templates/redis.yaml.
+	File string `json:"file,omitempty"`
+	// Cluster and Values are the cluster the chart was rendered for and
+	// its values file (render; "" for none: the chart's own values).
+	Cluster string `json:"cluster,omitempty"`
+	Values  string `json:"values,omitempty"`
+	// Annotation is helm.sh/images or artifacthub.io/images and Chart the
+	// chart whose Chart.yaml has it, a subchart as Helm's full path
+	// (web/charts/redis) (annotation).
+	Annotation string `json:"annotation,omitempty"`
+	Chart      string `json:"chart,omitempty"`
+}
+
+// String is the source for a person: "render of web/templates/a.yaml for
+// cluster east (values values/east/web.yaml)", "helm.sh/images of chart
+// web/charts/redis", "spec.relatedImages", "spec.artifact".
+func (s ImageSource) String() string {
+	switch s.Source {
+	case SourceRender:
+		out := "render of " + s.File
+		if s.Cluster != "" {
+			out += " for cluster " + s.Cluster
+		}
+		if s.Values != "" {
+			out += " (values " + s.Values + ")"
+		} else {
+			out += " (the chart's own values)"
+		}
+		return out
+	case SourceAnnotation:
+		return s.Annotation + " of chart " + s.Chart
+	case SourceRelatedImages:
+		return "spec.relatedImages"
+	case SourceArtifact:
+		return "spec.artifact"
+	}
+	return s.Source
 }
 
 // HelmMessage is one message of Helm's chart checks.
@@ -76,6 +143,9 @@ func (f *mfile) chartRules(c *Chart, m *manifest.PackageManifest, refuse string)
 		if c.Values != "" {
 			on += " (values " + c.Values + ")"
 		}
+	}
+	if c.KubeConstraint != "" {
+		add(RuleChartKubeVersion, "Chart.yaml", fmt.Sprintf("the chart %s %s needs kubeVersion %q (Chart.yaml), which excludes Kubernetes %s of cluster %s (publish.yaml clusters.%s.kubernetesVersion)", c.Name, c.Version, c.KubeConstraint, c.KubeVersion, c.Cluster, c.Cluster))
 	}
 	switch {
 	case c.RenderErr != nil:

@@ -56,6 +56,7 @@ const (
 	RuleChartMissingRelated       = "chart/missing-related"
 	RuleChartUnusedRelated        = "chart/unused-related"
 	RuleChartTarget               = "chart/target"
+	RuleChartKubeVersion          = "chart/kube-version"
 	RuleBundleFetch               = "bundle/fetch"
 	RuleBundleNotFound            = "bundle/not-found"
 	RuleBundleInvalid             = "bundle/invalid"
@@ -150,6 +151,7 @@ var catalog = []RuleInfo{
 	{ID: RuleChartNotFound, Severity: Error, Summary: "The chart spec.artifact names exists and is a Helm chart archive the Helm SDK loads.", Hint: "Push the chart (helm push), or correct spec.artifact and spec.chart."},
 	{ID: RuleChartHelm, Severity: Error, Validator: true, Summary: "Helm's own chart checks pass (the Helm SDK's lint: Chart.yaml, values and their schema, templates rendered with the cluster's values, dependencies, CRDs); Helm grades each finding error or warning.", Hint: "Run `helm lint` on the chart with the cluster's values file and fix what it reports."},
 	{ID: RuleChartMetadata, Severity: Error, Summary: "Chart.yaml's name is the chart the manifest names and its version is spec.version (v1.2.3 and 1.2.3 are the same version).", Hint: "Correct spec.version, spec.artifact or spec.chart, or publish the chart version the manifest means."},
+	{ID: RuleChartKubeVersion, Severity: Error, Summary: "The Kubernetes version of the cluster (publish.yaml clusters.<cluster>.kubernetesVersion) satisfies Chart.yaml's kubeVersion constraint, as Helm checks it before it installs. Not checked for a cluster without kubernetesVersion.", Hint: "Leave the chart out of that cluster's selection (clusters.<cluster>.exclude), publish a chart version made for its Kubernetes, or correct clusters.<cluster>.kubernetesVersion."},
 	{ID: RuleChartRender, Severity: Error, Summary: "The chart renders offline (Helm's template engine, the chart's values merged with the cluster's values file) without error.", Hint: "Fix the template or the values the message names (`helm template` with the same values shows it)."},
 	{ID: RuleChartEmpty, Severity: Error, Summary: "The chart renders at least one object with the cluster's values.", Hint: "Check the values file of the cluster (clusters.<cluster>.values.<artifact> in publish.yaml): a chart that installs nothing is a mistake."},
 	{ID: RuleChartMissingRelated, Severity: Error, Summary: "Every image the chart renders (workload containers, init and ephemeral containers) or lists in its helm.sh/images or artifacthub.io/images annotations is in spec.relatedImages.", Hint: "Add the image to spec.relatedImages, so that the catalog names every image the chart needs."},

@@ -85,6 +85,16 @@ type PackageOptions struct {
 	Catalog gitops.Options
 	Cluster string // default "global"
 	Render  render.Config
+	// Clusters are the clusters (publish.yaml clusters: Name, Include
+	// and Exclude are read) whose charts are rendered besides with their
+	// own values, each chart the cluster selects with its values file
+	// (ChartValues) and Kubernetes version (KubeVersion), as run renders
+	// them: the archive carries every image a cluster renders, and the
+	// values files and versions for push --catalog
+	// (archive.ChartClustersDir). None: the charts' own values only.
+	Clusters    []ClusterOptions
+	ChartValues func(cluster, artifact string) string
+	KubeVersion func(cluster string) string
 }
 
 // PackageResult says what Package wrote.
@@ -174,7 +184,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	}
 	// The artifacts read, and their signatures checked before anything
 	// is written (publish.yaml verify).
-	p, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true, Verify: o.Verify, Client: mc})
+	p, err := prepare(ctx, prepareIn{Versions: selected, Read: o.readPerCluster(mc), MustRead: true, Verify: o.Verify, Client: mc})
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +197,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	files, err := archiveFiles(o.Source, o.PackagesDir, ms)
+	files, manifests, err := o.packageFiles(ms, selected)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +208,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 			ann[archive.AnnotationSourceRepo] = origin
 		}
 	}
-	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), len(files))
+	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), manifests)
 	po := archive.PackageOptions{
 		Images: images, Files: files, Trust: o.Trust, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
 		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
@@ -217,7 +227,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PackageResult{PackageResult: res, Versions: len(selected), Manifests: len(files), Catalog: catalogDigest}, nil
+	return &PackageResult{PackageResult: res, Versions: len(selected), Manifests: manifests, Catalog: catalogDigest}, nil
 }
 
 // packageCatalog renders the OCI catalog of o.Cluster from the catalog
@@ -491,6 +501,12 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 			return nil, err
 		}
 	}
+	if err := writeArchiveFiles(tmp, archive.PackagesDir+archive.ChartClustersDir, pr.Contents.ChartClusters); err != nil {
+		return nil, err
+	}
+	if err := carriedChartClusters(&o, pr.Contents.ChartClusters); err != nil {
+		return nil, err
+	}
 	o.Source, o.PackagesDir = tmp, "packages"
 	o.SourceCommitOverride = pr.Contents.Annotations[archive.AnnotationSourceCommit]
 	o.SourceRepoOverride = pr.Contents.Annotations[archive.AnnotationSourceRepo]
@@ -553,7 +569,7 @@ func publishArchive(ctx context.Context, po PushOptions, mc *mirror.Client, dstO
 	res.Unpublished = left
 	// Nothing is linted or verified here: the connected side did that
 	// when it packaged (and lint would reach registries an air gap cannot).
-	p, err := prepare(ctx, prepareIn{Versions: kept, Previous: state.Artifacts, Read: readPushed(mc, dstOpts, o.Cluster, res), Records: clientMapper{mc}, Report: rep})
+	p, err := prepare(ctx, prepareIn{Versions: kept, Previous: state.Artifacts, Read: readPushed(mc, dstOpts, o.kindEnv(mc), res), Records: clientMapper{mc}, Report: rep})
 	if err != nil {
 		return res, err
 	}

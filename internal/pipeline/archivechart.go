@@ -55,13 +55,13 @@ func withBuiltCharts(images []archive.Image, selected []*model.Version) ([]archi
 // readPushed is prepare's Read step of push --catalog: each version's
 // artifact as pushed, read at the destination, counted in
 // res.BundlesRead: a bundle (its CSV display name and description when
-// the manifest has none), or a chart (kind.ReadChartArchive with the
-// chart's own values: the package repo's values files stay on the
-// connected side; its archive is what the chart sources of the catalog
-// are unpacked from). Errors: *InputError for a reference that cannot be
+// the manifest has none), or a chart (kind.ReadChartArchive for env's
+// cluster: the values file and Kubernetes version the archive carries
+// for it, carriedChartClusters; its archive is what the chart sources of
+// the catalog are unpacked from). Errors: *InputError for a reference that cannot be
 // mapped or a chart that is none (kind.ChartError), else the registry's, naming the
 // artifact.
-func readPushed(mc *mirror.Client, dstOpts []remote.Option, cluster string, res *Result) func(context.Context, []*model.Version) error {
+func readPushed(mc *mirror.Client, dstOpts []remote.Option, env kind.Env, res *Result) func(context.Context, []*model.Version) error {
 	return func(ctx context.Context, vs []*model.Version) error {
 		for _, v := range vs {
 			src, err := mc.ParseReference(v.Ref())
@@ -79,7 +79,7 @@ func readPushed(mc *mirror.Client, dstOpts []remote.Option, cluster string, res 
 				}
 				data, err := kind.ChartLayer(dst.String(), img)
 				if err == nil {
-					err = kind.ReadChartArchive(kind.Env{Client: mc, Cluster: cluster}, v, data)
+					err = kind.ReadChartArchive(env, v, data)
 				}
 				var ce *kind.ChartError
 				if errors.As(err, &ce) {

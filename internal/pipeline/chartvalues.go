@@ -10,11 +10,15 @@ import (
 )
 
 // kindEnv is what the kinds of package read with for o's cluster
-// (kind.Env): the client mc, the cluster, and the charts' values files
+// (kind.Env): the client mc, the cluster, its Kubernetes version
+// (KubeVersion), and the charts' values files
 // (ChartValues), read from the package repo checkout (Source) through
 // os.Root, so that no path or symbolic link leads out of it.
 func (o Options) kindEnv(mc *mirror.Client) kind.Env {
 	env := kind.Env{Client: mc, Cluster: o.Cluster}
+	if o.KubeVersion != nil {
+		env.KubeVersion = o.KubeVersion(o.Cluster)
+	}
 	if o.ChartValues == nil {
 		return env
 	}

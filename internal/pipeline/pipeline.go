@@ -87,6 +87,11 @@ type Options struct {
 	// --chart-repo-password, --chart-repo-token); sent to the chartRepo
 	// URL's host only.
 	ChartRepoAuth chartmuseum.Auth
+	// KubeVersion returns the Kubernetes version of a cluster (publish.yaml
+	// clusters.<cluster>.kubernetesVersion: config.KubernetesVersion), ""
+	// for none; nil: none anywhere. Charts are rendered for it and their
+	// kubeVersion checked against it (kind.Env.KubeVersion).
+	KubeVersion func(cluster string) string
 	// Verify checks the signatures of every bundle and related image read
 	// before anything is mirrored (publish.yaml verify; internal/verify);
 	// nil: nothing is verified.

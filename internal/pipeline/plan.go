@@ -9,6 +9,7 @@ import (
 
 	"github.com/operator-publish/publish/internal/catalog"
 	"github.com/operator-publish/publish/internal/gitops"
+	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -251,7 +252,7 @@ func planImages(arts []report.PlanArtifact, vs []*model.Version, verified map[st
 			}
 			refs := append(unique(mv.Images), mv.Ref())
 			for _, r := range refs {
-				pi := report.PlanImage{Source: r}
+				pi := report.PlanImage{Source: r, NamedBy: chartImageSources(mv, r)}
 				if res, ok := verified[r]; ok {
 					pi.Verification = &res
 				}
@@ -267,6 +268,31 @@ func planImages(arts []report.PlanArtifact, vs []*model.Version, verified map[st
 		}
 	}
 	at(imgs)
+}
+
+// chartImageSources says what named img among the images of v, a chart
+// read for the plan's cluster (kind.ChartOf): the rendered templates (for
+// the cluster, with its values file) and the image annotations of the
+// chart and its subcharts (lint.Chart.Sources), spec.relatedImages, and
+// spec.artifact for the chart itself; images are compared written in
+// full (lint.FullImage). Nil for a version of another kind, or not read.
+func chartImageSources(v *model.Version, img string) []lint.ImageSource {
+	c := kind.ChartOf(v)
+	if c == nil {
+		return nil
+	}
+	if img == v.Ref() {
+		return []lint.ImageSource{{Source: lint.SourceArtifact}}
+	}
+	full := lint.FullImage(img)
+	out := append([]lint.ImageSource(nil), c.Sources[full]...)
+	for _, r := range v.Manifest.Spec.RelatedImages {
+		if lint.FullImage(r) == full {
+			out = append(out, lint.ImageSource{Source: lint.SourceRelatedImages})
+			break
+		}
+	}
+	return out
 }
 
 // mirroredAt is planImages' destination lookup of a run that mirrored

@@ -102,6 +102,12 @@ type PlanImage struct {
 	// verify policy (absent without a policy): status verified, unsigned,
 	// untrusted, identity or not-required (docs/plan-json.md).
 	Verification *model.Verification `json:"verification,omitempty"`
+	// NamedBy says, for an image of a chart, what named it: the render
+	// (the template file, the cluster and its values file), an image
+	// annotation (helm.sh/images or artifacthub.io/images of the chart or
+	// a subchart), spec.relatedImages, or spec.artifact for the chart
+	// itself (docs/plan-json.md). Absent for a bundle's images.
+	NamedBy []lint.ImageSource `json:"namedBy,omitempty"`
 }
 
 // The UnknownReasons of a refused HEAD at the destination (Markdown says

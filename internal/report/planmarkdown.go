@@ -66,6 +66,7 @@ func (p *Plan) Markdown() string {
 		b.WriteString("\n")
 	}
 	p.markdownSignatures(&b)
+	p.markdownChartImages(&b)
 	fmt.Fprintf(&b, "### Rendered files (%s): %d would change\n\n", "rendered/"+p.Cluster, len(p.Files))
 	for _, f := range p.Files {
 		fmt.Fprintf(&b, "- %s `%s`\n", f.Change, f.Path)
@@ -194,4 +195,29 @@ func (p *Plan) markdownWaiting(b *strings.Builder) {
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s | %s |\n", w.Artifact, w.Version, w.Upstream, until, strings.ReplaceAll(w.Reason, "|", `\|`))
 	}
 	b.WriteString("\n")
+}
+
+// markdownChartImages writes the images of the charts the plan changes,
+// each with what named it (PlanImage.NamedBy): a table of chart, version,
+// image and sources; nothing when no chart changes.
+func (p *Plan) markdownChartImages(b *strings.Builder) {
+	var rows []string
+	for _, a := range p.Artifacts {
+		for _, v := range a.Versions {
+			for _, i := range v.Images {
+				if len(i.NamedBy) == 0 {
+					continue
+				}
+				named := make([]string, len(i.NamedBy))
+				for k, n := range i.NamedBy {
+					named[k] = n.String()
+				}
+				rows = append(rows, fmt.Sprintf("| `%s` | %s | `%s` | %s |", a.Name, v.Version, i.Source, strings.ReplaceAll(strings.Join(named, "; "), "|", `\|`)))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "### Chart images: %d\n\n| chart | version | image | named by |\n|---|---|---|---|\n%s\n\n", len(rows), strings.Join(rows, "\n"))
 }
