@@ -14,7 +14,7 @@ import (
 // package after the other: what a file's bytes give (the JSON of its first
 // YAML document, its compressed length) is kept by the bytes' sha256, in
 // memory bounded by jsonCacheBytes.
-const jsonCacheBytes = 64 << 20
+const jsonCacheBytes = 32 << 20
 
 // fileCache maps a file's sha256 to what its bytes give. Two generations:
 // when the current one holds jsonCacheBytes of JSON it becomes the old one
