@@ -37,6 +37,7 @@ func main() {
 	opm := flag.String("opm", "", "opm binary (optional: without it opm render is not timed)")
 	operators := flag.Int("operators", 0, "take the first N operators in name order (0: all)")
 	workDir := flag.String("work", "", "working directory (default: a new temporary one, removed at the end)")
+	compare := flag.String("compare", "", "with -lint-only: another publish binary whose lint output must equal this one's (the benchmark fails otherwise)")
 	lintOnly := flag.Int("lint-only", 0, "time only lint with an empty lint cache and opm render, in turns, this many times each (0: the whole benchmark)")
 	flag.Parse()
 	if *reg == "" || *checkout == "" {
@@ -51,13 +52,14 @@ func main() {
 		defer os.RemoveAll(work)
 	}
 	check(os.MkdirAll(work, 0o755))
-	b := &bench{reg: *reg, publish: *publish, opm: *opm, work: work, lintOnly: *lintOnly}
+	b := &bench{reg: *reg, publish: *publish, opm: *opm, work: work, lintOnly: *lintOnly, compare: *compare}
 	b.run(context.Background(), *checkout, *operators)
 }
 
 type bench struct {
 	reg, publish, opm, work string
 	lintOnly                int
+	compare                 string
 	rows                    []string
 }
 
@@ -160,8 +162,20 @@ func (b *bench) print(operators, built int, took time.Duration, defects map[stri
 // the same bundle images (refs) in turns, b.lintOnly times each, so that
 // both see the same load; each row is one run.
 func (b *bench) lintTurns(repo string, refs []string) {
+	args := []string{"lint", "--source", repo, "--format", "json", "--plain-http", "--no-image-check"}
+	if b.compare != "" {
+		this := b.exec(repo, args...)
+		other := (&bench{publish: b.compare, work: b.work}).exec(repo, args...)
+		if !bytes.Equal(this.stdout, other.stdout) || this.code != other.code {
+			fmt.Fprintf(os.Stderr, "catalogbench: lint of %s and of %s differ (exit %d and %d); outputs in %s\n", b.publish, b.compare, this.code, other.code, b.work)
+			check(os.WriteFile(filepath.Join(b.work, "lint-this.json"), this.stdout, 0o644))
+			check(os.WriteFile(filepath.Join(b.work, "lint-other.json"), other.stdout, 0o644))
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "catalogbench: lint of %s and of %s give the same output (%d bytes)\n", b.publish, b.compare, len(this.stdout))
+	}
 	for i := 0; i < b.lintOnly; i++ {
-		lint := b.exec(repo, "lint", "--source", repo, "--format", "json", "--plain-http", "--no-image-check")
+		lint := b.exec(repo, args...)
 		lint.note = fmt.Sprintf("%d bundles, no lint cache (turn %d)", len(refs), i+1)
 		b.row("publish lint (everything)", lint)
 		if b.opm != "" {

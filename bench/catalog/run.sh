@@ -10,6 +10,7 @@
 #   CHECKOUT=/path/to/community-operators-prod bench/catalog/run.sh
 #   OPERATORS=50 bench/catalog/run.sh     # the first 50 operators only
 #   LINT_ONLY=3 OPM=... bench/catalog/run.sh  # lint (no cache) and opm render only, 3 turns each
+#   LINT_ONLY=1 COMPARE=/path/to/other/publish bench/catalog/run.sh  # fails unless both lint alike
 #
 # Without CHECKOUT it unpacks the operators/ tree of a bare clone at
 # $MIRROR (default: the session tool's mirror of the repository). Needs
@@ -32,4 +33,4 @@ fi
 start_registry "$work"
 go build -o "$work/publish" ./cmd/publish
 go run ./bench/catalog -registry "$addr" -checkout "$CHECKOUT" -publish "$work/publish" \
-  -opm "${OPM:-}" -operators "${OPERATORS:-0}" -lint-only "${LINT_ONLY:-0}" -work "$work/bench"
+  -opm "${OPM:-}" -operators "${OPERATORS:-0}" -lint-only "${LINT_ONLY:-0}" -compare "${COMPARE:-}" -work "$work/bench"

@@ -61,9 +61,12 @@ type Bundle struct {
 
 	// CSV is the ClusterServiceVersion, as loaded by operator-framework/api.
 	CSV *v1alpha1.ClusterServiceVersion
-	// Loaded is the full bundle (CSV, CRDs, other objects) as loaded by
-	// operator-framework/api's manifests.GetBundleFromDir.
+	// Loaded is the full bundle (CSV, CRDs, other objects) as
+	// operator-framework/api's manifests.GetBundleFromDir loads it (Load
+	// reads it the same way, faster: loadManifests).
 	Loaded *manifests.Bundle
+	// crdKeys: CRDKey.
+	crdKeys map[any][32]byte
 
 	CSVName      string // metadata.name of the CSV, e.g. etcdoperator.v0.9.4
 	Version      string // CSV spec.version, "" when absent
@@ -363,7 +366,7 @@ func Load(dir string) (*Bundle, error) {
 		return nil, err
 	}
 	defer done()
-	lb, err := manifests.GetBundleFromDir(loadDir)
+	lb, crdKeys, err := loadManifests(loadDir)
 	if err != nil {
 		msg := strings.ReplaceAll(err.Error(), loadDir+string(filepath.Separator), "")
 		msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
@@ -402,6 +405,7 @@ func Load(dir string) (*Bundle, error) {
 		Annotations:    ann,
 		DefaultChannel: lb.DefaultChannel,
 		Images:         Images(csv),
+		crdKeys:        crdKeys,
 	}
 	if csv.Spec.Version.Version.String() != "0.0.0" {
 		b.Version = csv.Spec.Version.String()
@@ -414,6 +418,17 @@ func Load(dir string) (*Bundle, error) {
 		}
 	}
 	return b, nil
+}
+
+// CRDKey returns a key of the content of crd, one of b.Loaded's V1CRDs or
+// V1beta1CRDs (the pointer Load put there): two CRDs with the same key were
+// decoded from the same bytes, so what a pure function of a CRD gives for
+// one (the CRD validator's findings) holds for the other. ok is false when
+// Load did not record one (a bundle operator-framework's loader read, a
+// CRD of a file of several documents, a bundle built by hand).
+func (b *Bundle) CRDKey(crd any) (key [32]byte, ok bool) {
+	key, ok = b.crdKeys[crd]
+	return key, ok
 }
 
 // readMetadata reads the regular files of a bundle's metadata/ directory

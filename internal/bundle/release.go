@@ -37,6 +37,9 @@ func numericRelease(dir string) (file string, data []byte, release string, err e
 		if err != nil {
 			return "", nil, "", nil
 		}
+		if !bytes.Contains(raw, []byte("ClusterServiceVersion")) || !bytes.Contains(raw, []byte("release")) {
+			continue // no CSV with a spec.release here: not worth a YAML parse
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		for {
 			var doc yaml.Node

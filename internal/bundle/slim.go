@@ -67,6 +67,7 @@ func (b *Bundle) Slim() {
 		lb.V1beta1CRDs = append(lb.V1beta1CRDs, s)
 	}
 	b.Loaded = lb
+	b.crdKeys = nil
 }
 
 // slimCSV is the part of csv that Slim keeps (see there), in a new value;

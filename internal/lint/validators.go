@@ -173,7 +173,13 @@ func runValidators(b *bundle.Bundle, k8s string) []vfinding {
 	names := map[string]bool{b.CSVName: true, lb.Name: true, "": true}
 	seen := map[[2]string]bool{}
 	for _, vr := range validators {
-		results, crash := runOne(vr.v, objs)
+		var results []verrors.ManifestResult
+		var crash any
+		if vr.name == "CustomResourceDefinition" {
+			results, crash = validateCRDs(vr.v, b, &lb)
+		} else {
+			results, crash = runOne(vr.v, objs)
+		}
 		if crash != nil {
 			msg := fmt.Sprintf("the operator-framework %s validator crashed on this bundle (%v); its other checks did not run", vr.name, crash)
 			if b.CSV.Spec.Icon != nil && len(b.CSV.Spec.Icon) == 0 {
