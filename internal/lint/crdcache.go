@@ -53,6 +53,7 @@ func validateCRDs(v interfaces.Validator, b *bundle.Bundle, lb *manifests.Bundle
 			return nil, crash
 		}
 		if ok {
+			r = keepable(r)
 			crdResults.Lock()
 			if len(crdResults.m) >= maxCRDResults {
 				clear(crdResults.m)
@@ -63,4 +64,30 @@ func validateCRDs(v interfaces.Validator, b *bundle.Bundle, lb *manifests.Bundle
 		results = append(results, r...)
 	}
 	return results, nil
+}
+
+// keepable returns rs with each finding's BadValue as validatorMessage
+// prints it (the text of a plain value) or nil: a kept finding must not
+// hold the converted CRD its value may point into.
+func keepable(rs []verrors.ManifestResult) []verrors.ManifestResult {
+	out := make([]verrors.ManifestResult, len(rs))
+	for i, r := range rs {
+		out[i] = verrors.ManifestResult{Name: r.Name}
+		for _, e := range r.Errors {
+			out[i].Errors = append(out[i].Errors, keepableError(e))
+		}
+		for _, e := range r.Warnings {
+			out[i].Warnings = append(out[i].Warnings, keepableError(e))
+		}
+	}
+	return out
+}
+
+func keepableError(e verrors.Error) verrors.Error {
+	if v, ok := printable(e.BadValue); ok {
+		e.BadValue = v
+	} else {
+		e.BadValue = nil
+	}
+	return e
 }
