@@ -349,6 +349,8 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	// issue #1210; seen with distribution 2.8 over TLS), and push uploads
 	// several blobs at once.
 	o.Mirror.HTTP1 = true
+	// One /v2/ ping per registry, not one per repository (registry.Options.PingOnce).
+	o.Mirror.PingOnce = true
 	if o.Mirror.Logger == nil {
 		o.Mirror.Logger = o.Options.Log // retries, requests that wait
 	}
