@@ -119,3 +119,20 @@ func TestPushRefusesDamagedArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestPushHeadsPerBlob: a push asks one HEAD per blob and repository that
+// needs it (what resumes a push) and, for a mount, only go-containerregistry's
+// one before it: the mounted blob's size is the archive's, not asked.
+func TestPushHeadsPerBlob(t *testing.T) {
+	out, _, _ := packageFixture(t, t.TempDir(), nil)
+	dst := startRecorder(t)
+	res, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst.host, "mirror")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := dst.count("HEAD ", "/blobs/")
+	t.Logf("blobs %d pushed, %d mounted; %d blob HEADs", res.BlobsPushed, res.BlobsMounted, heads)
+	if res.BlobsMounted == 0 || heads != res.BlobsPushed+2*res.BlobsMounted {
+		t.Errorf("%d blob HEADs for %d blobs pushed and %d mounted, want %d", heads, res.BlobsPushed, res.BlobsMounted, res.BlobsPushed+2*res.BlobsMounted)
+	}
+}
