@@ -145,7 +145,14 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx, pool: newChunkPool(o.Jobs)}
+	hctx, stop := context.WithCancel(ctx)
+	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx, pool: newChunkPool(o.Jobs), hctx: hctx}
+	defer func() {
+		stop()
+		if p.headsDone != nil {
+			<-p.headsDone
+		}
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Jobs)
 	p.g, p.gctx = g, gctx
@@ -206,6 +213,10 @@ type pusher struct {
 	gctx   context.Context
 	ctx    context.Context // Push's: gctx ends with the blob uploads
 	pool   *chunkPool      // the spools' chunks
+	hctx   context.Context // manifestHeads': ends when Push returns
+
+	heads     map[string]registry.Found // by destination@digest, once headsDone is closed
+	headsDone chan struct{}
 
 	once       sync.Once
 	dsts       []name.Reference // per index.json entry; nil: not pushed
@@ -304,6 +315,7 @@ func (p *pusher) precheck() error {
 	if err := p.dest(); err != nil {
 		return err
 	}
+	p.manifestHeads(p.hctx)
 	type pair struct {
 		d    string
 		repo name.Repository
@@ -526,6 +538,12 @@ func (p *pusher) manifests(ctx context.Context) error {
 func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (*PushedImage, error) {
 	d := im.Desc.Digest.String()
 	r := &PushedImage{Source: im.Ref, Destination: dst.String(), Digest: d, Bundle: im.Bundle, Catalog: im.Catalog}
+	if present, ok := p.knownHead(ctx, im, dst); ok && present {
+		r.Skipped = true
+		return r, nil
+	} else if ok {
+		return r, p.put(ctx, dst, d) // missing when the archive was read
+	}
 	if head, err := p.puller.Head(ctx, dst); err == nil && head.Digest == im.Desc.Digest {
 		r.Skipped = true
 		return r, nil
