@@ -51,6 +51,7 @@ func main() {
 	flag.IntVar(&repeat, "repeat", 3, "runs of each step; the fastest counts")
 	phase := flag.String("phase", "", "generate: push the images and write the package repo; measure: run the tools")
 	flag.StringVar(&steps, "steps", "all", "measure: all, or push (crane pull, publish package, crane push and publish push only)")
+	flag.IntVar(&dstPID, "dst-pid", 0, "measure -steps push: the destination registry's process, whose CPU time each push costs is printed (0: not measured)")
 	flag.Parse()
 	var err error
 	switch *phase {
@@ -215,7 +216,29 @@ func write(ref string, img v1.Image) error {
 var (
 	repeat int
 	steps  string
+	dstPID int
 )
+
+// procCPU is the CPU time (user+sys, seconds) process pid has used so far,
+// from /proc/PID/stat (0 when it cannot be read).
+func procCPU(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (in parentheses, which may hold spaces).
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var utime, stime float64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return (utime + stime) / 100 // clock ticks (USER_HZ, 100 on Linux)
+}
 
 type step struct {
 	tool, what string
@@ -463,25 +486,43 @@ func pushSteps(add func(tool, what string, once bool, args func(round int) []str
 	}); err != nil {
 		return err
 	}
-	var c, p, cc, pc []float64
+	var c, p, cc, pc, creg, preg, ratios []float64
 	for r := range repeat {
 		for _, tool := range []string{"crane", "publish"} {
 			args := []string{crane, "push", "--index", layout, fmt.Sprintf("%s/crane%d/all:v1", dst, r)}
 			if tool == "publish" {
 				args = []string{publish, "push", tgz, "--dst-repo", fmt.Sprintf("%s/publish%d", dst, r), "--plain-http", "--no-auth"}
 			}
+			reg0 := procCPU(dstPID)
 			secs, rss, cpu, err := timedCPU(filepath.Dir(tgz), args...)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "%-8s push round %d: %6.2f s  %5.2f s CPU  %5.0f MiB RSS\n", tool, r, secs, cpu, rss)
+			reg := procCPU(dstPID) - reg0
+			line := fmt.Sprintf("%-8s push round %d: %6.2f s  %5.2f s CPU  %5.2f s registry CPU  %5.0f MiB RSS", tool, r, secs, cpu, reg, rss)
 			if tool == "crane" {
-				c, cc = append(c, secs), append(cc, cpu)
+				c, cc, creg = append(c, secs), append(cc, cpu), append(creg, reg)
 			} else {
-				p, pc = append(p, secs), append(pc, cpu)
+				p, pc, preg = append(p, secs), append(pc, cpu), append(preg, reg)
+				ratios = append(ratios, secs/c[len(c)-1])
+				line += fmt.Sprintf("  (%.2fx crane's run before)", ratios[len(ratios)-1])
 			}
+			fmt.Fprintln(os.Stderr, line)
 		}
 	}
-	fmt.Printf("crane push --index (layout -> registry): fastest %.2f s; publish push (.tgz -> registry): fastest %.2f s; push / crane push: %.2fx (%d runs each, in turns); CPU time (user+sys, least): crane %.2f s, publish %.2f s\n", slices.Min(c), slices.Min(p), slices.Min(p)/slices.Min(c), repeat, slices.Min(cc), slices.Min(pc))
+	fmt.Printf("crane push --index (layout -> registry): fastest %.2f s; publish push (.tgz -> registry): fastest %.2f s; push / crane push: %.2fx fastest to fastest, %.2fx the median of the %d pairs (in turns); CPU time (user+sys, least): crane %.2f s, publish %.2f s; the registry's (median): %.2f s for crane, %.2f s for publish\n",
+		slices.Min(c), slices.Min(p), slices.Min(p)/slices.Min(c), median(ratios), repeat, slices.Min(cc), slices.Min(pc), median(creg), median(preg))
 	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -39,4 +39,4 @@ CRANE=${CRANE:-$work/crane}
 mkdir -p "$work/run"
 go build -o "$work/bench" ./bench/archive
 "$work/bench" -phase generate -src "$src" -work "$work/run"
-"$work/bench" -phase measure -dst "$dst" -publish "$work/publish" -crane "$CRANE" -work "$work/run" "$@"
+"$work/bench" -phase measure -dst "$dst" -dst-pid "${pids[1]}" -publish "$work/publish" -crane "$CRANE" -work "$work/run" "$@"

@@ -40,11 +40,11 @@ type PushOptions struct {
 	Select func(c *Contents) (keep func(IndexEntry) bool, err error)
 	// Remote are the options for the destination registry (auth, transport).
 	Remote []remote.Option
-	// Jobs bounds the blob uploads and mounts in flight (default 4). A
-	// layer streams from the archive into its upload as it is read, the
-	// walk waiting (one at a time: the archive is read front to back);
-	// configs and blobs up to 1 MiB are read into memory and overlap it.
-	// Nothing is written to the disk.
+	// Jobs bounds the blob uploads and mounts in flight (default 4). The
+	// archive is read once, front to back; a layer goes to its upload
+	// through chunks of a pool of Jobs x 16 MiB (pushspool.go), so that
+	// the walk reads the next layers while it uploads; configs and blobs
+	// up to 1 MiB are read whole. Nothing is written to the disk.
 	Jobs int
 	// TempDir is not used any more (blobs stream); kept for callers.
 	TempDir string
@@ -145,7 +145,14 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx}
+	hctx, stop := context.WithCancel(ctx)
+	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx, pool: newChunkPool(o.Jobs), hctx: hctx}
+	defer func() {
+		stop()
+		if p.headsDone != nil {
+			<-p.headsDone
+		}
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Jobs)
 	p.g, p.gctx = g, gctx
@@ -205,6 +212,11 @@ type pusher struct {
 	g      *errgroup.Group
 	gctx   context.Context
 	ctx    context.Context // Push's: gctx ends with the blob uploads
+	pool   *chunkPool      // the spools' chunks
+	hctx   context.Context // manifestHeads': ends when Push returns
+
+	heads     map[string]registry.Found // by destination@digest, once headsDone is closed
+	headsDone chan struct{}
 
 	once       sync.Once
 	dsts       []name.Reference // per index.json entry; nil: not pushed
@@ -303,6 +315,7 @@ func (p *pusher) precheck() error {
 	if err := p.dest(); err != nil {
 		return err
 	}
+	p.manifestHeads(p.hctx)
 	type pair struct {
 		d    string
 		repo name.Repository
@@ -401,84 +414,34 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 		p.g.Go(func() error { return p.upload(e, repos, sb) })
 		return nil
 	}
-	// A layer streams from the archive into its upload: the upload reads
-	// the archive's entry itself (no copy, on the disk or between
-	// goroutines) while the walk waits, until the entry's end (the walk
-	// goes on; the commit and the mounts finish beside it) or the end of
-	// the upload. A digest that does not match fails the read, so the
-	// registry never commits it; a failed upload stops the push (what
-	// was committed stays: the next run skips it).
-	lent := &lentReader{r: body, released: make(chan struct{})}
-	sb.r = lent
-	var upErr error
+	// A layer goes through a spool (pushspool.go): the walk reads it to
+	// its end (its digest checked) while its upload sends what was read,
+	// and goes on with the next entries as the upload continues. A digest
+	// that does not match fails the upload's read, so the registry never
+	// commits it; a failed upload stops the push (what was committed
+	// stays: the next run skips it).
+	sp := newSpool(p.pool)
+	sb.r = sp
 	p.g.Go(func() error {
-		upErr = p.upload(e, repos, sb)
-		lent.release()
-		return upErr
+		err := p.upload(e, repos, sb)
+		sp.release()
+		return err
 	})
-	<-lent.released
-	switch {
-	case lent.err != nil:
-		return lent.err // the archive: damaged
-	case !lent.eof:
-		return &RegistryError{Err: upErr} // the upload failed first (told by Push)
+	switch err := sp.fill(p.gctx, body); {
+	case err == nil:
+		return nil
+	case errors.Is(err, errSpoolGone) || p.gctx.Err() != nil:
+		return &RegistryError{Err: err} // the upload failed first (told by Push)
+	default:
+		return err // the archive: damaged
 	}
-	return nil
 }
 
-// lentReader is an archive entry read by an upload while the walk waits:
-// released at its end, or when the upload gives up. Once released it
-// reads nothing more (an HTTP transport may still read a failed
-// request's body after the request returned), and release waits for a
-// read in progress.
-type lentReader struct {
-	mu       sync.Mutex
-	r        io.Reader
-	err      error // a read error other than EOF
-	eof      bool
-	gone     bool
-	once     sync.Once
-	released chan struct{}
-}
-
-func (l *lentReader) Read(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.eof:
-		return 0, io.EOF
-	case l.err != nil:
-		return 0, l.err
-	case l.gone:
-		return 0, errors.New("the upload of this blob was given up")
-	}
-	n, err := l.r.Read(p)
-	switch {
-	case err == io.EOF:
-		l.eof = true
-		l.releaseLocked()
-	case err != nil:
-		l.err = err
-		l.releaseLocked()
-	}
-	return n, err
-}
-
-func (l *lentReader) release() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.releaseLocked()
-}
-
-func (l *lentReader) releaseLocked() {
-	l.gone = true
-	l.once.Do(func() { close(l.released) })
-}
-
-// memBlob is the largest blob push holds in memory, in bytes (configs
-// and small layers: Jobs of them at most); larger ones stream. Holding
-// more to upload several layers at once was measured: slower on 2 shared
-// cores (the copies cost more than the overlap gains).
+// memBlob is the largest blob push reads whole into memory, in bytes
+// (configs and small layers: Jobs of them at most); larger ones go
+// through a spool, chunks of a pool reused from layer to layer (reading
+// each large layer whole was measured slower: a new buffer per layer
+// costs more than the overlap gains).
 const memBlob = 1 << 20
 
 // upload puts one blob into the first repository that lacks it and mounts
@@ -491,11 +454,8 @@ func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) erro
 	for _, repo := range repos[1:] {
 		// Mounted from the destination's own copy (read from there when
 		// the registry does not mount).
-		l, err := p.puller.Layer(p.gctx, from)
-		if err == nil {
-			err = p.rp.Upload(p.gctx, repo, &remote.MountableLayer{Layer: l, Reference: from})
-		}
-		if err != nil {
+		l := &mountedBlob{p: p, from: from, digest: e.Digest, size: e.Size, mt: sb.mt}
+		if err := p.rp.Upload(p.gctx, repo, &remote.MountableLayer{Layer: l, Reference: from}); err != nil {
 			return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
 		}
 	}
@@ -578,6 +538,12 @@ func (p *pusher) manifests(ctx context.Context) error {
 func (p *pusher) image(ctx context.Context, im IndexEntry, dst name.Reference) (*PushedImage, error) {
 	d := im.Desc.Digest.String()
 	r := &PushedImage{Source: im.Ref, Destination: dst.String(), Digest: d, Bundle: im.Bundle, Catalog: im.Catalog}
+	if present, ok := p.knownHead(ctx, im, dst); ok && present {
+		r.Skipped = true
+		return r, nil
+	} else if ok {
+		return r, p.put(ctx, dst, d) // missing when the archive was read
+	}
 	if head, err := p.puller.Head(ctx, dst); err == nil && head.Digest == im.Desc.Digest {
 		r.Skipped = true
 		return r, nil
@@ -688,3 +654,32 @@ func (d *doneReader) Read(p []byte) (int, error) {
 	return n, err
 }
 func (d *doneReader) Close() error { return nil }
+
+// mountedBlob is a blob the destination has in repository from, to mount
+// into another (remote.MountableLayer): its digest, size and media type
+// are the archive's, so that mounting it asks the registry nothing about
+// it (a remote layer's size is one HEAD more per mount); its bytes are
+// read from the destination only when the registry does not mount.
+type mountedBlob struct {
+	p      *pusher
+	from   name.Digest
+	digest v1.Hash
+	size   int64
+	mt     types.MediaType
+}
+
+func (b *mountedBlob) Compressed() (io.ReadCloser, error) {
+	l, err := b.p.puller.Layer(b.p.gctx, b.from)
+	if err != nil {
+		return nil, err
+	}
+	return l.Compressed()
+}
+
+func (b *mountedBlob) Uncompressed() (io.ReadCloser, error) {
+	return nil, errors.New("a mounted blob is not decompressed")
+}
+func (b *mountedBlob) Digest() (v1.Hash, error)            { return b.digest, nil }
+func (b *mountedBlob) DiffID() (v1.Hash, error)            { return v1.Hash{}, errors.New("no diff ID") }
+func (b *mountedBlob) Size() (int64, error)                { return b.size, nil }
+func (b *mountedBlob) MediaType() (types.MediaType, error) { return b.mt, nil }

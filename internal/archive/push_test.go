@@ -119,3 +119,27 @@ func TestPushRefusesDamagedArchive(t *testing.T) {
 		}
 	}
 }
+
+// TestPushHeadsPerBlob: a push asks one HEAD per blob and repository that
+// needs it (what resumes a push) and, for a mount, only go-containerregistry's
+// one before it: the mounted blob's size is the archive's, not asked. The
+// images' manifests are asked once each, while the archive is read.
+func TestPushHeadsPerBlob(t *testing.T) {
+	out, _, _ := packageFixture(t, t.TempDir(), nil)
+	dst := startRecorder(t)
+	res, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst.host, "mirror")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	heads := dst.count("HEAD ", "/blobs/")
+	mheads := dst.count("HEAD ", "/manifests/")
+	t.Logf("blobs %d pushed, %d mounted; %d blob HEADs; %d images, %d manifest HEADs", res.BlobsPushed, res.BlobsMounted, heads, len(res.Images), mheads)
+	if res.BlobsMounted == 0 || heads != res.BlobsPushed+2*res.BlobsMounted {
+		t.Errorf("%d blob HEADs for %d blobs pushed and %d mounted, want %d", heads, res.BlobsPushed, res.BlobsMounted, res.BlobsPushed+2*res.BlobsMounted)
+	}
+	// One per image, asked while the archive is read, and one per child
+	// of the two-platform index: none again before the PUTs.
+	if mheads != len(res.Images)+2 {
+		t.Errorf("%d manifest HEADs for %d images (one an index of 2), want %d", mheads, len(res.Images), len(res.Images)+2)
+	}
+}

@@ -82,6 +82,9 @@ type Options struct {
 	Timeout time.Duration
 	// HTTP1 speaks HTTP/1.1 only (registry.Options.HTTP1; publish push).
 	HTTP1 bool
+	// PingOnce asks each registry for its auth challenge once per client
+	// (registry.Options.PingOnce; publish push).
+	PingOnce bool
 	// Flags are the flag names of the command that runs, for the error
 	// descriptions (zero value: registry.RunFlags).
 	Flags registry.Flags
@@ -149,7 +152,7 @@ func New(o Options) (*Client, error) {
 	c.sleep = func(ctx context.Context, d time.Duration) error { return registry.Sleep(ctx, clock, d) }
 	reg, err := registry.New(registry.Options{
 		CAFile: o.CAFile, Insecure: o.Insecure, PlainHTTP: o.PlainHTTP, PlainHTTPHosts: o.PlainHTTPHosts,
-		HTTP1: o.HTTP1, Retry: o.Retry, Timeout: o.Timeout, MaxConnsPerHost: 2*o.Concurrency + 8,
+		HTTP1: o.HTTP1, PingOnce: o.PingOnce, Retry: o.Retry, Timeout: o.Timeout, MaxConnsPerHost: 2*o.Concurrency + 8,
 		Src: o.Src, Dst: o.Dst, SrcHosts: o.SrcHosts, DstHost: c.dstHost, Flags: flags,
 		Logger: o.Logger, Clock: clock, SourceMirrors: o.SourceMirrors,
 		Sleep: func(ctx context.Context, d time.Duration) error { return c.sleep(ctx, d) },

@@ -357,8 +357,9 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	// HTTP/1.1 only: concurrent blob uploads over one HTTP/2 connection
 	// can stall for good against some registries (go-containerregistry
 	// issue #1210; seen with distribution 2.8 over TLS), and push uploads
-	// several blobs at once.
-	o.Mirror.HTTP1 = true
+	// several blobs at once. One /v2/ ping per registry, not one per
+	// repository (registry.Options.PingOnce).
+	o.Mirror.HTTP1, o.Mirror.PingOnce = true, true
 	if o.Mirror.Logger == nil {
 		o.Mirror.Logger = o.Options.Log // retries, requests that wait
 	}

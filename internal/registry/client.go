@@ -69,6 +69,10 @@ type Options struct {
 	// (go-containerregistry issue #1210; seen with distribution 2.8 over
 	// TLS). publish push sets it.
 	HTTP1 bool
+	// PingOnce asks each registry for its auth challenge (GET /v2/) once
+	// per client instead of once per repository and operation
+	// (pingCache); publish push sets it.
+	PingOnce bool
 	// Retry bounds the tries of every operation (zero: the defaults of
 	// RetryPolicy).
 	Retry RetryPolicy
@@ -123,6 +127,7 @@ type Client struct {
 	plain     map[string]bool
 	dstReg    string // DstHost as go-containerregistry names it ("" none)
 	transport *retryTransport
+	rt        http.RoundTripper // transport, or a pingCache around it
 	keychain  *keychain
 	log       *slog.Logger
 	clock     Clock
@@ -175,6 +180,10 @@ func New(o Options) (*Client, error) {
 		c.mon = newMonitor(log, o.Clock, o.ProgressInterval, o.StatusInterval)
 	}
 	c.transport = &retryTransport{inner: tr, policy: c.policy, timeout: o.Timeout, userAgent: o.UserAgent, sleep: c.sleep, clock: o.Clock, log: log, mon: c.mon}
+	c.rt = c.transport
+	if o.PingOnce {
+		c.rt = &pingCache{inner: c.transport, pings: map[string]*ping{}}
+	}
 	kc := &keychain{src: o.Src, dst: o.Dst}
 	if o.SrcHosts != nil {
 		kc.srcHosts = map[string]bool{} // an empty list: no host
@@ -245,7 +254,7 @@ func (c *Client) Flags() Flags { return c.opts.Flags }
 // Transport returns the client's HTTP transport: TLS, user agent,
 // inactivity watchdog, retries within the operation's budget (see Retry),
 // progress lines. It sits below go-containerregistry's authentication.
-func (c *Client) Transport() http.RoundTripper { return c.transport }
+func (c *Client) Transport() http.RoundTripper { return c.rt }
 
 // Keychain returns the keychain of both sides by host alone (see
 // Options.Src): the destination's credentials for its host, the source's
@@ -303,7 +312,7 @@ func neverRetry(error) bool { return false }
 // Options returns the remote options of the client: its transport and
 // keychain, go-containerregistry's own retries off, and extra after them.
 func (c *Client) Options(extra ...remote.Option) []remote.Option {
-	return append([]remote.Option{remote.WithTransport(c.transport), remote.WithAuthFromKeychain(c.keychain), remote.WithRetryPredicate(neverRetry), remote.WithRetryStatusCodes()}, extra...)
+	return append([]remote.Option{remote.WithTransport(c.rt), remote.WithAuthFromKeychain(c.keychain), remote.WithRetryPredicate(neverRetry), remote.WithRetryStatusCodes()}, extra...)
 }
 
 // CheckPush asks the registry of dst, once, whether the client may push
@@ -311,7 +320,7 @@ func (c *Client) Options(extra ...remote.Option) []remote.Option {
 // it starts an upload and cancels it). The error is an *Error for
 // OpCheckPush.
 func (c *Client) CheckPush(dst name.Reference) error {
-	if err := remote.CheckPushPermission(dst, c.SideKeychain(Destination), c.transport); err != nil {
+	if err := remote.CheckPushPermission(dst, c.SideKeychain(Destination), c.rt); err != nil {
 		return c.Describe(OpCheckPush, dst.Context().RegistryStr(), err)
 	}
 	return nil
