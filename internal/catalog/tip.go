@@ -10,9 +10,11 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -98,10 +100,13 @@ func OpenTip(ctx context.Context, o gitops.Options) (*Tip, error) {
 		if o.History {
 			depth = 0 // the gates date listings by the branch's history
 		}
-		repo, err = git.PlainCloneContext(cctx, t.dir, true, &git.CloneOptions{
-			URL: url, Auth: auth, CABundle: o.CABundle,
-			ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
-			SingleBranch:  true, Depth: depth, NoCheckout: true, Tags: git.NoTags,
+		err = gitops.RetryEarlyClose(func() (err error) {
+			repo, err = git.PlainCloneContext(cctx, t.dir, true, &git.CloneOptions{
+				URL: url, Auth: auth, CABundle: o.CABundle,
+				ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
+				SingleBranch:  true, Depth: depth, NoCheckout: true, Tags: git.NoTags,
+			})
+			return err
 		})
 		if err == nil {
 			repo, err = t.open(t.dir)
@@ -158,9 +163,41 @@ func (t *Tip) open(dir string) (*git.Repository, error) {
 	if _, err := os.Stat(filepath.Join(gitDir, "objects")); err != nil {
 		return nil, git.ErrRepositoryNotExists
 	}
-	t.fs = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
+	t.fs = filesystem.NewStorageWithOptions(repoObjects{osfs.New(gitDir)}, cache.NewObjectLRUDefault(), filesystem.Options{KeepDescriptors: true})
 	return git.Open(t.fs, nil)
 }
+
+// repoObjects is the file system of a Git directory as seen by a reader
+// of the repository: without the quarantine directories of the pushes
+// being received into it (objects/tmp_objdir-incoming-*, and
+// objects/incoming-* before Git 2.35; see git-receive-pack(1),
+// QUARANTINE ENVIRONMENT). go-git looks objects up there too, for
+// pre-receive hooks written with it. A tip opened in place on a local
+// catalog while another run pushes into it would take that push's objects
+// for the repo's and leave them out of its own commit (WriteCommit stores
+// only what the repo lacks), and they vanish when that push is refused, or
+// between the two lookups when they are moved into place: "object not
+// found" reading or pushing the commit.
+type repoObjects struct{ billy.Filesystem }
+
+// ReadDir hides the quarantine directories from the listing of objects,
+// the only way go-git finds them.
+func (f repoObjects) ReadDir(dir string) ([]os.FileInfo, error) {
+	fis, err := f.Filesystem.ReadDir(dir)
+	if err != nil || path.Clean(filepath.ToSlash(dir)) != "objects" {
+		return fis, err
+	}
+	var kept []os.FileInfo
+	for _, fi := range fis {
+		if n := fi.Name(); !strings.HasPrefix(n, "tmp_objdir-incoming-") && !strings.HasPrefix(n, "incoming-") {
+			kept = append(kept, fi)
+		}
+	}
+	return kept, nil
+}
+
+// Capabilities are those of the file system underneath.
+func (f repoObjects) Capabilities() billy.Capability { return billy.Capabilities(f.Filesystem) }
 
 // setHead points the view at commit h.
 func (t *Tip) setHead(h plumbing.Hash) error {

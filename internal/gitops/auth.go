@@ -215,3 +215,20 @@ func (s *sshSigner) Sign(message io.Reader) ([]byte, error) {
 	}
 	return sshsig.Armor(sig), nil
 }
+
+// RetryEarlyClose runs fetch (a go-git clone or fetch), and once more when
+// it failed only with go-git v5's "closing input: EOF". That error is no
+// failure of the server: after the client's last pkt-line ("done") the
+// server sends the pack and ends the SSH session, and when that happens
+// before go-git closes its side of the session's input (a busy machine),
+// golang.org/x/crypto/ssh refuses the close with io.EOF and go-git drops
+// the pack it was about to read (go-git v6 ignores that EOF; v5.19.3,
+// the newest v5, does not). The second attempt is a whole new session; any
+// other error is returned as it is.
+func RetryEarlyClose(fetch func() error) error {
+	err := fetch()
+	if err != nil && strings.Contains(err.Error(), "closing input: EOF") {
+		err = fetch()
+	}
+	return err
+}

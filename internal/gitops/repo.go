@@ -216,12 +216,16 @@ func Clone(ctx context.Context, o Options) (*Repo, error) {
 	r := &Repo{Dir: filepath.Join(dir, filepath.FromSlash(sub)), WorkTree: dir, opts: o, auth: auth}
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	repo, err := git.PlainCloneContext(cctx, dir, false, &git.CloneOptions{
-		URL:           url,
-		Auth:          auth,
-		ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
-		SingleBranch:  true,
-		CABundle:      o.CABundle,
+	var repo *git.Repository
+	err = RetryEarlyClose(func() (err error) {
+		repo, err = git.PlainCloneContext(cctx, dir, false, &git.CloneOptions{
+			URL:           url,
+			Auth:          auth,
+			ReferenceName: plumbing.NewBranchReferenceName(o.Branch),
+			SingleBranch:  true,
+			CABundle:      o.CABundle,
+		})
+		return err
 	})
 	switch {
 	case err == nil:
@@ -396,13 +400,15 @@ func (r *Repo) Refresh(ctx context.Context) error {
 	defer cancel()
 	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
 	remoteRef := plumbing.NewRemoteReferenceName("origin", r.opts.Branch)
-	err := r.repo.FetchContext(cctx, &git.FetchOptions{
-		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{config.RefSpec("+" + ref + ":" + remoteRef)},
-		Auth:       r.auth,
-		CABundle:   r.opts.CABundle,
-		Tags:       git.NoTags,
-		Force:      true,
+	err := RetryEarlyClose(func() error {
+		return r.repo.FetchContext(cctx, &git.FetchOptions{
+			RemoteName: "origin",
+			RefSpecs:   []config.RefSpec{config.RefSpec("+" + ref + ":" + remoteRef)},
+			Auth:       r.auth,
+			CABundle:   r.opts.CABundle,
+			Tags:       git.NoTags,
+			Force:      true,
+		})
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return &UnreachableError{URL: r.opts.URL, Op: "fetch " + r.opts.Branch, Err: err}

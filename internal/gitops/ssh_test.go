@@ -5,7 +5,9 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -289,5 +291,66 @@ func TestSSHURLs(t *testing.T) {
 	}
 	if u := sshUser("host:x"); u != "git" {
 		t.Errorf("default user %q", u)
+	}
+}
+
+// TestSSHInputClosedAfterExit shows the cause of go-git's "closing input:
+// EOF" on a busy machine: sshd ends a session as soon as its command has
+// exited, without waiting for the end of the client's input, and closing
+// that input afterwards fails with io.EOF. git-upload-pack exits once it
+// has sent the pack for the client's "done", so go-git, which closes its
+// input after "done", gets that error when it is slower than the server.
+func TestSSHInputClosedAfterExit(t *testing.T) {
+	srv := startSSHD(t)
+	signer, err := ssh.ParsePrivateKey(srv.clientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ssh.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", srv.port), &ssh.ClientConfig{
+		User: srv.user, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.InsecureIgnoreHostKey(), Timeout: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := s.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run("true"); err != nil {
+		t.Fatalf("true over SSH: %v", err)
+	}
+	if err := in.Close(); !errors.Is(err, io.EOF) {
+		t.Fatalf("closing the input of a session the server ended: %v, want io.EOF", err)
+	}
+}
+
+// TestRetryEarlyClose: go-git's "closing input: EOF" gets a second
+// attempt, which ends the matter; other errors and a second such error
+// are returned.
+func TestRetryEarlyClose(t *testing.T) {
+	early := fmt.Errorf("closing input: %s", io.EOF)
+	other := errors.New("authentication required")
+	for _, c := range []struct {
+		errs  []error
+		want  error
+		calls int
+	}{
+		{[]error{nil}, nil, 1},
+		{[]error{early, nil}, nil, 2},
+		{[]error{early, early}, early, 2},
+		{[]error{other}, other, 1},
+		{[]error{early, other}, other, 2},
+	} {
+		calls := 0
+		err := RetryEarlyClose(func() error { calls++; return c.errs[calls-1] })
+		if err != c.want || calls != c.calls {
+			t.Errorf("errors %v: got %v after %d calls, want %v after %d", c.errs, err, calls, c.want, c.calls)
+		}
 	}
 }
