@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"regexp"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/operator-publish/publish/internal/registry"
@@ -47,8 +48,22 @@ func (p *pusher) knownHead(ctx context.Context, im IndexEntry, dst name.Referenc
 		return false, false
 	case f.State == registry.Present:
 		return true, true
-	case f.State == registry.Missing:
+	case f.State == registry.Missing && !referrersTag(dst):
 		return false, true
 	}
 	return false, false
+}
+
+// referrersTagRE is the tag of the referrers tag schema (OCI distribution
+// spec v1.1, "Referrers Tag Schema": sha256-<hex> naming an index of an
+// image's referrers).
+var referrersTagRE = regexp.MustCompile(`^sha256-[0-9a-f]{64}$`)
+
+// referrersTag reports whether dst is the referrers tag schema's index of
+// an image. Putting a referrer to a registry without the referrers API
+// writes that index (go-containerregistry does), so one missing when the
+// archive was read may be there by its turn: it is asked again then.
+func referrersTag(dst name.Reference) bool {
+	t, ok := dst.(name.Tag)
+	return ok && referrersTagRE.MatchString(t.TagStr())
 }
