@@ -31,6 +31,11 @@ type recorder struct {
 	mu   sync.Mutex
 	log  []string // "METHOD PATH STATUS"
 	fail func(r *http.Request) bool
+	// inflight counts the requests being served; idle is signalled when
+	// one ends. A client may have read a whole answer before its handler
+	// returns and logs it: count and reset wait for the handlers first.
+	inflight int
+	idle     *sync.Cond
 }
 
 type statusWriter struct {
@@ -43,9 +48,11 @@ func (w *statusWriter) WriteHeader(c int) { w.code = c; w.ResponseWriter.WriteHe
 func startRecorder(t *testing.T) *recorder {
 	t.Helper()
 	rc := &recorder{}
+	rc.idle = sync.NewCond(&rc.mu)
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc.mu.Lock()
+		rc.inflight++
 		fail := rc.fail != nil && rc.fail(r)
 		rc.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w, code: 200}
@@ -57,6 +64,8 @@ func startRecorder(t *testing.T) *recorder {
 		}
 		rc.mu.Lock()
 		rc.log = append(rc.log, fmt.Sprintf("%s %s?%s %d", r.Method, r.URL.Path, r.URL.RawQuery, sw.code))
+		rc.inflight--
+		rc.idle.Broadcast()
 		rc.mu.Unlock()
 	}))
 	t.Cleanup(s.Close)
@@ -64,10 +73,14 @@ func startRecorder(t *testing.T) *recorder {
 	return rc
 }
 
-// count returns how many logged requests contain every one of parts.
+// count returns how many logged requests contain every one of parts, once
+// no request is being served.
 func (rc *recorder) count(parts ...string) int {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	for rc.inflight > 0 {
+		rc.idle.Wait()
+	}
 	n := 0
 next:
 	for _, l := range rc.log {
@@ -84,6 +97,9 @@ next:
 func (rc *recorder) reset(fail func(r *http.Request) bool) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	for rc.inflight > 0 {
+		rc.idle.Wait()
+	}
 	rc.log, rc.fail = nil, fail
 }
 

@@ -78,6 +78,9 @@ var uploadDigest = regexp.MustCompile(`digest=(sha256[^& ]+)`)
 func (rc *recorder) completed() map[string]bool {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
+	for rc.inflight > 0 {
+		rc.idle.Wait()
+	}
 	out := map[string]bool{}
 	for _, l := range rc.log {
 		if strings.HasPrefix(l, "PUT ") && strings.HasSuffix(l, " 201") {
