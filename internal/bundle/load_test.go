@@ -62,7 +62,7 @@ func TestLoadManifestsEdges(t *testing.T) {
 	crd := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions: [{name: v1, served: true, storage: true}]\n"
 	cases := map[string]map[string]string{
 		// sigs.k8s.io/yaml writes a number as text where the type wants text.
-		"number as text": {"manifests/csv.yaml": strings.Replace(string(csv), "metadata:\n", "metadata:\n  labels: {tier: 2}\n", 1)},
+		"number as text":    {"manifests/demo-operator.clusterserviceversion.yaml": strings.Replace(string(csv), "metadata:\n", "metadata:\n  labels: {tier: 2}\n", 1)},
 		"several documents": {"manifests/crd.yaml": crd + "---\n" + crd},
 		"json":              {"manifests/crd.json": `{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.example.com"}}`},
 		"hidden file":       {"manifests/.hidden": "x: 1\n"},

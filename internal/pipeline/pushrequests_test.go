@@ -47,4 +47,3 @@ func TestPushRequests(t *testing.T) {
 		t.Errorf("%d blob HEADs, want %d (one per blob and repository, one more per mount)", heads, want)
 	}
 }
-
