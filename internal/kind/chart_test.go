@@ -1,9 +1,6 @@
 package kind_test
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -31,60 +28,12 @@ import (
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
-// chartFiles packs files (path in the archive → content) as a chart
-// archive, the .tgz `helm package` writes.
-func chartFiles(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, files[n]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// pushChart pushes a chart archive to ref as Helm pushes charts to OCI
-// registries: an OCI manifest with Helm's config media type and one layer
-// of the chart content media type.
-func pushChart(t *testing.T, ref string, archive []byte) {
-	t.Helper()
-	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer(archive, "application/vnd.cncf.helm.chart.content.v1.tar+gzip")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), "application/vnd.cncf.helm.config.v1+json")
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // webChart is a chart with a Deployment (an initContainer and an image
 // from the values), a CronJob, a helm.sh/images annotation, and a
 // subchart (cache: a StatefulSet and an artifacthub.io/images annotation)
 // that a value turns off.
 func webChart(t *testing.T) []byte {
-	return chartFiles(t, map[string]string{
+	return testenv.ChartArchive(t, map[string]string{
 		"web/Chart.yaml": `apiVersion: v2
 name: web
 version: 1.2.3
@@ -207,7 +156,7 @@ func TestChartKindImagesPerCluster(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	pushChart(t, host+"/charts/web:1.2.3", webChart(t))
+	testenv.PushChart(t, host+"/charts/web:1.2.3", webChart(t), nil)
 	mc, err := mirror.New(mirror.Options{PlainHTTP: true})
 	if err != nil {
 		t.Fatal(err)
@@ -281,16 +230,16 @@ func TestChartKindLint(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	pushChart(t, host+"/charts/web:1.2.3", webChart(t))
-	pushChart(t, host+"/charts/web:1.2.4", webChart(t)) // Chart.yaml says 1.2.3
-	pushChart(t, host+"/charts/bad:0.1.0", chartFiles(t, map[string]string{
+	testenv.PushChart(t, host+"/charts/web:1.2.3", webChart(t), nil)
+	testenv.PushChart(t, host+"/charts/web:1.2.4", webChart(t), nil) // Chart.yaml says 1.2.3
+	testenv.PushChart(t, host+"/charts/bad:0.1.0", testenv.ChartArchive(t, map[string]string{
 		"bad/Chart.yaml":                "apiVersion: v2\nname: bad\nversion: 0.1.0\n",
 		"bad/templates/deployment.yaml": "kind: Deployment\nimage: {{ .Values.image | nosuchfunc }}\n",
-	}))
-	pushChart(t, host+"/charts/empty:0.1.0", chartFiles(t, map[string]string{
+	}), nil)
+	testenv.PushChart(t, host+"/charts/empty:0.1.0", testenv.ChartArchive(t, map[string]string{
 		"empty/Chart.yaml":          "apiVersion: v2\nname: empty\nversion: 0.1.0\n",
 		"empty/templates/NOTES.txt": "nothing\n",
-	}))
+	}), nil)
 	mc, err := mirror.New(mirror.Options{PlainHTTP: true})
 	if err != nil {
 		t.Fatal(err)

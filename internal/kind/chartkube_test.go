@@ -16,6 +16,8 @@ import (
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // TestChartKindKubeVersion: a chart whose Chart.yaml kubeVersion
@@ -29,11 +31,11 @@ func TestChartKindKubeVersion(t *testing.T) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	pushChart(t, host+"/charts/kv:1.0.0", chartFiles(t, map[string]string{
+	testenv.PushChart(t, host+"/charts/kv:1.0.0", testenv.ChartArchive(t, map[string]string{
 		"kv/Chart.yaml": "apiVersion: v2\nname: kv\nversion: 1.0.0\nkubeVersion: \">=1.30.0-0\"\n",
 		"kv/templates/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: kv\nspec:\n  containers:\n  - name: kv\n" +
 			"    image: registry.example.com/kv/agent:k8s-{{ .Capabilities.KubeVersion.Major }}.{{ .Capabilities.KubeVersion.Minor }}\n",
-	}))
+	}), nil)
 	mc, err := mirror.New(mirror.Options{PlainHTTP: true})
 	if err != nil {
 		t.Fatal(err)

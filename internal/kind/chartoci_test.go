@@ -8,6 +8,8 @@ import (
 	helmregistry "helm.sh/helm/v4/pkg/registry"
 
 	"github.com/operator-publish/publish/internal/kind"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // TestChartImageAndFiles: a repository's chart archive becomes the OCI
@@ -17,7 +19,7 @@ import (
 // archive's below the chart's directory; an archive with an entry
 // outside that directory, or a path with "..", is refused.
 func TestChartImageAndFiles(t *testing.T) {
-	archive := chartFiles(t, map[string]string{
+	archive := testenv.ChartArchive(t, map[string]string{
 		"web/Chart.yaml":            "apiVersion: v2\nname: web\nversion: 1.2.3\ndescription: A web server.\nhome: https://example.com\n",
 		"web/templates/config.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n",
 	})
@@ -59,7 +61,7 @@ func TestChartImageAndFiles(t *testing.T) {
 		{"web/../../etc/passwd": "x"},
 		{"Chart.yaml": "x"},
 	} {
-		if _, err := kind.ChartFiles("web", chartFiles(t, bad)); err == nil {
+		if _, err := kind.ChartFiles("web", testenv.ChartArchive(t, bad)); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}

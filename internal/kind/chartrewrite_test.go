@@ -1,14 +1,13 @@
 package kind
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // TestRewriteChartImages: the image references of a chart's values
@@ -24,7 +23,7 @@ func TestRewriteChartImages(t *testing.T) {
 	tmpl := func(name, img string) string {
 		return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\nspec:\n  selector: {matchLabels: {app: " + name + "}}\n  template:\n    metadata: {labels: {app: " + name + "}}\n    spec:\n      containers:\n      - name: c\n        image: " + img + "\n"
 	}
-	archive := tgz(t, map[string]string{
+	archive := testenv.ChartArchive(t, map[string]string{
 		"app/Chart.yaml": "apiVersion: v2\nname: app\nversion: 1.2.3\nannotations:\n  helm.sh/images: |\n    - name: web\n      image: registry.example.com/src/web/nginx:1\n" +
 			"dependencies:\n- name: db\n  version: 0.1.0\n",
 		"app/values.yaml": "# the web server\nimage: registry.example.com/src/web/nginx:1\nsidecar:\n  image:\n    registry: registry.example.com\n    repository: src/web/proxy\n    tag: \"2\"\n" +
@@ -88,25 +87,4 @@ func TestRewriteChartImages(t *testing.T) {
 	if rc, err := RewriteChartImages("app", archive, map[string]string{"quay.io/other/x": "y/x"}); rc != nil || err != nil {
 		t.Errorf("nothing to rewrite: %+v, %v", rc, err)
 	}
-}
-
-// tgz packs files (path in the archive → content) as `helm package` does.
-func tgz(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg})
-		tw.Write([]byte(files[n]))
-	}
-	if tw.Close() != nil || gz.Close() != nil {
-		t.Fatal("tgz")
-	}
-	return buf.Bytes()
 }

@@ -1,9 +1,6 @@
 package pipeline
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,15 +8,11 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // pushTestChart pushes a chart "web" 1.0.0 (a Deployment whose image
@@ -31,27 +24,7 @@ func pushTestChart(t *testing.T, ref string) {
 		"web/values.yaml":               "image: registry.example.com/web/nginx:1\n",
 		"web/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {{ .Values.image }}\n",
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, n := range []string{"web/Chart.yaml", "web/values.yaml", "web/templates/deployment.yaml"} {
-		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg})
-		tw.Write([]byte(files[n]))
-	}
-	tw.Close()
-	gz.Close()
-	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer(buf.Bytes(), "application/vnd.cncf.helm.chart.content.v1.tar+gzip")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), "application/vnd.cncf.helm.config.v1+json")
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
-	}
+	testenv.PushChart(t, ref, testenv.ChartArchive(t, files), nil)
 }
 
 // TestChartsLintPlanRun: a package repo with a bundle and a chart. lint

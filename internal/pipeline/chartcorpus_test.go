@@ -16,6 +16,8 @@ import (
 	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/report"
 	"github.com/operator-publish/publish/internal/shard"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // packChartDir packs testdata/charts/<name> (README.md there says what
@@ -59,7 +61,7 @@ func (e *chartEnv) pushCorpusChart(t *testing.T, name, version string, images ..
 	a := packChartDir(t, name, e.reg.Host+"/src", version)
 	e.archives[name+" "+version] = a
 	ref := e.reg.Ref("src/charts/" + name + ":" + version)
-	e.digests[name+" "+version] = pushOCIChart(t, ref, a, nil, e.reg.Options()...)
+	e.digests[name+" "+version] = testenv.PushChart(t, ref, a, nil, e.reg.Options()...)
 	var related []string
 	for _, img := range images {
 		related = append(related, e.reg.Ref("src/"+img))

@@ -11,6 +11,8 @@ import (
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/report"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // kvChart is chart web 1.0.0 for Kubernetes >=1.30: a Deployment whose
@@ -37,7 +39,7 @@ func kvChart(t *testing.T) []byte {
 // error on west only, naming it.
 func TestChartsPlanImageSources(t *testing.T) {
 	f := newFixture(t)
-	pushOCIChart(t, f.src+"/charts/web:1.0.0", kvChart(t), nil)
+	testenv.PushChart(t, f.src+"/charts/web:1.0.0", kvChart(t), nil)
 	m := "apiVersion: app.alauda.cn/v1beta1\nkind: PackageManifest\nmetadata:\n  name: web.v1.0.0\nspec:\n  type: chart\n  artifact: oci://" + f.src + "/charts/web:1.0.0\n  version: v1.0.0\n  relatedImages:\n  - registry.example.com/web/nginx:2-east\n  - registry.example.com/web/sidecar:1\n"
 	p := filepath.Join(f.source, "packages/web/1.0.0/manifest.yaml")
 	os.MkdirAll(filepath.Dir(p), 0o755)

@@ -123,7 +123,7 @@ func TestPublicCharts(t *testing.T) {
 		a := packPublicChart(t, filepath.Join(dir, c.dir))
 		ref := e.reg.Ref("src/charts/" + c.dir + ":" + c.version)
 		e.archives[c.dir+" "+c.version] = a
-		e.digests[c.dir+" "+c.version] = pushOCIChart(t, ref, a, nil, e.reg.Options()...)
+		e.digests[c.dir+" "+c.version] = testenv.PushChart(t, ref, a, nil, e.reg.Options()...)
 		related := map[string]bool{}
 		for _, img := range append(append([]string{}, c.own...), c.global...) {
 			if related[img] {

@@ -48,7 +48,7 @@ func rewriteChart(t *testing.T, host string) []byte {
 func TestChartsRewriteImages(t *testing.T) {
 	e := newChartEnv(t)
 	a := rewriteChart(t, e.reg.Host)
-	e.digests["app 1.0.0"] = pushOCIChart(t, e.reg.Ref("src/charts/app:1.0.0"), a, nil, e.reg.Options()...)
+	e.digests["app 1.0.0"] = testenv.PushChart(t, e.reg.Ref("src/charts/app:1.0.0"), a, nil, e.reg.Options()...)
 	e.writeChart(t, "app", "1.0.0", "artifact: oci://"+e.reg.Ref("src/charts/app:1.0.0"), e.reg.Ref("src/web/nginx:1"), e.reg.Ref("src/cron/job:1"))
 	e.commit(t, "app")
 	key := chartSigningKey(t)

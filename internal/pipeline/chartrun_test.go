@@ -1,9 +1,7 @@
 package pipeline
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,12 +18,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"helm.sh/helm/v4/pkg/chart/common"
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -47,47 +41,11 @@ import (
 // `helm package` does: a gzipped tar with every file below name/.
 func chartArchive(t *testing.T, name string, files map[string]string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	paths := make([]string, 0, len(files))
-	for p := range files {
-		paths = append(paths, p)
+	below := make(map[string]string, len(files))
+	for p, c := range files {
+		below[name+"/"+p] = c
 	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		if err := tw.WriteHeader(&tar.Header{Name: name + "/" + p, Mode: 0o644, Size: int64(len(files[p])), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(files[p]))
-	}
-	tw.Close()
-	gz.Close()
-	return buf.Bytes()
-}
-
-// pushOCIChart pushes archive to ref as `helm push` does, with a
-// provenance layer when prov is set; it returns the manifest's digest.
-func pushOCIChart(t *testing.T, ref string, archive, prov []byte, opts ...remote.Option) string {
-	t.Helper()
-	adds := []mutate.Addendum{{Layer: static.NewLayer(archive, helmregistry.ChartLayerMediaType)}}
-	if prov != nil {
-		adds = append(adds, mutate.Addendum{Layer: static.NewLayer(prov, helmregistry.ProvLayerMediaType)})
-	}
-	img, err := mutate.Append(empty.Image, adds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), helmregistry.ConfigMediaType)
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(r, img, opts...); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d.String()
+	return testenv.ChartArchive(t, below)
 }
 
 // chartEnv is a package repo of charts, their images on a registry that
@@ -163,7 +121,7 @@ func (e *chartEnv) pushWeb(t *testing.T, version string) {
 	t.Helper()
 	a := webChart(t, e.reg.Host, version)
 	e.archives["web "+version] = a
-	e.digests["web "+version] = pushOCIChart(t, e.reg.Ref("src/charts/web:"+version), a, []byte("-----BEGIN PGP SIGNED MESSAGE-----\nweb "+version+"\n"), e.reg.Options()...)
+	e.digests["web "+version] = testenv.PushChart(t, e.reg.Ref("src/charts/web:"+version), a, []byte("-----BEGIN PGP SIGNED MESSAGE-----\nweb "+version+"\n"), e.reg.Options()...)
 	e.writeChart(t, "web", version, "artifact: oci://"+e.reg.Ref("src/charts/web:"+version), e.reg.Ref("src/web/nginx:2"))
 }
 
@@ -509,9 +467,9 @@ func TestChartsBrokenStopRun(t *testing.T) {
 		"Chart.yaml":                "apiVersion: v2\nname: web\nversion: 1.0.0\n",
 		"templates/deployment.yaml": "kind: Deployment\nimage: {{ .Values.image \n",
 	})
-	pushOCIChart(t, e.reg.Ref("src/charts/web:1.0.0"), bad, nil, e.reg.Options()...)
+	testenv.PushChart(t, e.reg.Ref("src/charts/web:1.0.0"), bad, nil, e.reg.Options()...)
 	e.writeChart(t, "web", "1.0.0", "artifact: oci://"+e.reg.Ref("src/charts/web:1.0.0"), e.reg.Ref("src/web/nginx:2"))
-	pushOCIChart(t, e.reg.Ref("src/charts/cron:0.1.0"), cronChart(t, e.reg.Host), nil, e.reg.Options()...)
+	testenv.PushChart(t, e.reg.Ref("src/charts/cron:0.1.0"), cronChart(t, e.reg.Host), nil, e.reg.Options()...)
 	e.writeChart(t, "cron", "0.2.0", "artifact: oci://"+e.reg.Ref("src/charts/cron:0.1.0"), e.reg.Ref("src/cron/job:1"))
 	e.commit(t, "broken charts")
 	_, err := Run(context.Background(), e.options())

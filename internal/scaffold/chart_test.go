@@ -1,9 +1,6 @@
 package scaffold
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -15,17 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
 	"github.com/operator-publish/publish/internal/mirror"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // TestCreateChart: publish create --artifact oci://... writes the
@@ -42,24 +35,7 @@ func TestCreateChart(t *testing.T) {
 		"web/values.yaml":               "image: nginx:1.27\n",
 		"web/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      initContainers:\n      - name: init\n        image: " + host + "/web/init:1\n      containers:\n      - name: web\n        image: {{ .Values.image }}\n",
 	}
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
-	for _, n := range []string{"web/Chart.yaml", "web/values.yaml", "web/templates/deployment.yaml"} {
-		tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg})
-		tw.Write([]byte(files[n]))
-	}
-	tw.Close()
-	gz.Close()
-	img, err := mutate.Append(empty.Image, mutate.Addendum{Layer: static.NewLayer(buf.Bytes(), "application/vnd.cncf.helm.chart.content.v1.tar+gzip")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), "application/vnd.cncf.helm.config.v1+json")
-	ref, _ := name.ParseReference(host + "/charts/web:1.0.0")
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
+	testenv.PushChart(t, host+"/charts/web:1.0.0", testenv.ChartArchive(t, files), nil)
 
 	dir := filepath.Join(t.TempDir(), "packages/web/1.0.0")
 	out, err := Create(context.Background(), Options{Dir: dir, Artifact: "oci://" + host + "/charts/web:1.0.0", Mirror: mirror.Options{PlainHTTP: true}})
