@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/stream"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/operator-publish/publish/internal/registry"
@@ -162,6 +163,9 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 	}
 	vr, walkErr := walkFileWith(path, o.Limits, o.Progress, blob, func(c *Contents) { p.c = c }, false)
 	waitErr := g.Wait()
+	if ee := (*EntryError)(nil); errors.As(waitErr, &ee) {
+		return nil, ee // an upload the registry refused as damaged: the archive
+	}
 	resume := func(err error) error {
 		if registry.NeedsFix(err) {
 			// 401, 403, a TLS setup: the same command fails the same
@@ -221,7 +225,8 @@ type pusher struct {
 	once       sync.Once
 	dsts       []name.Reference // per index.json entry; nil: not pushed
 	mapErr     error
-	missing    map[string][]name.Repository // blob digest -> repositories lacking it
+	missing    map[string][]name.Repository // blob digest -> repositories that need it, in name order
+	firstHas   map[string]bool              // blob digest -> the first of missing has it (mounted from there into the rest)
 	mediaTypes map[string]types.MediaType
 	mu         sync.Mutex
 }
@@ -308,72 +313,75 @@ func (p *pusher) dropSignatures() {
 	}
 }
 
-// precheck asks the destination, for every blob and repository, whether it
-// is there already: once, when the first blob is reached (every manifest is
-// known by then).
+// precheck asks the destination, for every blob, whether the first
+// repository that needs it has it: once, when the first blob is reached
+// (every manifest is known by then). A repository needs a blob unless an
+// image there that names it is present already (its manifest's answer of
+// manifestHeads: a registry holds every blob of a manifest it serves). The
+// other repositories that need the blob get it by a mount from the first
+// (go-containerregistry asks each before it mounts), so a fresh push asks
+// one HEAD per blob, as crane does, and a push again none.
 func (p *pusher) precheck() error {
 	if err := p.dest(); err != nil {
 		return err
 	}
 	p.manifestHeads(p.hctx)
-	type pair struct {
-		d    string
-		repo name.Repository
-		size int64
-	}
-	var pairs []pair
-	sizes := map[string]int64{}
 	p.mediaTypes = map[string]types.MediaType{}
 	for _, m := range p.c.Manifests {
 		for _, ch := range m.Children {
-			sizes[ch.Digest.String()] = ch.Size
 			p.mediaTypes[ch.Digest.String()] = ch.MediaType
 		}
 	}
+	p.missing = map[string][]name.Repository{}
+	p.firstHas = map[string]bool{}
 	for _, d := range sortedKeys(p.c.wantBlob) {
-		seen := map[string]bool{}
+		has, needs := map[string]bool{}, map[string]name.Repository{}
 		for _, o := range p.c.Owners[d] {
 			if p.dsts[o] == nil {
 				continue // an OCI catalog left in the archive
 			}
 			repo := p.dsts[o].Context()
-			if !seen[repo.String()] {
-				seen[repo.String()] = true
-				pairs = append(pairs, pair{d, repo, sizes[d]})
+			if present, ok := p.knownHead(p.hctx, p.c.Images[o], p.dsts[o]); ok && present {
+				has[repo.String()] = true
+			}
+			needs[repo.String()] = repo
+		}
+		for _, k := range sortedKeys(needs) {
+			if !has[k] {
+				p.missing[d] = append(p.missing[d], needs[k])
 			}
 		}
+		if len(p.missing[d]) == 0 && len(needs) > 0 {
+			p.res.BlobsSkipped++
+		}
 	}
-	p.missing = map[string][]name.Repository{}
+	var heads []string
+	for d := range p.missing {
+		heads = append(heads, d)
+	}
 	g, gctx := errgroup.WithContext(p.gctx)
 	g.SetLimit(8)
 	var mu sync.Mutex
-	skipped := map[string]bool{}
-	for _, pr := range pairs {
+	for _, d := range heads {
 		g.Go(func() error {
-			ok, err := p.hasBlob(gctx, pr.repo, pr.d)
-			if err != nil {
+			ok, err := p.hasBlob(gctx, p.missing[d][0], d)
+			if err != nil || !ok {
 				return err
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if !ok {
-				p.missing[pr.d] = append(p.missing[pr.d], pr.repo)
-			} else {
-				skipped[pr.d] = true
-			}
+			p.firstHas[d] = true
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	for d := range skipped {
-		if len(p.missing[d]) == 0 {
+	for d := range p.firstHas {
+		if len(p.missing[d]) == 1 {
+			delete(p.missing, d) // there already: the walk still reads it
 			p.res.BlobsSkipped++
 		}
-	}
-	for d := range p.missing {
-		sort.Slice(p.missing[d], func(i, j int) bool { return p.missing[d][i].String() < p.missing[d][j].String() })
 	}
 	return nil
 }
@@ -399,6 +407,10 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	if mt == "" {
 		mt = types.DockerLayer
 	}
+	if p.firstHas[e.Digest.String()] {
+		p.g.Go(func() error { return p.mountRest(e, repos, mt) })
+		return nil // the walk still verifies it
+	}
 	sb := &streamedBlob{digest: e.Digest, size: e.Size, mt: mt}
 	if e.Size <= memBlob {
 		// A config or small layer: read whole (its digest checked), so
@@ -422,6 +434,7 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	// stays: the next run skips it).
 	sp := newSpool(p.pool)
 	sb.r = sp
+	receiverChecks(body)
 	p.g.Go(func() error {
 		err := p.upload(e, repos, sb)
 		sp.release()
@@ -448,25 +461,42 @@ const memBlob = 1 << 20
 // it from there into the others.
 func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) error {
 	if err := p.rp.Upload(p.gctx, repos[0], sb); err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && len(te.Errors) > 0 && te.Errors[0].Code == transport.DigestInvalidErrorCode {
+			// The registry hashed what it received: the archive's bytes
+			// do not match the digest their entry names.
+			return &EntryError{Entry: e.Name, Err: fmt.Errorf("%s refused its content as not matching its digest (%s): %w", repos[0], transport.DigestInvalidErrorCode, ErrCorrupt)}
+		}
 		return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repos[0], err)
 	}
+	p.mu.Lock()
+	p.res.BlobsPushed++
+	p.res.BytesPushed += e.Size
+	p.mu.Unlock()
+	if err := p.mountRest(e, repos, sb.mt); err != nil {
+		return err
+	}
+	if p.o.afterBlob != nil {
+		p.o.afterBlob()
+	}
+	return nil
+}
+
+// mountRest mounts one blob from repos[0], which has it, into the other
+// repositories that need it.
+func (p *pusher) mountRest(e Entry, repos []name.Repository, mt types.MediaType) error {
 	from := repos[0].Digest(e.Digest.String())
 	for _, repo := range repos[1:] {
 		// Mounted from the destination's own copy (read from there when
 		// the registry does not mount).
-		l := &mountedBlob{p: p, from: from, digest: e.Digest, size: e.Size, mt: sb.mt}
+		l := &mountedBlob{p: p, from: from, digest: e.Digest, size: e.Size, mt: mt}
 		if err := p.rp.Upload(p.gctx, repo, &remote.MountableLayer{Layer: l, Reference: from}); err != nil {
 			return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
 		}
 	}
 	p.mu.Lock()
-	p.res.BlobsPushed++
 	p.res.BlobsMounted += len(repos) - 1
-	p.res.BytesPushed += e.Size
 	p.mu.Unlock()
-	if p.o.afterBlob != nil {
-		p.o.afterBlob()
-	}
 	return nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // TestPackageResumesParts: a split package that fails mid-part (the source
@@ -135,12 +137,15 @@ func TestPushResumesMidBlob(t *testing.T) {
 }
 
 // TestPushStreamedBlobDamaged: a layer over the in-memory size streams from
-// the archive into its upload; a byte flipped in it fails the push as a
-// damaged archive (not a registry error), the registry commits no blob
-// with that digest, and nothing is tagged.
+// the archive into its upload, and the registry hashes what it receives; a
+// byte flipped in it fails the push as a damaged archive naming the entry
+// (not a registry error): go-containerregistry's registry and the Debian
+// docker-registry refuse the upload (DIGEST_INVALID), commit no blob with
+// that digest, and nothing is tagged.
 func TestPushStreamedBlobDamaged(t *testing.T) {
 	src := startRegistry(t)
 	l := newLayer(t, 3<<20)
+	ld, _ := l.Digest()
 	ref := src + "/example/large:v1"
 	writeImage(t, ref, l)
 	out := filepath.Join(t.TempDir(), "large.tgz")
@@ -148,16 +153,27 @@ func TestPushStreamedBlobDamaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(out)
-	data[len(data)/2] ^= 0x10 // inside the layer: stored, so the digest catches it
+	data[len(data)/2] ^= 0x10 // inside the layer: stored
 	os.WriteFile(out, data, 0o644)
 	os.Remove(ChecksumPath(out))
-	dst := startRecorder(t)
-	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(dst.host, "x")})
-	var re *RegistryError
-	if err == nil || !errors.Is(err, ErrCorrupt) || errors.As(err, &re) {
-		t.Fatalf("push of a damaged layer: %v", err)
+	damaged := func(err error) {
+		t.Helper()
+		var re *RegistryError
+		if err == nil || !errors.Is(err, ErrCorrupt) || errors.As(err, &re) || !strings.Contains(err.Error(), ld.Hex) {
+			t.Fatalf("push of a damaged layer: %v", err)
+		}
 	}
-	ld, _ := l.Digest()
+	deb := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
+	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(deb.Host, "x"), Remote: deb.Options()})
+	damaged(err)
+	req, _ := http.NewRequest(http.MethodHead, deb.URL()+"/v2/x/example/large/blobs/"+ld.String(), nil)
+	req.SetBasicAuth(deb.Username, deb.Password)
+	if resp, err := (&http.Client{Transport: deb.Transport()}).Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("docker-registry holds the damaged layer: %v %v", resp, err)
+	}
+	dst := startRecorder(t)
+	_, err = Push(ctx(t), out, PushOptions{Map: mapTo(dst.host, "x")})
+	damaged(err)
 	if dst.completed()[ld.String()] || dst.count("PUT", "/manifests/") != 0 {
 		t.Errorf("the registry committed the damaged layer or a manifest: %v", dst.completed())
 	}
