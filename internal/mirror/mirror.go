@@ -103,22 +103,25 @@ func targets(refs []string) []Target {
 func (c *Client) MirrorTargets(ctx context.Context, related, bundles []Target) (*Report, error) {
 	rep := &Report{}
 	e := c.newEngine()
-	rr, err := e.copyAll(ctx, related)
+	rr, err := e.copyAll(ctx, related, "related images")
 	rep.Images = append(rep.Images, rr...)
 	if err != nil {
 		rep.Pending = uniqueTargets(bundles)
 		return rep, err
 	}
-	br, err := e.copyAll(ctx, bundles)
+	br, err := e.copyAll(ctx, bundles, "bundles")
 	rep.Images = append(rep.Images, br...)
 	return rep, err
 }
 
 // copyAll mirrors ts concurrently; the engine's bound limits the requests
 // in flight. A failed image does not stop the others: the error joins one
-// *ImageError per failed image, sorted by message.
-func (e *engine) copyAll(ctx context.Context, ts []Target) ([]Result, error) {
+// *ImageError per failed image, sorted by message. what names the images
+// in the progress lines ("bundles").
+func (e *engine) copyAll(ctx context.Context, ts []Target, what string) ([]Result, error) {
 	refs := uniqueTargets(ts)
+	prog := e.c.newProgress(what, len(refs))
+	defer prog.end()
 	results := make([]*Result, len(refs))
 	var mu sync.Mutex
 	var errs []error
@@ -128,6 +131,7 @@ func (e *engine) copyAll(ctx context.Context, ts []Target) ([]Result, error) {
 		go func() {
 			defer wg.Done()
 			r, err := e.copyImage(ctx, ref.Ref, ref.Tag)
+			prog.step(r != nil && r.Skipped, err != nil)
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
