@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -112,28 +113,38 @@ func (b *bench) run(ctx context.Context, checkout string, operators int) {
 	}
 	// Versions stopped by an error finding leave the package repo (each
 	// named at its file and line in the lint output): what remains is
-	// what a first run lists. Leaving a version out can break the
-	// upgrade graph of the next (repo/replaces), so lint again until no
-	// error is left (untimed).
+	// what a first run lists. Leaving a version out breaks the upgrade
+	// graph of the versions that replace it (repo/replaces), so lint again
+	// until no error is left (untimed); then plan, for the rules only plan
+	// and run check (dependency/missing: requirements on packages of other
+	// catalogs), the same way.
 	var left []string
 	for round := 0; len(stopped) > 0 && round < 50; round++ {
-		for _, dir := range stopped {
-			check(os.RemoveAll(dir))
-		}
-		left = append(left, stopped...)
-		gitCommit(repo, "leave out the versions lint stops")
+		left = append(left, b.leaveOut(repo, stopped, "lint")...)
 		again := b.exec(repo, lintArgs...)
 		_, stopped = lintCounts(again.stdout, repo)
 	}
-	stopped = left
 	catalog := filepath.Join(b.work, "catalog.git")
 	git(b.work, "init", "-q", "--bare", catalog)
-	runArgs := []string{"--source", repo, "--catalog", catalog, "--dst-registry", b.reg + "/mirror", "--plain-http"}
-	if os.Getenv("RUN_LINT_CACHE") != "" {
-		runArgs = append(runArgs, "--lint-cache", cache)
+	planJSON := filepath.Join(b.work, "plan.json")
+	roundArgs := []string{"plan", "--source", repo, "--catalog", catalog, "--dst-registry", b.reg + "/mirror", "--plain-http", "--lint-cache", cache, "--plan-json", planJSON}
+	byPlan := map[string]int{}
+	for round := 0; round < 50; round++ {
+		b.exec(repo, roundArgs...)
+		data, err := os.ReadFile(planJSON)
+		check(err)
+		rules, stopped := lintCounts(data, repo)
+		if len(stopped) == 0 {
+			break
+		}
+		for r, n := range rules {
+			byPlan[r] += n
+		}
+		left = append(left, b.leaveOut(repo, stopped, "plan")...)
 	}
+	runArgs := []string{"--source", repo, "--catalog", catalog, "--dst-registry", b.reg + "/mirror", "--plain-http", "--lint-cache", filepath.Join(b.work, "run-lint-cache")}
 	first := b.exec(repo, append([]string{"run"}, runArgs...)...)
-	first.note = fmt.Sprintf("%d versions left after lint (%d stopped by an error finding)", len(refs)-1-len(stopped), len(stopped))
+	first.note = fmt.Sprintf("%d versions left (%d stopped by an error finding or a broken replaces chain; plan's error findings by rule: %s), empty lint cache", len(refs)-1-len(left), len(left), formatCounts(byPlan))
 	b.row("publish run (first)", first)
 
 	check(os.Rename(stash, heldDir))
@@ -146,6 +157,49 @@ func (b *bench) run(ctx context.Context, checkout string, operators int) {
 	b.row("publish run (one new version)", inc)
 
 	b.print(pkgs, len(c.Packages), built, defects)
+}
+
+// leaveOut removes the version directories dirs from the package repo; a
+// directory suffixed "+later" (stopped by repo/replaces) goes with the later
+// versions of its package (in version order): their replaces chain leads
+// to it, so each would be stopped in a round of its own. It commits and
+// returns what it removed.
+func (b *bench) leaveOut(repo string, dirs []string, by string) []string {
+	var gone []string
+	for _, dir := range dirs {
+		later := strings.HasSuffix(dir, "+later")
+		dir = strings.TrimSuffix(dir, "+later")
+		pkg, v := filepath.Dir(dir), filepath.Base(dir)
+		ents, err := os.ReadDir(pkg)
+		if err != nil {
+			continue // its package went already
+		}
+		for _, e := range ents {
+			if e.IsDir() && (e.Name() == v || later && laterVersion(e.Name(), v)) {
+				gone = append(gone, filepath.Join(pkg, e.Name()))
+				check(os.RemoveAll(filepath.Join(pkg, e.Name())))
+			}
+		}
+	}
+	gitCommit(repo, "leave out the versions "+by+" stops")
+	return gone
+}
+
+// laterVersion says whether version a sorts after b by their dot-separated
+// numbers (a pre-release suffix compares as text).
+func laterVersion(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		ai, aerr := strconv.Atoi(as[i])
+		bi, berr := strconv.Atoi(bs[i])
+		switch {
+		case aerr == nil && berr == nil && ai != bi:
+			return ai > bi
+		case (aerr != nil || berr != nil) && as[i] != bs[i]:
+			return as[i] > bs[i]
+		}
+	}
+	return len(as) > len(bs)
 }
 
 // print writes the table of the rows on stdout.
@@ -322,8 +376,10 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// lintCounts reads `publish lint --format json`: the error findings by
-// rule, and the version directories (under repo) holding one.
+// lintCounts reads `publish lint --format json` (or plan's --plan-json): the
+// error findings by rule, and the version directories (under repo) holding
+// one, those stopped by repo/replaces (a broken upgrade chain) suffixed
+// with "+later".
 func lintCounts(out []byte, repo string) (map[string]int, []string) {
 	var doc struct {
 		Findings []struct {
@@ -344,7 +400,11 @@ func lintCounts(out []byte, repo string) (map[string]int, []string) {
 		}
 		byRule[f.Rule]++
 		if strings.HasPrefix(f.Path, "packages/") && strings.HasSuffix(f.Path, "/manifest.yaml") {
-			dirs[filepath.Join(repo, filepath.Dir(f.Path))] = true
+			d := filepath.Join(repo, filepath.Dir(f.Path))
+			if f.Rule == "repo/replaces" {
+				d += "+later"
+			}
+			dirs[d] = true
 		}
 	}
 	var list []string
