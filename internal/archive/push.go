@@ -685,6 +685,22 @@ func (d *doneReader) Read(p []byte) (int, error) {
 }
 func (d *doneReader) Close() error { return nil }
 
+// WriteTo hands the blob to w through its reader's WriteTo when it has one
+// (a spool: whole chunks), marking the blob read at its end.
+func (d *doneReader) WriteTo(w io.Writer) (int64, error) {
+	wt, ok := d.r.(io.WriterTo)
+	if !ok {
+		return io.Copy(w, struct{ io.Reader }{d})
+	}
+	n, err := wt.WriteTo(w)
+	if err == nil {
+		d.b.mu.Lock()
+		d.b.read = true
+		d.b.mu.Unlock()
+	}
+	return n, err
+}
+
 // mountedBlob is a blob the destination has in repository from, to mount
 // into another (remote.MountableLayer): its digest, size and media type
 // are the archive's, so that mounting it asks the registry nothing about

@@ -36,6 +36,51 @@ func TestSpoolCarriesBounded(t *testing.T) {
 	}
 }
 
+// countingWriter keeps what is written and counts the writes.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.Buffer.Write(p)
+}
+
+// TestSpoolWritesWholeChunks: an upload that lets the spool write itself
+// (io.Copy prefers WriteTo) gets each chunk in one write, in order; an
+// entry's error ends WriteTo with it.
+func TestSpoolWritesWholeChunks(t *testing.T) {
+	data := make([]byte, 2*spoolChunk+777)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	for _, broken := range []bool{false, true} {
+		pool := newChunkPool(1)
+		sp := newSpool(pool)
+		var w countingWriter
+		done := make(chan error)
+		go func() {
+			_, err := io.Copy(&w, sp)
+			sp.release()
+			done <- err
+		}()
+		var src io.Reader = bytes.NewReader(data)
+		if broken {
+			src = damaged{src}
+		}
+		sp.fill(t.Context(), src)
+		err := <-done
+		switch {
+		case broken && !errors.Is(err, errDamaged):
+			t.Errorf("a damaged entry: WriteTo returned %v", err)
+		case !broken && (err != nil || !bytes.Equal(w.Bytes(), data) || w.writes != 3):
+			t.Errorf("%d bytes in %d writes (%v), want %d in 3", w.Len(), w.writes, err, len(data))
+		}
+	}
+}
+
 // damaged reads like an archive entry whose digest does not match: its
 // bytes, then an error instead of EOF.
 type damaged struct{ r io.Reader }
