@@ -12,8 +12,9 @@ import (
 // rules, olm.ReleaseProblems: bundle/release) and, per artifact, that no
 // two bundles are equal in version and release as opm orders them
 // (olm.BundleVersion: repo/duplicate-release, at both manifests; not
-// for two manifests of one version, which repo/duplicate-version reports).
-// ms are sorted by artifact.
+// for two manifests of one version, which repo/duplicate-version reports),
+// and that no two have the same CSV name (repo/duplicate-csv-name, at both
+// manifests). ms are sorted by artifact.
 func releaseRules(ms []*manifest.PackageManifest, byPath map[string]*mfile, bundles map[string]*bundle.Bundle) []Finding {
 	var out []Finding
 	type seen struct {
@@ -30,6 +31,10 @@ func releaseRules(ms []*manifest.PackageManifest, byPath map[string]*mfile, bund
 				a, b := group[i], group[j]
 				if a.m.Version.String() == b.m.Version.String() {
 					continue // repo/duplicate-version says it
+				}
+				if a.name != "" && a.name == b.name {
+					out = append(out, byPath[a.m.Path].bundleFinding(RuleDuplicateCSVName, bundleManifestsPath,
+						fmt.Sprintf("the CSV name %s is also the CSV name of version %s (%s): a catalog holds one bundle per CSV name", a.name, b.m.Version, b.m.Path), ""))
 				}
 				va, _ := olm.BundleVersion(a.m.Artifact, bundles[a.m.Path])
 				vb, _ := olm.BundleVersion(b.m.Artifact, bundles[b.m.Path])

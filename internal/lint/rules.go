@@ -106,6 +106,7 @@ const (
 	RuleSkipRange                 = "repo/skip-range"
 	RuleBundleRelease             = "bundle/release"
 	RuleDuplicateRelease          = "repo/duplicate-release"
+	RuleDuplicateCSVName          = "repo/duplicate-csv-name"
 	RuleEditedInPlace             = "repo/edited-in-place"
 	RuleWaiver                    = "repo/waiver"
 	RuleConfig                    = "repo/config"
@@ -223,6 +224,7 @@ var catalog = []RuleInfo{
 	{ID: RuleSkips, Severity: Warning, Summary: "The CSV's spec.skips names versions that exist, unless they predate every version in the repository.", Hint: "Remove stale entries from spec.skips."},
 	{ID: RuleSkipRange, Severity: Error, Summary: "The CSV annotation olm.skipRange is a valid semver range (e.g. '>=1.0.0 <1.2.0').", Hint: "Write a range such as '>=1.0.0 <1.2.0' (quote it in YAML)."},
 	{ID: RuleBundleRelease, Severity: Error, Summary: "A CSV's spec.release (text, or a number opm reads as text) is what opm v1.73.0 accepts: dot-separated identifiers of letters, digits and hyphens without leading zeros, at most 20 characters; not with the olm.substitutesFor annotation nor with build metadata in spec.version (the CSV name opm wants with a release, <package>-v<version>-<release>, is bundle/validator/bundle's).", Hint: "Fix spec.release; use either spec.release or olm.substitutesFor with build metadata, not both."},
+	{ID: RuleDuplicateCSVName, Severity: Error, Summary: "No two versions of one artifact have bundles whose CSVs have the same metadata.name: a catalog holds one bundle per CSV name (opm and OLM key bundles by it), so the second would replace or break the first. Reported at both manifests.", Hint: "Fix the CSV metadata.name of the bundle that copied it (<operator>.v<version>), or remove one manifest."},
 	{ID: RuleDuplicateRelease, Severity: Error, Summary: "No two bundles of one artifact are equal in version and release as opm orders them (spec.version, then spec.release, or the build metadata of a CSV with olm.substitutesFor; other build metadata does not count): opm cannot order them, nor OLM upgrade from one to the other. Reported at both manifests.", Hint: "Give the rebuild a higher CSV spec.release (and the manifest spec.version <version>+<release>), or remove one manifest."},
 	{ID: RuleEditedInPlace, Severity: Warning, Summary: "A version that is already published was edited in place (found by change detection; skipped without it): clusters that installed it do not see the change.", Hint: "Publish the change as a new version; edit a published version only to correct what no cluster depends on."},
 	{ID: RuleWaiver, Severity: Error, Summary: "Every waiver of the lint configuration names a known rule and gives a reason.", Hint: "Add `reason:` to the waiver (it is the audit trail), or correct the rule ID."},

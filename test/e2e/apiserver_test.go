@@ -709,7 +709,7 @@ func writeCorpusWaivers(t *testing.T, source string) {
 	var waivers strings.Builder
 	for _, rule := range []string{"bundle/validator/crd", "bundle/validator/service-account", "bundle/validator/related-images", "dependency/missing",
 		"bundle/default-channel", "bundle/validator/csv-examples", "manifest/icon", "repo/skip-range", "bundle/validator/owned-crds", "bundle/csv-version",
-		"repo/duplicate-release"} {
+		"repo/duplicate-release", "repo/duplicate-csv-name"} {
 		fmt.Fprintf(&waivers, "  - rule: %s\n    reason: upstream community bundle, republished as it is\n", rule)
 	}
 	if err := os.WriteFile(filepath.Join(source, "publish.yaml"), []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nlint:\n  waivers:\n"+waivers.String()), 0o644); err != nil {
