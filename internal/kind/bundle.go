@@ -127,9 +127,13 @@ type linted struct {
 
 // lint is the content of v whose bundle b was just read: with p, b
 // linted for v's manifest, made slim and stored under key in p's cache when
-// p says so; without p, b as it is.
+// p says so, or only made slim (SlimOnly); without p, b as it is.
 func (p *Prelint) lint(v *model.Version, b *bundle.Bundle, key string) model.Content {
 	if p == nil {
+		return BundleContent(b)
+	}
+	if p.SlimOnly {
+		b.Slim()
 		return BundleContent(b)
 	}
 	data, ok := p.Files[v.Manifest.Path]

@@ -83,6 +83,10 @@ type Prelint struct {
 	Files map[string][]byte
 	// Slim makes each bundle linted slim.
 	Slim bool
+	// SlimOnly makes each bundle slim as soon as it is read, without
+	// linting it (Config and Files unused): a command that lints nothing
+	// and needs no object of the bundles (package, mirror).
+	SlimOnly bool
 	// Progress, when set, is told of each bundle done (read, failed or
 	// found in Cache: cached), from the reading goroutine.
 	Progress func(cached bool)
@@ -224,7 +228,7 @@ func (c *Cache) Read(ctx context.Context, env Env, vs []*model.Version) error {
 			// linted for: another manifest naming the same artifact
 			// reads and lints its own.
 			key += "\x00" + v.Manifest.Path
-			if env.Prelint.Slim {
+			if env.Prelint.Slim || env.Prelint.SlimOnly {
 				key += "\x00slim" // a cluster that needs it whole reads it whole
 			}
 		}

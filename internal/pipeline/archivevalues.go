@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -48,7 +49,7 @@ func (o PackageOptions) chartOptions(cluster string) Options {
 // manifest and the cluster for a chart that does not render with a
 // cluster's values (or whose values file cannot be read).
 func (o PackageOptions) readPerCluster(mc *mirror.Client) func(context.Context, []*model.Version) error {
-	read := readWith(mc)
+	read := readWith(mc, o.Log, time.Now)
 	return func(ctx context.Context, vs []*model.Version) error {
 		if err := read(ctx, vs); err != nil {
 			return err

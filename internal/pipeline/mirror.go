@@ -99,7 +99,7 @@ func Mirror(ctx context.Context, o MirrorOptions) (*MirrorResult, error) {
 	if err != nil {
 		return nil, &FlagError{Err: err}
 	}
-	if _, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc), MustRead: true}); err != nil {
+	if _, err := prepare(ctx, prepareIn{Versions: selected, Read: readWith(mc, log.logf, log.now), MustRead: true}); err != nil {
 		return nil, fmt.Errorf("nothing mirrored:\n%w", err)
 	}
 	var extra []mirror.Target

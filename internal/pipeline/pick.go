@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -131,9 +132,17 @@ func sourcePath(source, absSource, p, what string) (rel, abs string, st os.FileI
 }
 
 // readWith is prepare's Read step of a command over no cluster (package,
-// mirror): readVersions with the registry client mc's source side.
-func readWith(mc *mirror.Client) func(context.Context, []*model.Version) error {
+// mirror): readVersions with the registry client mc's source side, each
+// bundle made slim as soon as it is read (kind.Prelint.SlimOnly: these
+// commands lint nothing and need only the bundles' images and metadata),
+// so that a command over a whole catalog never holds every bundle whole.
+// A read over many bundles logs how far it is to logf every 10 s of now
+// (progress).
+func readWith(mc *mirror.Client, logf func(string, ...any), now func() time.Time) func(context.Context, []*model.Version) error {
 	return func(ctx context.Context, vs []*model.Version) error {
-		return readVersions(ctx, kind.Env{Client: mc}, vs)
+		p := startProgress(logf, now, "read", "versions read", len(vs))
+		defer p.end()
+		pre := &kind.Prelint{SlimOnly: true, Progress: p.step}
+		return readVersions(ctx, kind.Env{Client: mc, Prelint: pre}, vs)
 	}
 }

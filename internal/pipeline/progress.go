@@ -14,7 +14,8 @@ const progressEvery = 10 * time.Second
 // when it logged before: a phase that ends within progressEvery logs
 // nothing. Safe for concurrent use (the reading goroutines report).
 type progress struct {
-	o      *Options
+	logf   func(format string, args ...any)
+	now    func() time.Time
 	stage  string
 	what   string
 	total  int
@@ -29,8 +30,14 @@ type progress struct {
 // newProgress starts the progress of a phase over total items named what
 // ("bundles read") in stage ("read").
 func (o *Options) newProgress(stage, what string, total int) *progress {
-	t := o.now()
-	return &progress{o: o, stage: stage, what: what, total: total, start: t, last: t}
+	return startProgress(o.logf, o.now, stage, what, total)
+}
+
+// startProgress is newProgress for a command without Options: its lines
+// go to logf, its time comes from now.
+func startProgress(logf func(string, ...any), now func() time.Time, stage, what string, total int) *progress {
+	t := now()
+	return &progress{logf: logf, now: now, stage: stage, what: what, total: total, start: t, last: t}
 }
 
 // step records one item done (cached: taken from the lint cache) and logs
@@ -42,7 +49,7 @@ func (p *progress) step(cached bool) {
 	if cached {
 		p.cached++
 	}
-	if now := p.o.now(); now.Sub(p.last) >= progressEvery && p.done < p.total {
+	if now := p.now(); now.Sub(p.last) >= progressEvery && p.done < p.total {
 		p.last, p.logged = now, true
 		p.line(now)
 	}
@@ -53,14 +60,14 @@ func (p *progress) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.logged {
-		p.line(p.o.now())
+		p.line(p.now())
 	}
 }
 
 func (p *progress) line(now time.Time) {
 	if p.cached > 0 {
-		p.o.logf("%s: %d of %d %s, %d from the lint cache, %s", p.stage, p.done, p.total, p.what, p.cached, now.Sub(p.start).Round(time.Second))
+		p.logf("%s: %d of %d %s, %d from the lint cache, %s", p.stage, p.done, p.total, p.what, p.cached, now.Sub(p.start).Round(time.Second))
 		return
 	}
-	p.o.logf("%s: %d of %d %s, %s", p.stage, p.done, p.total, p.what, now.Sub(p.start).Round(time.Second))
+	p.logf("%s: %d of %d %s, %s", p.stage, p.done, p.total, p.what, now.Sub(p.start).Round(time.Second))
 }
