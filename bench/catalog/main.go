@@ -28,6 +28,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/operator-publish/publish/internal/testenv"
 )
 
@@ -155,6 +159,7 @@ func (b *bench) run(ctx context.Context, checkout string, operators int) {
 	inc := b.exec(repo, append([]string{"run"}, runArgs...)...)
 	inc.note = plan.note
 	b.row("publish run (one new version)", inc)
+	b.olmAndPackage(ctx, repo)
 
 	b.print(pkgs, len(c.Packages), built, defects)
 }
@@ -200,6 +205,33 @@ func laterVersion(a, b string) bool {
 		}
 	}
 	return len(as) > len(bs)
+}
+
+// olmAndPackage times the olm target's first run over the same package
+// repo into a catalog repo of its own (its catalog image built on a small
+// generated base image: the images are at the destination already), and
+// `publish package` of every version into one archive.
+func (b *bench) olmAndPackage(ctx context.Context, repo string) {
+	base := b.reg + "/base/opm:v1.73.0"
+	img, err := random.Image(1024, 1)
+	check(err)
+	ref, err := name.ParseReference(base)
+	check(err)
+	check(remote.Write(ref, img, remote.WithContext(ctx)))
+	cfg := filepath.Join(b.work, "olm.yaml")
+	check(os.WriteFile(cfg, []byte("apiVersion: publish.operator-publish.io/v1alpha1\nkind: PublishConfig\nclusters:\n  edge:\n    target: olm\n    olm:\n      baseImage: "+base+"\n"), 0o644))
+	catalog := filepath.Join(b.work, "olm-catalog.git")
+	git(b.work, "init", "-q", "--bare", catalog)
+	olm := b.exec(repo, "run", "--config", cfg, "--cluster", "edge", "--source", repo, "--catalog", catalog,
+		"--dst-registry", b.reg+"/mirror", "--plain-http", "--lint-cache", filepath.Join(b.work, "olm-lint-cache"))
+	olm.note = "olm target, every version listed: file-based catalog and catalog image"
+	b.row("publish run --target olm (first)", olm)
+	archive := filepath.Join(b.work, "whole.tgz")
+	pkg := b.exec(repo, "package", "--source", repo, "-o", archive, "--plain-http")
+	if st, err := os.Stat(archive); err == nil {
+		pkg.note = fmt.Sprintf("every version, one archive of %d MiB", st.Size()>>20)
+	}
+	b.row("publish package (everything)", pkg)
 }
 
 // print writes the table of the rows on stdout.

@@ -5,7 +5,8 @@
 # port, related images replaced by small generated stand-ins (as the corpus
 # tests do), a package repo written, then `publish lint`, `opm render` of the
 # same bundle images, the first `publish run`, `plan` and an incremental `run`
-# after one new version, timed with the peak RSS of each (bench/catalog).
+# after one new version, the olm target's first run and `publish package` of
+# everything, timed with the peak RSS of each (bench/catalog).
 #
 #   CHECKOUT=/path/to/community-operators-prod bench/catalog/run.sh
 #   OPERATORS=50 bench/catalog/run.sh     # the first 50 operators only
