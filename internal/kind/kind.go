@@ -94,9 +94,9 @@ type Prelint struct {
 	// Progress, when set, is told of each bundle done (read, failed or
 	// found in Cache: cached), from the reading goroutine.
 	Progress func(cached bool)
-	// Cache, with Slim, keeps each bundle's findings and slim bundle by
-	// its digest, so that a bundle linted before is not read again; nil:
-	// none.
+	// Cache, with Slim, keeps each bundle's findings and slim bundle (a
+	// condensed one under a key of its own) by its digest, so that a
+	// bundle linted before is not read again; nil: none.
 	Cache *LintCache
 }
 
