@@ -39,7 +39,7 @@ func TestCondenseCorpusCatalog(t *testing.T) {
 		}
 	}
 
-	n := 0
+	n, size := 0, 0
 	for pkg, es := range entries {
 		for _, e := range es {
 			if !Condense(pkg, e.Bundle) {
@@ -47,6 +47,7 @@ func TestCondenseCorpusCatalog(t *testing.T) {
 			}
 			n++
 			b := e.Bundle
+			size += len(b.Catalog)
 			if len(b.Loaded.Objects) != 0 || b.Catalog == nil {
 				t.Fatalf("%s: condensed, it keeps %d objects (catalog %d bytes)", b.CSVName, len(b.Loaded.Objects), len(b.Catalog))
 			}
@@ -63,7 +64,7 @@ func TestCondenseCorpusCatalog(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d bundles condensed", n)
+	t.Logf("%d bundles condensed: %d KiB of olm.bundle JSON", n, size/1024)
 	cfg, err := Build(packagesOf(entries), FormatCSVMetadata)
 	if err != nil {
 		t.Fatal(err)
