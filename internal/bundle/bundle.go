@@ -6,6 +6,7 @@ package bundle
 import (
 	"archive/tar"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/operator-publish/publish/internal/scratch"
@@ -95,6 +96,12 @@ type Bundle struct {
 	// initContainers, RELATED_IMAGE_* env values and spec.relatedImages;
 	// sorted, unique.
 	Images []string
+	// Catalog, when set, is what a target that condensed the bundle as it
+	// was read keeps of the objects Slim drops, in the target's own JSON
+	// (the olm target: its olm.bundle entry and installer rules,
+	// internal/olm.Condense); nil for a bundle read whole or made slim by
+	// Slim alone.
+	Catalog json.RawMessage `json:",omitempty"`
 }
 
 // NotFoundError says that a bundle image does not exist at the source.

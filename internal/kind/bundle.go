@@ -126,8 +126,9 @@ type linted struct {
 }
 
 // lint is the content of v whose bundle b was just read: with p, b
-// linted for v's manifest, made slim and stored under key in p's cache when
-// p says so, or only made slim (SlimOnly); without p, b as it is.
+// linted for v's manifest, made slim (or condensed: Prelint.Condense) and
+// stored under key in p's cache when p says so, or only made slim
+// (SlimOnly); without p, b as it is.
 func (p *Prelint) lint(v *model.Version, b *bundle.Bundle, key string) model.Content {
 	if p == nil {
 		return BundleContent(b)
@@ -142,8 +143,13 @@ func (p *Prelint) lint(v *model.Version, b *bundle.Bundle, key string) model.Con
 	}
 	fs := lint.BundleRules(p.Config, lint.File{Path: v.Manifest.Path, Data: data}, b, b.Annotations)
 	if p.Slim {
-		b.Slim()
-		if p.Cache != nil && key != "" {
+		slim := true
+		if p.Condense != nil {
+			slim = p.Condense(v, b)
+		} else {
+			b.Slim()
+		}
+		if slim && p.Cache != nil && key != "" {
 			_ = p.Cache.Put(key, b, fs) // without the entry, the next command reads the bundle again
 		}
 	}
@@ -184,6 +190,10 @@ func (p *Prelint) cached(ctx context.Context, v *model.Version, ref string, mc *
 		digest = desc.Digest.String()
 	}
 	key := p.Cache.Key(data, digest)
+	if p.Condense != nil {
+		// A condensed bundle is not the slim one: an entry of its own.
+		key = p.Cache.Key([]byte(key+"\x00condensed"), digest)
+	}
 	b, fs, ok := p.Cache.Get(key)
 	if !ok {
 		return key, nil

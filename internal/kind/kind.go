@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/mirror"
 	"github.com/operator-publish/publish/internal/model"
@@ -73,8 +74,9 @@ type Env struct {
 // goroutine (lint.BundleRules), its findings are kept with the version's
 // content and given to the lint engine (lint.Input.Prelinted), and, with
 // Slim, the bundle is then made slim (bundle.Slim: tens of KiB instead of
-// megabytes). A command whose later stages need whole bundles (the OLM
-// target's catalog) sets no Slim.
+// megabytes), or condensed (Condense: the OLM target keeps its
+// olm.bundle). A command whose later stages need whole bundles (the OLM
+// target's catalog in the olm.bundle.object format) sets no Slim.
 type Prelint struct {
 	// Config is the lint configuration (publish.yaml lint).
 	Config lint.Config
@@ -87,12 +89,18 @@ type Prelint struct {
 	// linting it (Config and Files unused): a command that lints nothing
 	// and needs no object of the bundles (package, mirror).
 	SlimOnly bool
+	// Condense, with Slim, makes each bundle linted slim in Slim's place
+	// (bundle.Slim) for a target that keeps something else of it first
+	// (the olm target: its olm.bundle, olm.Condense); the bundle of version
+	// v in, true when it made it slim, false when it left it whole (not
+	// cached then). Nil: bundle.Slim.
+	Condense func(v *model.Version, b *bundle.Bundle) bool
 	// Progress, when set, is told of each bundle done (read, failed or
 	// found in Cache: cached), from the reading goroutine.
 	Progress func(cached bool)
-	// Cache, with Slim, keeps each bundle's findings and slim bundle by
-	// its digest, so that a bundle linted before is not read again; nil:
-	// none.
+	// Cache, with Slim, keeps each bundle's findings and slim bundle (a
+	// condensed one under a key of its own) by its digest, so that a
+	// bundle linted before is not read again; nil: none.
 	Cache *LintCache
 }
 
@@ -230,6 +238,9 @@ func (c *Cache) Read(ctx context.Context, env Env, vs []*model.Version) error {
 			key += "\x00" + v.Manifest.Path
 			if env.Prelint.Slim || env.Prelint.SlimOnly {
 				key += "\x00slim" // a cluster that needs it whole reads it whole
+				if env.Prelint.Condense != nil {
+					key += "\x00condensed"
+				}
 			}
 		}
 		got := c.read[key]

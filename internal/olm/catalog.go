@@ -51,7 +51,9 @@ type Entry struct {
 	Deprecated    string
 	DelistedSince time.Time
 	// prebuilt is the olm.bundle of a previous catalog (Previous.Entry);
-	// Bundle then holds what Build needs of the CSV and channels only.
+	// Bundle then holds what Build needs of the CSV and channels only, as
+	// a condensed Bundle does (Condense: its olm.bundle is in
+	// Bundle.Catalog).
 	prebuilt *declcfg.Bundle
 	// installer are the installer rules of a previous catalog's entry,
 	// from its NotesFile (nil: not recorded).
@@ -59,7 +61,7 @@ type Entry struct {
 }
 
 // Installer returns the installer rules of e's bundle (Installer): derived
-// from the bundle when it was read, else recorded in the last catalog
+// from the bundle when it was read (by Condense for a condensed one), else recorded in the last catalog
 // image's NotesFile; false when e was taken from a catalog image that did
 // not record them (its bundle must be read again).
 func (e Entry) Installer() (InstallerRules, bool) {
@@ -68,6 +70,12 @@ func (e Entry) Installer() (InstallerRules, bool) {
 			return InstallerRules{}, false
 		}
 		return *e.installer, true
+	}
+	if c, ok := condensedOf(e.Bundle); ok {
+		if c.Installer == nil {
+			return InstallerRules{}, false
+		}
+		return *c.Installer, true
 	}
 	r, err := Installer(e.Bundle)
 	return r, err == nil
@@ -271,7 +279,8 @@ func addPackage(cfg *declcfg.DeclarativeConfig, p Package) error {
 // per manifest; see the package documentation), with e.Image as its image
 // and CsvJSON set to the CSV, as the csv.metadata migration needs it. An
 // entry of a previous catalog (Previous.Entry) is returned as it was, in
-// the format it was published in.
+// the format it was published in; that of a condensed bundle (Condense)
+// as Condense made it, in FormatCSVMetadata, with e.Image.
 func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 	if e.prebuilt != nil {
 		out := *e.prebuilt
@@ -280,6 +289,9 @@ func BundleEntry(pkg string, e Entry) (declcfg.Bundle, error) {
 		out.Properties = append([]property.Property(nil), out.Properties...)
 		out.Package, out.Image = pkg, e.Image
 		return out, nil
+	}
+	if c, ok := condensedOf(e.Bundle); ok {
+		return condensedEntry(pkg, e, c)
 	}
 	b := e.Bundle
 	fail := func(err error) (declcfg.Bundle, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/operator-publish/publish/internal/bundle"
 	"github.com/operator-publish/publish/internal/kind"
 	"github.com/operator-publish/publish/internal/lint"
 	"github.com/operator-publish/publish/internal/manifest"
@@ -232,10 +233,15 @@ func (s *scope) prepare(ctx context.Context, r *run, m prepareMode) (*prepared, 
 	}
 	k, kerr := target.Lookup(o.Target)
 	env := o.kindEnv(r.mc)
-	pre, err := prelint(o.Lint, o.LintCache, s.files, kerr == nil && !k.Caps.WholeBundles)
+	var condense func(*model.Version, *bundle.Bundle) bool
+	if c, ok := r.target.(target.Condenser); ok {
+		condense = c.Condenser()
+	}
+	pre, err := prelint(o.Lint, o.LintCache, s.files, kerr == nil && (!k.Caps.WholeBundles || condense != nil))
 	if err != nil {
 		return nil, err
 	}
+	pre.Condense = condense
 	env.Prelint = pre
 	in := prepareIn{
 		Versions: vs, Previous: state.Artifacts,

@@ -279,6 +279,26 @@ func (t *olmTarget) Prepare(ctx context.Context, env Env, vs []*model.Version, s
 	return t.checkPrepared(vs)
 }
 
+// Condenser is implemented by a target that keeps, of each bundle read,
+// only what its Render needs, condensed as soon as the bundle is read and
+// linted (kind.Prelint.Condense), although its kind keeps bundles whole
+// (Capabilities.WholeBundles). Condenser returns the function that
+// condenses the bundle b of version v (true: b was made slim), or nil
+// when this target's settings need whole bundles.
+type Condenser interface {
+	Condenser() func(v *model.Version, b *bundle.Bundle) bool
+}
+
+// Condenser condenses each bundle to its olm.bundle (olm.Condense) for a
+// catalog in the default format, olm.csv.metadata; nil for
+// olm.bundle.object, whose entries carry every object of the bundles.
+func (t *olmTarget) Condenser() func(v *model.Version, b *bundle.Bundle) bool {
+	if f, err := olm.ParseFormat(string(t.s.OLM.BundleFormat)); err != nil || f != olm.FormatCSVMetadata {
+		return nil
+	}
+	return func(v *model.Version, b *bundle.Bundle) bool { return olm.Condense(v.Manifest.Artifact, b) }
+}
+
 // derivesInstaller reports whether a ClusterExtension of package pkg
 // gets installer RBAC derived from its bundles (a service account without
 // installerRBAC cluster-admin).

@@ -165,7 +165,9 @@ type Capabilities struct {
 	// WholeBundles: the target builds its catalog from every object of
 	// the bundles read (the olm catalog's olm.bundle.object properties),
 	// so they stay whole; the others keep each bundle slim once linted
-	// (kind.Prelint, bundle.Slim), which bounds a run's memory.
+	// (kind.Prelint, bundle.Slim), which bounds a run's memory. A target
+	// of such a kind may still condense them (Condenser: the olm target
+	// in its default bundle format).
 	WholeBundles bool
 }
 
