@@ -71,8 +71,9 @@ func packageChannels(p Package, vs []versioned, bundles []declcfg.Bundle) ([]dec
 // versions published (one head, every bundle reachable from it by
 // replaces or skipped); otherwise, typically after a delisting or when only
 // some versions are published, each bundle replaces the previous published
-// version and keeps its skips and skipRange, so that the channel stays
-// valid and upgrades follow the version order.
+// version and keeps its skipRange and the skips of versions not published
+// in the channel, so that the channel stays valid and upgrades follow the
+// version order.
 func channelEntries(vs []versioned) []declcfg.ChannelEntry {
 	in := map[string]bool{}
 	for _, v := range vs {
@@ -98,11 +99,13 @@ func channelEntries(vs []versioned) []declcfg.ChannelEntry {
 		} else if in[e.Replaces] {
 			chain[i].Replaces = ""
 		}
-		// A skip of a published older version would cut the chain at it;
-		// replaces reaches it anyway.
+		// A skip of a version published in the channel would cut the
+		// chain there (operator-registry stops following replaces at a
+		// skipped bundle, stranding the older ones); replaces reaches it
+		// anyway.
 		var skips []string
 		for _, s := range e.Skips {
-			if s != chain[i].Replaces {
+			if !in[s] {
 				skips = append(skips, s)
 			}
 		}

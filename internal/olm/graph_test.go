@@ -99,6 +99,23 @@ func TestChannelGraph(t *testing.T) {
 				{Name: "op.v1.2.0", Replaces: "op.v1.0.0"},
 			},
 		},
+		"a left-out version and a skip of an older published one: the chain stays whole": {
+			// 1.3.0 replaces 1.2.5, which is not published, and skips
+			// 1.1.0, which is: kept, operator-registry would stop
+			// following replaces at 1.1.0 and strand 1.0.0.
+			bundles: []*bundle.Bundle{
+				csvBundle(t, "op", "1.0.0", "", nil, "", "stable"),
+				csvBundle(t, "op", "1.1.0", "op.v1.0.0", nil, "", "stable"),
+				csvBundle(t, "op", "1.2.0", "op.v1.1.0", nil, "", "stable"),
+				csvBundle(t, "op", "1.3.0", "op.v1.2.5", []string{"op.v1.1.0", "op.v1.2.1"}, "", "stable"),
+			},
+			want: []declcfg.ChannelEntry{
+				{Name: "op.v1.0.0"},
+				{Name: "op.v1.1.0", Replaces: "op.v1.0.0"},
+				{Name: "op.v1.2.0", Replaces: "op.v1.1.0"},
+				{Name: "op.v1.3.0", Replaces: "op.v1.2.0", Skips: []string{"op.v1.2.1"}},
+			},
+		},
 		"no replaces at all (skipRange only)": {
 			bundles: []*bundle.Bundle{
 				csvBundle(t, "op", "2.0.0", "", nil, "<2.0.0", "stable"),
