@@ -121,7 +121,7 @@ func (c *Client) MirrorTargets(ctx context.Context, related, bundles []Target) (
 func (e *engine) copyAll(ctx context.Context, ts []Target, what string) ([]Result, error) {
 	refs := uniqueTargets(ts)
 	prog := e.c.newProgress(what, len(refs))
-	defer prog.end()
+	defer prog.End()
 	results := make([]*Result, len(refs))
 	var mu sync.Mutex
 	var errs []error
@@ -131,7 +131,7 @@ func (e *engine) copyAll(ctx context.Context, ts []Target, what string) ([]Resul
 		go func() {
 			defer wg.Done()
 			r, err := e.copyImage(ctx, ref.Ref, ref.Tag)
-			prog.step(r != nil && r.Skipped, err != nil)
+			prog.Step(r != nil && r.Skipped, err != nil)
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)

@@ -30,21 +30,21 @@ func TestMirrorProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	short := c.newProgress("bundles", 2)
-	short.step(false, false)
-	short.step(true, false)
-	short.end()
+	short.Step(false, false)
+	short.Step(true, false)
+	short.End()
 	if log.Len() != 0 {
 		t.Fatalf("a copy within 10 s logged:\n%s", log.String())
 	}
 	p := c.newProgress("related images", 4)
-	p.step(true, false)
+	p.Step(true, false)
 	clock.now = clock.now.Add(9 * time.Second)
-	p.step(false, false) // 9 s: no line yet
+	p.Step(false, false) // 9 s: no line yet
 	clock.now = clock.now.Add(2 * time.Second)
-	p.step(false, true) // 11 s: a line
+	p.Step(false, true) // 11 s: a line
 	clock.now = clock.now.Add(time.Second)
-	p.step(false, false) // the last image: the end says it
-	p.end()
+	p.Step(false, false) // the last image: the end says it
+	p.End()
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("want 2 lines (at 11 s and the end), got:\n%s", log.String())

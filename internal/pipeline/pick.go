@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/operator-publish/publish/internal/logging"
 	"io"
 	"os"
 	"path/filepath"
@@ -140,9 +141,9 @@ func sourcePath(source, absSource, p, what string) (rel, abs string, st os.FileI
 // (progress).
 func readWith(mc *mirror.Client, logf func(string, ...any), now func() time.Time) func(context.Context, []*model.Version) error {
 	return func(ctx context.Context, vs []*model.Version) error {
-		p := startProgress(logf, now, "read", "versions read", len(vs))
-		defer p.end()
-		pre := &kind.Prelint{SlimOnly: true, Progress: p.step}
+		p := logging.NewProgress(logf, now, "read", "versions read", len(vs))
+		defer p.End()
+		pre := &kind.Prelint{SlimOnly: true, Progress: func(bool) { p.Step() }}
 		return readVersions(ctx, kind.Env{Client: mc, Prelint: pre}, vs)
 	}
 }
