@@ -115,7 +115,11 @@ func (c *Client) MirrorTargets(ctx context.Context, related, bundles []Target) (
 }
 
 // copyAll mirrors ts concurrently; the engine's bound limits the requests
-// in flight. A failed image does not stop the others: the error joins one
+// in flight, and imagesPerRequest times it the images: started all at
+// once, thousands of images would take turns at every request and all end
+// together at the end (no progress line, nothing finished when the run is
+// interrupted); bounded, they end one after the other at the same
+// throughput. A failed image does not stop the others: the error joins one
 // *ImageError per failed image, sorted by message. what names the images
 // in the progress lines ("bundles").
 func (e *engine) copyAll(ctx context.Context, ts []Target, what string) ([]Result, error) {
@@ -126,10 +130,13 @@ func (e *engine) copyAll(ctx context.Context, ts []Target, what string) ([]Resul
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
+	images := make(chan struct{}, imagesPerRequest*max(1, cap(e.sem)))
 	for i, ref := range refs {
 		wg.Add(1)
+		images <- struct{}{} // an image that waits for another's blob waits for one in flight
 		go func() {
 			defer wg.Done()
+			defer func() { <-images }()
 			r, err := e.copyImage(ctx, ref.Ref, ref.Tag)
 			prog.Step(r != nil && r.Skipped, err != nil)
 			if err != nil {
@@ -151,6 +158,11 @@ func (e *engine) copyAll(ctx context.Context, ts []Target, what string) ([]Resul
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return out, errors.Join(errs...)
 }
+
+// imagesPerRequest is how many images copyAll has in flight per request
+// the engine allows at once: enough that every request slot stays busy
+// while an image waits for an answer.
+const imagesPerRequest = 8
 
 func uniqueTargets(in []Target) []Target {
 	seen := map[Target]bool{}
