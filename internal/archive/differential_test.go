@@ -127,10 +127,10 @@ func TestDifferentialArchive(t *testing.T) {
 	// in-process registry shares them all).
 	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
 	site := reg.Host
-	if _, err := Push(ctx(t), first, PushOptions{Map: mapTo(site, "x"), TempDir: t.TempDir(), Remote: reg.Options()}); err != nil {
+	if _, err := Push(ctx(t), first, PushOptions{Map: mapTo(site, "x"), TempDir: t.TempDir(), Remote: reg.Options(), Keychain: reg.Keychain(), Transport: reg.Transport()}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Push(ctx(t), second, PushOptions{Map: mapTo(site, "x"), TempDir: t.TempDir(), Remote: reg.Options()})
+	res, err := Push(ctx(t), second, PushOptions{Map: mapTo(site, "x"), TempDir: t.TempDir(), Remote: reg.Options(), Keychain: reg.Keychain(), Transport: reg.Transport()})
 	if err != nil {
 		t.Fatal(err)
 	}

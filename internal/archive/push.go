@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sort"
 	"sync"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
@@ -37,8 +39,16 @@ type PushOptions struct {
 	// uploaded. Its error stops the push as a *MapError. nil pushes every
 	// image.
 	Select func(c *Contents) (keep func(IndexEntry) bool, err error)
-	// Remote are the options for the destination registry (auth, transport).
+	// Remote are the options for the destination registry (auth,
+	// transport): its reads, HEADs and manifests.
 	Remote []remote.Option
+	// Keychain and Transport are the credentials and HTTP transport of the
+	// blob uploads and mounts (registry.BlobUploader), the same as
+	// Remote's: the registry client's SideKeychain and Transport. nil:
+	// anonymous, and go-containerregistry's remote.DefaultTransport (its
+	// defaults for an empty Remote).
+	Keychain  authn.Keychain
+	Transport http.RoundTripper
 	// Jobs bounds the blob uploads and mounts in flight (default 4). The
 	// archive is read once, front to back; a layer goes to its upload
 	// through chunks of a pool of Jobs x 16 MiB (pushspool.go), so that
@@ -145,7 +155,8 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 		return nil, err
 	}
 	hctx, stop := context.WithCancel(ctx)
-	p := &pusher{o: o, puller: puller, rp: rp, res: &PushResult{}, ctx: ctx, pool: newChunkPool(o.Jobs), hctx: hctx}
+	up := registry.NewBlobUploader(o.Keychain, o.Transport)
+	p := &pusher{o: o, puller: puller, rp: rp, up: up, res: &PushResult{}, ctx: ctx, pool: newChunkPool(o.Jobs), hctx: hctx}
 	defer func() {
 		stop()
 		if p.headsDone != nil {
@@ -208,7 +219,8 @@ func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) 
 type pusher struct {
 	o      PushOptions
 	puller *remote.Puller
-	rp     *remote.Pusher
+	rp     *remote.Pusher         // manifests (and the base's blobs: mountBase)
+	up     *registry.BlobUploader // blobs: uploads and mounts
 	c      *Contents
 	res    *PushResult
 	g      *errgroup.Group
@@ -220,13 +232,12 @@ type pusher struct {
 	heads     map[string]registry.Found // by destination@digest, once headsDone is closed
 	headsDone chan struct{}
 
-	once       sync.Once
-	dsts       []name.Reference // per index.json entry; nil: not pushed
-	mapErr     error
-	missing    map[string][]name.Repository // blob digest -> repositories that need it, in name order
-	firstHas   map[string]bool              // blob digest -> the first of missing has it (mounted from there into the rest)
-	mediaTypes map[string]types.MediaType
-	mu         sync.Mutex
+	once     sync.Once
+	dsts     []name.Reference // per index.json entry; nil: not pushed
+	mapErr   error
+	missing  map[string][]name.Repository // blob digest -> repositories that need it, in name order
+	firstHas map[string]bool              // blob digest -> the first of missing has it (mounted from there into the rest)
+	mu       sync.Mutex
 }
 
 // dest maps every index.json entry once.
@@ -316,20 +327,14 @@ func (p *pusher) dropSignatures() {
 // (every manifest is known by then). A repository needs a blob unless an
 // image there that names it is present already (its manifest's answer of
 // manifestHeads: a registry holds every blob of a manifest it serves). The
-// other repositories that need the blob get it by a mount from the first
-// (go-containerregistry asks each before it mounts), so a fresh push asks
+// other repositories that need the blob get it by a mount from the first,
+// asked without a HEAD (registry.BlobUploader.Mount), so a fresh push asks
 // one HEAD per blob, as crane does, and a push again none.
 func (p *pusher) precheck() error {
 	if err := p.dest(); err != nil {
 		return err
 	}
 	p.manifestHeads(p.hctx)
-	p.mediaTypes = map[string]types.MediaType{}
-	for _, m := range p.c.Manifests {
-		for _, ch := range m.Children {
-			p.mediaTypes[ch.Digest.String()] = ch.MediaType
-		}
-	}
 	p.missing = map[string][]name.Repository{}
 	p.firstHas = map[string]bool{}
 	for _, d := range sortedKeys(p.c.wantBlob) {
@@ -401,19 +406,15 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	if len(repos) == 0 {
 		return nil // already there; the walk still verifies it
 	}
-	mt := p.mediaTypes[e.Digest.String()]
-	if mt == "" {
-		mt = types.DockerLayer
-	}
 	if p.firstHas[e.Digest.String()] {
-		p.g.Go(func() error { return p.mountRest(e, repos, mt) })
+		p.g.Go(func() error { return p.mountRest(e, repos) })
 		return nil // the walk still verifies it
 	}
-	sb := &streamedBlob{digest: e.Digest, size: e.Size, mt: mt}
+	sb := &streamedBlob{}
 	if e.Size <= memBlob {
 		// A config or small layer: read whole (its digest checked), so
-		// that its upload overlaps the next ones and is retried when it
-		// fails.
+		// that its upload overlaps the next ones and its body can be
+		// sent again (streamedBlob.body's getBody).
 		// To the entry's end, where its digest is checked (io.ReadFull
 		// would drop the error of a last read that fills the buffer).
 		buf := bytes.NewBuffer(make([]byte, 0, e.Size+bytes.MinRead))
@@ -455,23 +456,25 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 // costs more than the overlap gains).
 const memBlob = 1 << 20
 
-// upload puts one blob into the first repository that lacks it and mounts
-// it from there into the others.
+// upload puts one blob into the first repository that lacks it (a
+// monolithic upload: POST then PUT) and mounts it from there into the
+// others.
 func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) error {
-	if err := p.rp.Upload(p.gctx, repos[0], sb); err != nil {
+	body, getBody := sb.body()
+	if err := p.up.Upload(p.gctx, repos[0], e.Digest, e.Size, body, getBody); err != nil {
 		var te *transport.Error
 		if errors.As(err, &te) && len(te.Errors) > 0 && te.Errors[0].Code == transport.DigestInvalidErrorCode {
 			// The registry hashed what it received: the archive's bytes
 			// do not match the digest their entry names.
 			return &EntryError{Entry: e.Name, Err: fmt.Errorf("%s refused its content as not matching its digest (%s): %w", repos[0], transport.DigestInvalidErrorCode, ErrCorrupt)}
 		}
-		return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repos[0], err)
+		return err // names the blob and the repository
 	}
 	p.mu.Lock()
 	p.res.BlobsPushed++
 	p.res.BytesPushed += e.Size
 	p.mu.Unlock()
-	if err := p.mountRest(e, repos, sb.mt); err != nil {
+	if err := p.mountRest(e, repos); err != nil {
 		return err
 	}
 	if p.o.afterBlob != nil {
@@ -481,15 +484,21 @@ func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) erro
 }
 
 // mountRest mounts one blob from repos[0], which has it, into the other
-// repositories that need it.
-func (p *pusher) mountRest(e Entry, repos []name.Repository, mt types.MediaType) error {
-	from := repos[0].Digest(e.Digest.String())
+// repositories that need it: one POST each. A registry that does not
+// mount (202 Accepted) gets the destination's own copy, read from
+// repos[0], in the upload it started.
+func (p *pusher) mountRest(e Entry, repos []name.Repository) error {
+	from := repos[0]
+	open := func() (io.ReadCloser, error) {
+		l, err := p.puller.Layer(p.gctx, from.Digest(e.Digest.String()))
+		if err != nil {
+			return nil, err
+		}
+		return l.Compressed() // checked against its digest as it is read
+	}
 	for _, repo := range repos[1:] {
-		// Mounted from the destination's own copy (read from there when
-		// the registry does not mount).
-		l := &mountedBlob{p: p, from: from, digest: e.Digest, size: e.Size, mt: mt}
-		if err := p.rp.Upload(p.gctx, repo, &remote.MountableLayer{Layer: l, Reference: from}); err != nil {
-			return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repo, err)
+		if _, err := p.up.Mount(p.gctx, repo, e.Digest, e.Size, from, open); err != nil {
+			return err // names the blob and both repositories
 		}
 	}
 	p.mu.Lock()

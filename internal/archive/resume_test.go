@@ -164,7 +164,7 @@ func TestPushStreamedBlobDamaged(t *testing.T) {
 		}
 	}
 	deb := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
-	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(deb.Host, "x"), Remote: deb.Options()})
+	_, err := Push(ctx(t), out, PushOptions{Map: mapTo(deb.Host, "x"), Remote: deb.Options(), Keychain: deb.Keychain(), Transport: deb.Transport()})
 	damaged(err)
 	req, _ := http.NewRequest(http.MethodHead, deb.URL()+"/v2/x/example/large/blobs/"+ld.String(), nil)
 	req.SetBasicAuth(deb.Username, deb.Password)

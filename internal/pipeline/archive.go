@@ -370,10 +370,7 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	if mc.DstHost() == "" {
 		return nil, inputErr(fmt.Errorf("no destination registry: set %s HOST[:PORT][/PREFIX]", o.Mirror.Flags.Registry))
 	}
-	opts := mc.DstOptions()
-	if o.NoAuth {
-		opts = append(opts, remote.WithAuthFromKeychain(anonymous{}))
-	}
+	opts, keychain := pushCredentials(mc, o.NoAuth)
 	catalog := o.Options.Catalog.URL != "" && !o.SkipCRs
 	sub := &pushSubset{only: o.Only, sel: o.Selection}
 	var sel func(c *archive.Contents) (func(archive.IndexEntry) bool, error)
@@ -408,7 +405,8 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 			return tag, nil
 		},
 		Check: check, Select: sel,
-		Remote: opts, Jobs: o.Jobs, TempDir: o.TempDir, SkipPush: o.SkipPush,
+		Remote: opts, Keychain: keychain, Transport: mc.Registry().Transport(),
+		Jobs: o.Jobs, TempDir: o.TempDir, SkipPush: o.SkipPush,
 		Limits: o.Limits, Progress: o.Progress,
 	})
 	if err != nil {
@@ -471,6 +469,17 @@ func Push(ctx context.Context, o PushOptions) (*PushResult, error) {
 	cr, err := publishArchive(ctx, o, mc, opts, pr, sub)
 	res.Catalog = cr
 	return res, err
+}
+
+// pushCredentials returns the destination's remote options (reads,
+// manifests) and its keychain (blob uploads: archive.PushOptions.Keychain),
+// the same credentials: DstOptions', or none at all with noAuth
+// (--no-auth).
+func pushCredentials(mc *mirror.Client, noAuth bool) ([]remote.Option, authn.Keychain) {
+	if noAuth {
+		return append(mc.DstOptions(), remote.WithAuthFromKeychain(anonymous{})), anonymous{}
+	}
+	return mc.DstOptions(), mc.Registry().SideKeychain(registry.Destination)
 }
 
 // describePush says what to do about a registry error of a push

@@ -263,6 +263,20 @@ func (r *Registry) Options() []remote.Option {
 	return []remote.Option{remote.WithAuth(auth), remote.WithTransport(r.transport)}
 }
 
+// Keychain returns a keychain with the basic-auth credentials for this
+// registry's Host (anonymous without Auth, and for every other registry):
+// for the APIs that take an authn.Keychain beside Options().
+func (r *Registry) Keychain() authn.Keychain { return registryKeychain{r} }
+
+type registryKeychain struct{ r *Registry }
+
+func (k registryKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
+	if k.r.Username == "" || res.RegistryStr() != k.r.Host {
+		return authn.Anonymous, nil
+	}
+	return &authn.Basic{Username: k.r.Username, Password: k.r.Password}, nil
+}
+
 // writeTestCerts writes a throw-away ECDSA CA and a server certificate for IP
 // 127.0.0.1 (and ::1) and DNS localhost signed by it into dir, and returns
 // the PEM file names.
