@@ -68,6 +68,7 @@ type PushOptions struct {
 	Progress *Progress
 
 	afterBlob func() // tests: called after each uploaded blob
+	fromFile  func() // tests: called for each layer sent from the file
 }
 
 // PushedImage is one image of a push.
@@ -425,6 +426,17 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 		p.g.Go(func() error { return p.upload(e, repos, sb) })
 		return nil
 	}
+	if path, off, ok := sendFromFile(body); ok {
+		// A layer of an uncompressed archive: sent from the file by
+		// sendfile, never read here; the registry checks its digest
+		// (DIGEST_INVALID: upload) and the walk seeks over it.
+		sb.path, sb.off = path, off
+		if p.o.fromFile != nil {
+			p.o.fromFile()
+		}
+		p.g.Go(func() error { return p.upload(e, repos, sb) })
+		return nil
+	}
 	// A layer goes through a spool (pushspool.go): the walk reads it to
 	// its end (its digest checked) while its upload sends what was read,
 	// and goes on with the next entries as the upload continues. A digest
@@ -460,7 +472,12 @@ const memBlob = 1 << 20
 // monolithic upload: POST then PUT) and mounts it from there into the
 // others.
 func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) error {
-	body, getBody := sb.body()
+	body, getBody, err := sb.body(e.Size)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &EntryError{Entry: e.Name, Err: fmt.Errorf("truncated: the archive ends inside this entry: %w", ErrCorrupt)}
+	} else if err != nil {
+		return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repos[0], err)
+	}
 	if err := p.up.Upload(p.gctx, repos[0], e.Digest, e.Size, body, getBody); err != nil {
 		var te *transport.Error
 		if errors.As(err, &te) && len(te.Errors) > 0 && te.Errors[0].Code == transport.DigestInvalidErrorCode {

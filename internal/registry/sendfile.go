@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -20,8 +21,10 @@ import (
 // file to the socket without being read, so Read is never called.
 type sendfileBody interface {
 	io.ReadCloser
-	io.Seeker
 	SyscallConn() (syscall.RawConn, error)
+	// Offset is the file's offset: where sendfile got to (kept once
+	// the body is closed).
+	Offset() int64
 }
 
 // fileBody is a progressBody whose file net/http can still send by
@@ -37,11 +40,11 @@ func (b *fileBody) SyscallConn() (syscall.RawConn, error) { return b.f.SyscallCo
 // offsetMoved returns a function saying whether f's offset moved since the
 // last call (since now for the first): how a request sent by sendfile,
 // which never calls Read, shows progress to its watchdog.
-func offsetMoved(f io.Seeker) func() bool {
-	last, _ := f.Seek(0, io.SeekCurrent)
+func offsetMoved(f sendfileBody) func() bool {
+	last := f.Offset()
 	return func() bool {
-		pos, err := f.Seek(0, io.SeekCurrent)
-		if err != nil || pos == last {
+		pos := f.Offset()
+		if pos == last {
 			return false
 		}
 		last = pos
@@ -52,13 +55,17 @@ func offsetMoved(f io.Seeker) func() bool {
 // FileSection is size bytes of a file from offset off, as a request body
 // (an io.ReadCloser) that net/http sends by sendfile: it reads as the
 // section alone (EOF at its end, as net/http checks a body against its
-// Content-Length), seeks as the file, and hands the file's descriptor to
+// Content-Length), tells where the file's offset is, and hands the file's descriptor to
 // the connection (SyscallConn). Set the request's ContentLength to Size.
 // Not safe for concurrent use; Close closes the file.
 type FileSection struct {
 	f    *os.File
 	end  int64 // offset of the byte after the section
 	Size int64
+
+	mu     sync.Mutex
+	closed bool
+	at     int64 // the offset when closed
 }
 
 // OpenSection opens path for the size bytes at offset off. Errors: the
@@ -106,13 +113,35 @@ func (s *FileSection) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Seek moves the file's offset (io.Seeker of the file itself).
-func (s *FileSection) Seek(off int64, whence int) (int64, error) { return s.f.Seek(off, whence) }
+// Offset is the file's offset (where sendfile got to), the last one once
+// closed; -1 when it cannot be read.
+func (s *FileSection) Offset() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.at
+	}
+	pos, err := s.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return -1
+	}
+	return pos
+}
 
 // SyscallConn is the file's: net/http's sendfile takes the descriptor.
 func (s *FileSection) SyscallConn() (syscall.RawConn, error) { return s.f.SyscallConn() }
 
-// Close closes the file.
-func (s *FileSection) Close() error { return s.f.Close() }
+// Close closes the file, keeping its offset for Offset; closing again
+// does nothing.
+func (s *FileSection) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.at, _ = s.f.Seek(0, io.SeekCurrent)
+	s.closed = true
+	return s.f.Close()
+}
 
 var _ sendfileBody = (*FileSection)(nil)
