@@ -48,13 +48,3 @@ type streamBody struct {
 
 func (d *streamBody) Read(p []byte) (int, error) { return d.r.Read(p) }
 func (d *streamBody) Close() error               { return nil }
-
-// WriteTo hands the blob to w through its reader's WriteTo when it has one
-// (a spool: whole chunks).
-func (d *streamBody) WriteTo(w io.Writer) (int64, error) {
-	wt, ok := d.r.(io.WriterTo)
-	if !ok {
-		return io.Copy(w, struct{ io.Reader }{d})
-	}
-	return wt.WriteTo(w)
-}

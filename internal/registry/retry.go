@@ -542,31 +542,6 @@ func (p *progressBody) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// WriteTo lets a body that writes itself (io.WriterTo: an archive's blob
-// spooled in chunks) do so, each write kicking the watchdog as a read
-// would; any other body is read through Read.
-func (p *progressBody) WriteTo(w io.Writer) (int64, error) {
-	wt, ok := p.ReadCloser.(io.WriterTo)
-	if !ok {
-		return io.Copy(w, struct{ io.Reader }{p})
-	}
-	return wt.WriteTo(kickWriter{w: w, k: p.w})
-}
-
-// kickWriter kicks a watchdog for every write that moves bytes.
-type kickWriter struct {
-	w io.Writer
-	k *watchdog
-}
-
-func (k kickWriter) Write(b []byte) (int, error) {
-	n, err := k.w.Write(b)
-	if n > 0 {
-		k.k.kick()
-	}
-	return n, err
-}
-
 type watchedBody struct {
 	io.ReadCloser
 	w           *watchdog
