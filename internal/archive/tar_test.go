@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/operator-publish/publish/internal/registry"
+	"github.com/operator-publish/publish/internal/testenv"
 )
 
 // tarFixture writes the images of pushFixture and one with a 3 MiB layer
@@ -56,7 +58,13 @@ func TestUncompressedArchive(t *testing.T) {
 	}
 	dst := startRegistry(t)
 	var fromFile int
-	res, err := Push(ctx(t), tarPath, PushOptions{Map: mapTo(dst, "t"), fromFile: func() { fromFile++ }})
+	// Through the client's transport (retries, the watchdog that takes a
+	// file body's offset as progress: registry.FileSection).
+	c, err := registry.New(registry.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Push(ctx(t), tarPath, PushOptions{Map: mapTo(dst, "t"), Remote: c.Options(), Transport: c.Transport(), fromFile: func() { fromFile++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +83,19 @@ func TestUncompressedArchive(t *testing.T) {
 		d, err := remote.Head(mustRef(t, im.Destination))
 		if err != nil || d.Digest.String() != one.Images[i].Digest || im.Source != one.Images[i].Source {
 			t.Errorf("%s: %v (%v), the .tgz pushed %s", im.Destination, d, err, one.Images[i].Digest)
+		}
+	}
+	// Over TLS (Debian's docker-registry with htpasswd) the file is read
+	// as any body; the registry checks every digest.
+	reg := testenv.StartRegistry(t, testenv.RegistryOptions{TLS: true, Auth: true})
+	tls, err := Push(ctx(t), tarPath, PushOptions{Map: mapTo(reg.Host, "t"), Remote: reg.Options(), Keychain: reg.Keychain(), Transport: reg.Transport()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, im := range tls.Images {
+		d, err := remote.Head(mustRef(t, im.Destination), reg.Options()...)
+		if err != nil || d.Digest.String() != one.Images[i].Digest {
+			t.Errorf("over TLS %s: %v (%v), the .tgz pushed %s", im.Destination, d, err, one.Images[i].Digest)
 		}
 	}
 }
