@@ -481,37 +481,55 @@ func run(dst, publish, crane, work string, ops int) error {
 // archive of the same images, in turns (crane, publish, crane, ...), each
 // into fresh repositories, and prints the ratio.
 func pushSteps(add func(tool, what string, once bool, args func(round int) []string) error, publish, crane, repo, tgz, layout, dst string) error {
-	if err := add("publish", "package (registry -> .tgz, gzip -1)", true, func(int) []string {
-		return []string{publish, "package", "--source", repo, "-o", tgz, "--plain-http"}
-	}); err != nil {
-		return err
+	tarPath := strings.TrimSuffix(tgz, ".tgz") + ".tar"
+	for _, out := range []string{tgz, tarPath} {
+		if err := add("publish", "package (registry -> "+filepath.Ext(out)+")", true, func(int) []string {
+			return []string{publish, "package", "--source", repo, "-o", out, "--plain-http"}
+		}); err != nil {
+			return err
+		}
 	}
-	var c, p, cc, pc, creg, preg, ratios []float64
+	// In turns, each into fresh repositories: crane push of the layout,
+	// publish push of the .tgz, publish push of the .tar.
+	tools := []struct{ name, what, archive string }{
+		{"crane", "crane push --index (layout -> registry)", ""},
+		{"publish", "publish push (.tgz -> registry)", tgz},
+		{"publish", "publish push (.tar -> registry)", tarPath},
+	}
+	secs := make([][]float64, len(tools))
+	cpus := make([][]float64, len(tools))
+	regs := make([][]float64, len(tools))
+	ratios := make([][]float64, len(tools))
 	for r := range repeat {
-		for _, tool := range []string{"crane", "publish"} {
+		for i, tool := range tools {
 			args := []string{crane, "push", "--index", layout, fmt.Sprintf("%s/crane%d/all:v1", dst, r)}
-			if tool == "publish" {
-				args = []string{publish, "push", tgz, "--dst-repo", fmt.Sprintf("%s/publish%d", dst, r), "--plain-http", "--no-auth"}
+			if tool.archive != "" {
+				args = []string{publish, "push", tool.archive, "--dst-repo", fmt.Sprintf("%s/publish%d-%d", dst, i, r), "--plain-http", "--no-auth"}
 			}
 			reg0 := procCPU(dstPID)
-			secs, rss, cpu, err := timedCPU(filepath.Dir(tgz), args...)
+			sec, rss, cpu, err := timedCPU(filepath.Dir(tgz), args...)
 			if err != nil {
 				return err
 			}
 			reg := procCPU(dstPID) - reg0
-			line := fmt.Sprintf("%-8s push round %d: %6.2f s  %5.2f s CPU  %5.2f s registry CPU  %5.0f MiB RSS", tool, r, secs, cpu, reg, rss)
-			if tool == "crane" {
-				c, cc, creg = append(c, secs), append(cc, cpu), append(creg, reg)
-			} else {
-				p, pc, preg = append(p, secs), append(pc, cpu), append(preg, reg)
-				ratios = append(ratios, secs/c[len(c)-1])
-				line += fmt.Sprintf("  (%.2fx crane's run before)", ratios[len(ratios)-1])
+			secs[i], cpus[i], regs[i] = append(secs[i], sec), append(cpus[i], cpu), append(regs[i], reg)
+			line := fmt.Sprintf("%-40s round %d: %6.2f s  %5.2f s CPU  %5.2f s registry CPU  %5.0f MiB RSS", tool.what, r, sec, cpu, reg, rss)
+			if i > 0 {
+				ratios[i] = append(ratios[i], sec/secs[0][len(secs[0])-1])
+				line += fmt.Sprintf("  (%.2fx crane's run before)", ratios[i][len(ratios[i])-1])
 			}
 			fmt.Fprintln(os.Stderr, line)
 		}
 	}
-	fmt.Printf("crane push --index (layout -> registry): fastest %.2f s; publish push (.tgz -> registry): fastest %.2f s; push / crane push: %.2fx fastest to fastest, %.2fx the median of the %d pairs (in turns); CPU time (user+sys, least): crane %.2f s, publish %.2f s; the registry's (median): %.2f s for crane, %.2f s for publish\n",
-		slices.Min(c), slices.Min(p), slices.Min(p)/slices.Min(c), median(ratios), repeat, slices.Min(cc), slices.Min(pc), median(creg), median(preg))
+	fmt.Printf("| tool | fastest of %d | / crane, fastest | / crane, median pair | CPU time (least) | the registry's CPU (median) |\n|---|---:|---:|---:|---:|---:|\n", repeat)
+	for i, tool := range tools {
+		rel, pair := "", ""
+		if i > 0 {
+			rel = fmt.Sprintf("%.2fx", slices.Min(secs[i])/slices.Min(secs[0]))
+			pair = fmt.Sprintf("%.2fx", median(ratios[i]))
+		}
+		fmt.Printf("| `%s` | %.2f s | %s | %s | %.2f s | %.2f s |\n", tool.what, slices.Min(secs[i]), rel, pair, slices.Min(cpus[i]), median(regs[i]))
+	}
 	return nil
 }
 

@@ -55,7 +55,7 @@ func TestVerifyDamagedIsInputError(t *testing.T) {
 	root.SetErr(&out)
 	err := root.Execute()
 	var ie *pipeline.InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "not a gzip-compressed archive") {
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "neither a gzip-compressed archive") {
 		t.Errorf("got %v, want an input error (exit 1)", err)
 	}
 }

@@ -50,6 +50,10 @@ and attestation tags, its referrers tag schema index and its OCI referrers
 (Sigstore bundles), and those of each platform child; push puts them beside
 the images.
 
+-o NAME.tar writes a plain tar instead (as oc-mirror's archives are): the
+layers are compressed already, so it is hardly larger, and push sends each
+layer from the file to the registry without reading it.
+
 --max-size SIZE splits the archive for media with a size limit: parts
 NAME.part-0001.tgz, ... of at most SIZE, each with its .sha256 (and
 signature with --cosign-key), and their index NAME.parts.json; a blob larger
@@ -63,6 +67,9 @@ out every image and blob the site already has: a differential archive.`,
 			}
 			if o.Level < 0 || o.Level > 9 {
 				return &usageError{fmt.Errorf("--level %d: want 0 (store) to 9 (smallest)", o.Level)}
+			}
+			if archive.Uncompressed(o.Output) && inv.given("level") {
+				return usagef("--level: -o %s is a plain tar, not compressed (--level is for FILE.tgz)", o.Output)
 			}
 			if o.VerifyCache && o.Cache == "" {
 				return &usageError{fmt.Errorf("--verify-cache needs --cache DIR")}
@@ -159,7 +166,7 @@ out every image and blob the site already has: a differential archive.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVarP(&o.Output, "output", "o", "", "archive file to write (FILE.tgz; FILE.tgz.sha256 is written beside it)")
+	fs.StringVarP(&o.Output, "output", "o", "", "archive file to write (FILE.tgz, or FILE.tar uncompressed; FILE.tgz.sha256 is written beside it)")
 	source.register(fs)
 	fs.BoolVar(&changed, "changed", false, "package only the versions changed since --base")
 	signer.register(fs, "the archive (a Sigstore bundle beside it: FILE.tgz.sigstore.json)")
@@ -171,7 +178,7 @@ out every image and blob the site already has: a differential archive.`,
 	fs.BoolVar(&o.NoFetch, "no-fetch", false, "never fetch from the package repo's origin to deepen a shallow clone")
 	fs.StringSliceVar(&o.Platforms, "platforms", nil, "reduce image indexes to these platforms (os/arch[/variant]); --platforms alone: each manifest's spec.arch")
 	fs.Lookup("platforms").NoOptDefVal = pipeline.PlatformsFromSpec
-	fs.IntVar(&o.Level, "level", archive.DefaultLevel, "gzip level: 0 store, 1 fastest (layers are compressed already), 9 smallest")
+	fs.IntVar(&o.Level, "level", archive.DefaultLevel, "gzip level of FILE.tgz: 0 store, 1 fastest (layers are compressed already), 9 smallest")
 	fs.StringVar(&o.Cache, "cache", "", "`DIR`: an OCI image layout kept between runs (created if missing; the output of crane pull --format oci works too): blobs and digest-pinned manifests found there are not read from the registries, and what is read is added")
 	fs.BoolVar(&o.VerifyCache, "verify-cache", false, "hash every blob taken from --cache (a damaged one is read from the registry again); by default a cached blob of the right size is trusted, as it was checked when cached")
 	src.register(fs)

@@ -1,6 +1,6 @@
 // Package archive writes and reads the offline archive of `publish package`,
 // `publish push` and `publish verify` (docs/design.md#airgap): a gzip-compressed tar
-// holding one OCI image layout (image-spec v1.1 "image-layout.md":
+// (or, as NAME.tar, a plain one: Uncompressed) holding one OCI image layout (image-spec v1.1 "image-layout.md":
 // oci-layout, index.json, blobs/sha256/<hex>) with every bundle and related
 // image of the packaged versions, each blob once, their signatures
 // (KindSignature entries: cosign tags, referrers), the PackageManifests
@@ -22,8 +22,15 @@
 package archive
 
 import (
+	"strings"
 	"time"
 )
+
+// Uncompressed says whether the archive at path is a plain tar by its
+// name: NAME.tar or NAME.part-NNNN.tar (PackageOptions.Uncompressed);
+// anything else is gzip-compressed (NAME.tgz). Reading does not rely on
+// the name: Walk tells the two apart by their first bytes.
+func Uncompressed(path string) bool { return strings.HasSuffix(path, ".tar") }
 
 // Annotations written on every index.json entry.
 const (

@@ -81,9 +81,9 @@ type ListedBlob struct {
 // NAME.digests.json (the same for a split archive's NAME.parts.json).
 func DigestsPath(archive string) string { return stem(archive) + ".digests.json" }
 
-// stem is the archive's path without .tgz (or .tar.gz).
+// stem is the archive's path without .tgz (or .tar.gz, .tar).
 func stem(p string) string {
-	for _, ext := range []string{".tgz", ".tar.gz", ".parts.json"} {
+	for _, ext := range []string{".tgz", ".tar.gz", ".tar", ".parts.json"} {
 		if strings.HasSuffix(p, ext) {
 			return strings.TrimSuffix(p, ext)
 		}

@@ -43,6 +43,26 @@ func buildTgz(t *testing.T, entries []tarEntry) []byte {
 	return buf.Bytes()
 }
 
+// plainTar is buildTgz without gzip: an uncompressed archive (NAME.tar).
+func plainTar(t *testing.T, entries []tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := e.h
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(e.data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tw.Close()
+	return buf.Bytes()
+}
+
 func blobName(data string) string {
 	s := sha256.Sum256([]byte(data))
 	return BlobsDir + hex.EncodeToString(s[:])
@@ -100,7 +120,10 @@ func TestHostileArchives(t *testing.T) {
 		{"truncated", good[:len(good)*2/3], "truncated: the archive ends inside this entry"},
 		{"corrupt", corrupt, "the archive is damaged"},
 		{"wrong digest", wrongDigest, "content has digest sha256:"},
-		{"not gzip", []byte("PK\x03\x04 a zip file"), "not a gzip-compressed archive"},
+		{"not gzip", []byte("PK\x03\x04 a zip file"), "neither a gzip-compressed archive (NAME.tgz) nor a tar"},
+		{"plain tar with a symlink", plainTar(t, []tarEntry{layout, link}), `entry blobs/sha256/x: a link (to "/etc/passwd") is not allowed`},
+		{"plain tar with a traversal", plainTar(t, []tarEntry{layout, reg("packages/../../x.yaml", "x")}), "entry packages/../../x.yaml: path traversal (..) not allowed"},
+		{"plain tar with a wrong digest", plainTar(t, []tarEntry{layout, index, reg(blobName(blob), "other bytes")}), "content has digest"},
 		{"no layout", buildTgz(t, []tarEntry{index}), "incomplete archive: no oci-layout file"},
 		{"bytes after the gzip stream", append(append([]byte(nil), good...), "hidden payload"...), "bytes after the end of the gzip stream"},
 		{"a second gzip member", append(append([]byte(nil), good...), buildTgz(t, []tarEntry{reg("packages/x.yaml", "x")})...), "bytes after the end of the gzip stream"},

@@ -523,7 +523,13 @@ func walkPart(pf partFile, lim Limits, progress *Progress, s *scanner, hashFile 
 	if hashFile {
 		r = io.TeeReader(f, h)
 	}
-	if err := Walk(io.TeeReader(r, progress), lim, s.visit); err != nil {
+	var src *fileSource
+	if !hashFile && fileIsTar(f) {
+		// Push: the layers it uploads go from the file to the
+		// connection, skipped here (sendFromFile).
+		src = newFileSource(f, pf.path, progress)
+	}
+	if err := walk(io.TeeReader(r, progress), src, lim, s.visit); err != nil {
 		var re *RegistryError
 		var me *MapError
 		if errors.As(err, &re) || errors.As(err, &me) {

@@ -45,8 +45,14 @@ type Part struct {
 func PartsPath(archive string) string { return stem(archive) + ".parts.json" }
 
 // PartPath is the file of part n (from 1) of the split archive NAME.tgz:
-// NAME.part-0001.tgz.
-func PartPath(archive string, n int) string { return fmt.Sprintf("%s.part-%04d.tgz", stem(archive), n) }
+// NAME.part-0001.tgz; of NAME.tar (Uncompressed): NAME.part-0001.tar.
+func PartPath(archive string, n int) string {
+	ext := ".tgz"
+	if Uncompressed(archive) {
+		ext = ".tar"
+	}
+	return fmt.Sprintf("%s.part-%04d%s", stem(archive), n, ext)
+}
 
 // SizeError is a blob larger than a part may be (WriteParts with Strict).
 type SizeError struct {
@@ -76,6 +82,15 @@ func tarBytes(n int64) int64 { return 1536 + (n+511)/512*512 }
 // blocks of incompressible layers, the gzip header and trailer).
 func gzipBound(n int64) int64 { return n + n/128 + 2048 }
 
+// fileBound is the most n bytes of tar take in the file: gzipBound, or n
+// for an uncompressed archive.
+func (pp *prepared) fileBound(n int64) int64 {
+	if pp.o.Uncompressed {
+		return n
+	}
+	return gzipBound(n)
+}
+
 // planParts puts the blobs into parts of at most max bytes, first fit in
 // digest order (deterministic: the same blobs give the same parts); the
 // first part starts with head bytes of metadata. A blob that fits in no
@@ -86,7 +101,7 @@ func (pp *prepared) planParts(head int64, so SplitOptions) ([][]string, error) {
 	for _, d := range pp.blobs {
 		b := pp.c.blobs[d]
 		n := tarBytes(b.desc.Size)
-		if gzipBound(1024+n) > so.MaxSize {
+		if pp.fileBound(1024+n) > so.MaxSize {
 			if so.Strict {
 				return nil, &SizeError{Blob: d, Image: b.from, Size: b.desc.Size, Max: so.MaxSize}
 			}
@@ -95,7 +110,7 @@ func (pp *prepared) planParts(head int64, so SplitOptions) ([][]string, error) {
 			continue
 		}
 		i := 0
-		for i < len(parts) && gzipBound(used[i]+n) > so.MaxSize {
+		for i < len(parts) && pp.fileBound(used[i]+n) > so.MaxSize {
 			i++
 		}
 		if i == len(parts) {
@@ -363,8 +378,8 @@ func ReadParts(path string) (*PartsIndex, error) {
 		return nil, fmt.Errorf("%s: not the index of a split archive (schemaVersion 1, parts): %v", path, err)
 	}
 	for i, p := range idx.Parts {
-		if p.Name != filepath.Base(p.Name) || !strings.HasSuffix(p.Name, ".tgz") || len(p.SHA256) != 64 {
-			return nil, fmt.Errorf("%s: parts[%d]: %q is not a part beside the index (NAME.part-NNNN.tgz with its sha256)", path, i, p.Name)
+		if p.Name != filepath.Base(p.Name) || !(strings.HasSuffix(p.Name, ".tgz") || strings.HasSuffix(p.Name, ".tar")) || len(p.SHA256) != 64 {
+			return nil, fmt.Errorf("%s: parts[%d]: %q is not a part beside the index (NAME.part-NNNN.tgz or .tar with its sha256)", path, i, p.Name)
 		}
 	}
 	return &idx, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
 	"sync"
 
@@ -49,7 +50,8 @@ type PushOptions struct {
 	// defaults for an empty Remote).
 	Keychain  authn.Keychain
 	Transport http.RoundTripper
-	// Jobs bounds the blob uploads and mounts in flight (default 4). The
+	// Jobs bounds the blob uploads and mounts in flight (default 4, and
+	// 8 for an uncompressed archive: defaultJobs). The
 	// archive is read once, front to back; a layer goes to its upload
 	// through chunks of a pool of Jobs x 16 MiB (pushspool.go), so that
 	// the walk reads the next layers while it uploads; configs and blobs
@@ -68,6 +70,7 @@ type PushOptions struct {
 	Progress *Progress
 
 	afterBlob func() // tests: called after each uploaded blob
+	fromFile  func() // tests: called for each layer sent from the file
 }
 
 // PushedImage is one image of a push.
@@ -143,7 +146,7 @@ func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 // next run skips them).
 func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) {
 	if o.Jobs <= 0 {
-		o.Jobs = 4
+		o.Jobs = defaultJobs(path)
 	}
 	opts := append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))
 	puller, err := remote.NewPuller(opts...)
@@ -425,6 +428,17 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 		p.g.Go(func() error { return p.upload(e, repos, sb) })
 		return nil
 	}
+	if path, off, ok := sendFromFile(body); ok {
+		// A layer of an uncompressed archive: sent from the file by
+		// sendfile, never read here; the registry checks its digest
+		// (DIGEST_INVALID: upload) and the walk seeks over it.
+		sb.path, sb.off = path, off
+		if p.o.fromFile != nil {
+			p.o.fromFile()
+		}
+		p.g.Go(func() error { return p.upload(e, repos, sb) })
+		return nil
+	}
 	// A layer goes through a spool (pushspool.go): the walk reads it to
 	// its end (its digest checked) while its upload sends what was read,
 	// and goes on with the next entries as the upload continues. A digest
@@ -449,6 +463,28 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	}
 }
 
+// defaultJobs is the default of PushOptions.Jobs for the archive at path:
+// 4 for a gzip-compressed one, whose layers go through Jobs x 16 MiB of
+// spool; 8 for an uncompressed one (its first file, for a split
+// archive), whose layers take no memory on their way (sendfile): the
+// registry is kept busier while uploads wait on its answers (measured
+// in bench/archive: docs/airgap.md).
+func defaultJobs(path string) int {
+	files, _, err := sourceFiles(path)
+	if err != nil || len(files) == 0 {
+		return 4 // Push reports the error
+	}
+	f, err := os.Open(files[0].path)
+	if err != nil {
+		return 4
+	}
+	defer f.Close()
+	if fileIsTar(f) {
+		return 8
+	}
+	return 4
+}
+
 // memBlob is the largest blob push reads whole into memory, in bytes
 // (configs and small layers: Jobs of them at most); larger ones go
 // through a spool, chunks of a pool reused from layer to layer (reading
@@ -460,7 +496,12 @@ const memBlob = 1 << 20
 // monolithic upload: POST then PUT) and mounts it from there into the
 // others.
 func (p *pusher) upload(e Entry, repos []name.Repository, sb *streamedBlob) error {
-	body, getBody := sb.body()
+	body, getBody, err := sb.body(e.Size)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &EntryError{Entry: e.Name, Err: fmt.Errorf("truncated: the archive ends inside this entry: %w", ErrCorrupt)}
+	} else if err != nil {
+		return fmt.Errorf("uploading blob %s to %s: %w", e.Digest, repos[0], err)
+	}
 	if err := p.up.Upload(p.gctx, repos[0], e.Digest, e.Size, body, getBody); err != nil {
 		var te *transport.Error
 		if errors.As(err, &te) && len(te.Errors) > 0 && te.Errors[0].Code == transport.DigestInvalidErrorCode {

@@ -141,33 +141,6 @@ func (s *spool) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// WriteTo writes what the walk reads to w a whole chunk at a time, until
-// the blob's end (nil) or an error: the upload's request body hands each
-// chunk to the connection as it is (io.Copy prefers it to Read), instead
-// of copying it through net/http's 32 KiB buffer. The chunk is written
-// under the lock, so that release cannot give it back to the pool while
-// the connection still reads it.
-func (s *spool) WriteTo(w io.Writer) (int64, error) {
-	var total int64
-	for {
-		s.mu.Lock()
-		if err := s.next(); err != nil {
-			s.mu.Unlock()
-			if err == io.EOF {
-				err = nil
-			}
-			return total, err
-		}
-		n, err := w.Write(s.cur)
-		s.cur = s.cur[n:]
-		s.mu.Unlock()
-		total += int64(n)
-		if err != nil {
-			return total, err
-		}
-	}
-}
-
 // next makes s.cur the rest of a chunk, waiting for the walk to fill one:
 // io.EOF at the blob's end, errSpoolGone after release, or the walk's
 // error. The caller holds s.mu.

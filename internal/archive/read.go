@@ -3,12 +3,14 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"path"
 	"strings"
 
@@ -95,15 +97,35 @@ var ErrWrittenDamaged = errors.New("the archive matches its .sha256, so it was w
 // rest. Errors are *EntryError naming the entry; truncated, corrupt and
 // mismatching content, and bytes after the gzip stream, wrap ErrCorrupt.
 func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) error {
+	return walk(r, nil, lim, visit)
+}
+
+// walk is Walk; src, when set, is the file r reads (an uncompressed
+// archive's: its entries can be sent from the file, sendFromFile).
+func walk(r io.Reader, src *fileSource, lim Limits, visit func(e Entry, body io.Reader) error) error {
 	lim = lim.withDefaults()
-	br := bufio.NewReaderSize(r, 1<<20)
-	zr, err := gzip.NewReader(br)
-	if err != nil {
-		return &EntryError{Err: fmt.Errorf("not a gzip-compressed archive (%v): %w", err, ErrCorrupt)}
+	var br *bufio.Reader
+	var zr *gzip.Reader
+	var counted *limitCounter
+	var tr *tar.Reader
+	if src != nil {
+		counted = &limitCounter{r: src, max: lim.Total}
+		tr = tar.NewReader(src) // a Seeker: the bytes sent from the file are skipped
+	} else {
+		br = bufio.NewReaderSize(r, 1<<20)
+		if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
+			if zr, err = gzip.NewReader(br); err != nil {
+				return &EntryError{Err: fmt.Errorf("not a gzip-compressed archive (%v): %w", err, ErrCorrupt)}
+			}
+			zr.Multistream(false)
+			counted = &limitCounter{r: zr, max: lim.Total}
+		} else if !isTar(br) {
+			return &EntryError{Err: fmt.Errorf("neither a gzip-compressed archive (NAME.tgz) nor a tar (NAME.tar): %w", ErrCorrupt)}
+		} else {
+			counted = &limitCounter{r: br, max: lim.Total}
+		}
+		tr = tar.NewReader(counted)
 	}
-	zr.Multistream(false)
-	counted := &limitCounter{r: zr, max: lim.Total}
-	tr := tar.NewReader(counted)
 	seen := map[string]bool{}
 	last := ""
 	for n := 0; ; n++ {
@@ -130,6 +152,9 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 		seen[e.Name] = true
 		last = e.Name
 		body := &entryReader{r: tr, name: e.Name}
+		if src != nil {
+			body.src, body.off = src, src.pos
+		}
 		if e.Kind == EntryBlob {
 			body.h, body.want = sha256.New(), e.Digest.Hex
 		}
@@ -149,6 +174,19 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 			return streamErr(e.Name, counted, err)
 		}
 	}
+	if zr == nil {
+		// A plain tar: what follows its end must be the zeros that pad it
+		// to a record (tar -b), nothing another reader could take for
+		// more of the archive.
+		var rest io.Reader = br
+		if src != nil {
+			rest = src
+		}
+		if err := onlyZeros(rest); err != nil {
+			return &EntryError{Err: fmt.Errorf("%w: %w", err, ErrCorrupt)}
+		}
+		return nil
+	}
 	// The gzip trailer (CRC and size) is checked on reading to its end.
 	if _, err := io.Copy(io.Discard, zr); err != nil {
 		return streamErr("", counted, err)
@@ -163,6 +201,35 @@ func Walk(r io.Reader, lim Limits, visit func(e Entry, body io.Reader) error) er
 		return &EntryError{Err: fmt.Errorf("%w: %w", err, ErrCorrupt)}
 	}
 	return nil
+}
+
+// isTar says whether br starts with a tar header: the ustar magic of
+// POSIX (and GNU) tar at offset 257 (what publish package and tar write).
+func isTar(br *bufio.Reader) bool {
+	b, err := br.Peek(512)
+	if err != nil {
+		return false
+	}
+	return bytes.Equal(b[257:262], []byte("ustar"))
+}
+
+// onlyZeros reads r to its end and fails on a byte that is not zero.
+func onlyZeros(r io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return errors.New("bytes after the end of the tar: an archive is one tar and nothing else")
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // check validates one tar header and classifies it. skip: a directory.
@@ -272,6 +339,26 @@ type entryReader struct {
 	want string
 	done bool
 	err  error // the stream failed (not the digest check)
+	// src and off: the file of an uncompressed archive and where the
+	// entry's bytes start in it (nil: read through a stream).
+	src  *fileSource
+	off  int64
+	read bool // a byte was read
+}
+
+// sendFromFile, for a blob entry of an uncompressed archive read from its
+// file and not read yet, returns the file and the offset of its bytes and
+// has the walk skip them (seek over them, with no digest check): the
+// caller sends them from the file itself (an upload by sendfile), to a
+// registry that checks the digest (receiverChecks). ok is false for any
+// other body, which the caller reads as before.
+func sendFromFile(body io.Reader) (path string, off int64, ok bool) {
+	e, isEntry := body.(*entryReader)
+	if !isEntry || e.src == nil || e.read || e.done || e.h == nil {
+		return "", 0, false
+	}
+	e.done, e.h = true, nil
+	return e.src.path, e.off, true
 }
 
 // receiverChecks turns off the digest check of a blob entry not read yet:
@@ -291,6 +378,7 @@ func (e *entryReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := e.r.Read(p)
+	e.read = e.read || n > 0
 	if err != nil && err != io.EOF {
 		e.err = err
 	}
@@ -324,4 +412,60 @@ func (c *limitCounter) Read(p []byte) (int, error) {
 		return n, fmt.Errorf("the archive expands to more than %d bytes", c.max)
 	}
 	return n, err
+}
+
+// fileSource reads an uncompressed archive from its file for walk: through
+// a buffer, counting the position (where each entry's bytes start),
+// telling progress what it reads or skips, and seeking over the bytes of
+// the entries sent from the file (sendFromFile).
+type fileSource struct {
+	f        *os.File
+	path     string
+	br       *bufio.Reader
+	pos      int64 // bytes of the file the walk has read or skipped
+	progress *Progress
+}
+
+func newFileSource(f *os.File, path string, progress *Progress) *fileSource {
+	return &fileSource{f: f, path: path, br: bufio.NewReaderSize(f, 256<<10), progress: progress}
+}
+
+func (s *fileSource) Read(p []byte) (int, error) {
+	n, err := s.br.Read(p)
+	s.pos += int64(n)
+	s.progress.Add(int64(n))
+	return n, err
+}
+
+// Seek is what tar.Reader asks of a reader to skip an entry's bytes: the
+// position (0, io.SeekCurrent) and a move forward from it. A move past
+// the end of the file is not an error here: the next read fails, as the
+// tar reader expects (it reads the last byte of what it skips).
+func (s *fileSource) Seek(off int64, whence int) (int64, error) {
+	if whence != io.SeekCurrent || off < 0 {
+		return s.pos, errors.New("an archive is read front to back")
+	}
+	if off == 0 {
+		return s.pos, nil
+	}
+	if off <= int64(s.br.Buffered()) {
+		s.br.Discard(int(off))
+	} else {
+		if _, err := s.f.Seek(s.pos+off, io.SeekStart); err != nil {
+			return s.pos, err
+		}
+		s.br.Reset(s.f)
+	}
+	s.pos += off
+	s.progress.Add(off)
+	return s.pos, nil
+}
+
+// fileIsTar says whether the file f starts with a tar header (isTar).
+func fileIsTar(f *os.File) bool {
+	b := make([]byte, 512)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return false
+	}
+	return bytes.Equal(b[257:262], []byte("ustar"))
 }

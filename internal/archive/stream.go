@@ -93,7 +93,14 @@ func (pp *prepared) done() {
 	}
 }
 
-// write writes one gzip-compressed tar to w: with head, the metadata
+// nopWriteCloser closes nothing: the gzip writer of an uncompressed
+// archive.
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }
+
+// write writes one gzip-compressed tar (a plain one with Uncompressed) to w: with head, the metadata
 // (oci-layout, index.json, digests.json, packages/…, every manifest)
 // first; then the configs and layers blobs, in that order. It returns the
 // bytes written and their sha256 (hex).
@@ -109,11 +116,15 @@ func (pp *prepared) write(ctx context.Context, w io.Writer, head bool, blobs []s
 	}()
 	cw := &countWriter{w: io.MultiWriter(w, sum)}
 	bw := bufio.NewWriterSize(cw, 1<<20)
-	zw, err := gzip.NewWriterLevel(bw, pp.o.Level)
-	if err != nil {
-		return 0, "", err
+	var zw io.WriteCloser = nopWriteCloser{}
+	tw := tar.NewWriter(bw)
+	if !pp.o.Uncompressed {
+		gz, err := gzip.NewWriterLevel(bw, pp.o.Level)
+		if err != nil {
+			return 0, "", err
+		}
+		zw, tw = gz, tar.NewWriter(gz)
 	}
-	tw := tar.NewWriter(zw)
 	if head {
 		if err := pp.writeHead(tw); err != nil {
 			return 0, "", err

@@ -84,6 +84,12 @@ type PackageOptions struct {
 	// DefaultLevel) is fastest, 9 smallest. Layers are already compressed,
 	// so higher levels cost time for little gain.
 	Level int
+	// Uncompressed writes a plain tar (NAME.tar, as oc-mirror's archives
+	// are) instead of a gzip-compressed one; Level is not used. Its blobs
+	// lie in the file as they are, so push sends each layer from the file
+	// to the connection without reading it (sendfile); the FILE.sha256 and
+	// every blob's digest still check it, without gzip's CRC-32.
+	Uncompressed bool
 	// Concurrency bounds how many manifests are read at once (default 8).
 	Concurrency int
 	// Progress, when set, is told the blob bytes as they are written.
@@ -250,7 +256,7 @@ func collect(ctx context.Context, o PackageOptions) (*prepared, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 8
 	}
-	if o.Level < gzip.HuffmanOnly || o.Level > gzip.BestCompression {
+	if !o.Uncompressed && (o.Level < gzip.HuffmanOnly || o.Level > gzip.BestCompression) {
 		return nil, fmt.Errorf("gzip level %d: want 0 (store) to 9 (smallest)", o.Level)
 	}
 	// The puller holds a slot per open blob: room for the ones opened

@@ -211,7 +211,7 @@ func Package(ctx context.Context, o PackageOptions) (*PackageResult, error) {
 	o.Log("package: %d images of %d versions, %d PackageManifests", len(images), len(selected), manifests)
 	po := archive.PackageOptions{
 		Images: images, Files: files, Trust: o.Trust, Catalogs: catalogs, Parse: mc.ParseReference, Read: mc.ReadReference, Remote: mc.SrcOptions(),
-		Level: o.Level, Progress: o.Progress, Annotations: ann, Cache: cache,
+		Level: o.Level, Uncompressed: archive.Uncompressed(o.Output), Progress: o.Progress, Annotations: ann, Cache: cache,
 		Signatures: !o.Mirror.SkipSignatures, Base: base,
 	}
 	var res *archive.PackageResult

@@ -425,9 +425,16 @@ func (t *retryTransport) once(r *http.Request, b *budget) (*http.Response, error
 	if t.mon != nil {
 		w.req = t.mon.add(r, b)
 	}
+	var file sendfileBody
+	if f, ok := r.Body.(sendfileBody); ok {
+		file = f
+		w.moved = offsetMoved(f)
+	}
 	w.arm()
 	r = r.WithContext(ctx)
-	if r.Body != nil && r.Body != http.NoBody {
+	if file != nil {
+		r.Body = &fileBody{progressBody: progressBody{ReadCloser: r.Body, w: w}, f: file}
+	} else if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &progressBody{ReadCloser: r.Body, w: w}
 	}
 	resp, err := t.inner.RoundTrip(r)
@@ -464,6 +471,10 @@ func (t *retryTransport) once(r *http.Request, b *budget) (*http.Response, error
 type watchdog struct {
 	mu      sync.Mutex
 	timeout time.Duration
+	// moved, when set, says whether the request moved since it was last
+	// asked (a file body's offset): asked when the timeout is up, before
+	// cancelling.
+	moved   func() bool
 	clock   Clock
 	timer   Timer
 	cancel  context.CancelFunc
@@ -477,6 +488,10 @@ func (w *watchdog) arm() {
 		return
 	}
 	w.timer = w.clock.AfterFunc(w.timeout, func() {
+		if w.moved != nil && w.moved() {
+			w.kick() // a file body went out by sendfile: no reads to kick
+			return
+		}
 		w.mu.Lock()
 		if !w.stopped {
 			w.fired = true
@@ -523,31 +538,6 @@ func (p *progressBody) Read(b []byte) (int, error) {
 	n, err := p.ReadCloser.Read(b)
 	if n > 0 {
 		p.w.kick()
-	}
-	return n, err
-}
-
-// WriteTo lets a body that writes itself (io.WriterTo: an archive's blob
-// spooled in chunks) do so, each write kicking the watchdog as a read
-// would; any other body is read through Read.
-func (p *progressBody) WriteTo(w io.Writer) (int64, error) {
-	wt, ok := p.ReadCloser.(io.WriterTo)
-	if !ok {
-		return io.Copy(w, struct{ io.Reader }{p})
-	}
-	return wt.WriteTo(kickWriter{w: w, k: p.w})
-}
-
-// kickWriter kicks a watchdog for every write that moves bytes.
-type kickWriter struct {
-	w io.Writer
-	k *watchdog
-}
-
-func (k kickWriter) Write(b []byte) (int, error) {
-	n, err := k.w.Write(b)
-	if n > 0 {
-		k.k.kick()
 	}
 	return n, err
 }
