@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,19 +27,7 @@ func buildTgz(t *testing.T, entries []tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	for _, e := range entries {
-		h := e.h
-		if err := tw.WriteHeader(&h); err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			if _, err := tw.Write([]byte(e.data)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	tw.Close()
+	writeEntries(t, zw, entries)
 	zw.Close()
 	return buf.Bytes()
 }
@@ -47,7 +36,14 @@ func buildTgz(t *testing.T, entries []tarEntry) []byte {
 func plainTar(t *testing.T, entries []tarEntry) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	writeEntries(t, &buf, entries)
+	return buf.Bytes()
+}
+
+// writeEntries writes entries to w as a tar, ended.
+func writeEntries(t *testing.T, w io.Writer, entries []tarEntry) {
+	t.Helper()
+	tw := tar.NewWriter(w)
 	for _, e := range entries {
 		h := e.h
 		if err := tw.WriteHeader(&h); err != nil {
@@ -60,7 +56,6 @@ func plainTar(t *testing.T, entries []tarEntry) []byte {
 		}
 	}
 	tw.Close()
-	return buf.Bytes()
 }
 
 func blobName(data string) string {
