@@ -157,3 +157,51 @@ func TestUncompressedArchiveDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitUncompressedArchive: NAME.tar split gives NAME.part-NNNN.tar
+// parts, none larger than the limit, that verify and push as the archive
+// in one file does.
+func TestSplitUncompressedArchive(t *testing.T) {
+	_, _, refs := tarFixture(t)
+	var ims []Image
+	for _, r := range refs {
+		ims = append(ims, Image{Ref: r})
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ops.tar")
+	const max = 3<<20 + 64<<10
+	res, err := WriteParts(ctx(t), out, SplitOptions{MaxSize: max}, PackageOptions{Images: ims, Uncompressed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := filepath.Glob(filepath.Join(dir, "ops.part-*.tar"))
+	if len(parts) < 2 || len(res.Warnings) > 0 {
+		t.Fatalf("parts %v, warnings %v", parts, res.Warnings)
+	}
+	for _, p := range parts {
+		if st, err := os.Stat(p); err != nil || st.Size() > max || !fileIsTarPath(t, p) {
+			t.Errorf("%s: %v bytes (limit %d), a plain tar: %v", p, st.Size(), max, fileIsTarPath(t, p))
+		}
+	}
+	if _, err := Verify(PartsPath(out), Limits{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dst := startRegistry(t)
+	pr, err := Push(ctx(t), dir, PushOptions{Map: mapTo(dst, "t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Images) != len(refs) {
+		t.Errorf("pushed %d images of %d", len(pr.Images), len(refs))
+	}
+}
+
+func fileIsTarPath(t *testing.T, p string) bool {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return fileIsTar(f)
+}
