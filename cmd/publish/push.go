@@ -207,7 +207,7 @@ each).`,
 	p.dst.register(fs, "push access")
 	fs.BoolVar(&o.NoAuth, "no-auth", false, "send no credentials (not even the docker config's)")
 	p.tls.register(fs)
-	fs.IntVar(&o.Jobs, "jobs", 0, "blob uploads and mounts in flight: 0 is 4 for a FILE.tgz, whose layers are read ahead of their uploads through N x 16 MiB of memory, and 8 for a FILE.tar, whose layers go from the file (configs and blobs up to 1 MiB are read whole; nothing is written to the disk); not --concurrency of run and mirror, which bounds every registry operation of a copy together")
+	fs.IntVar(&o.Jobs, "jobs", archive.DefaultJobs, "blob uploads and mounts in flight (a FILE.tgz's layers are read ahead of their uploads through N x 16 MiB of memory, a FILE.tar's go from the file; configs and blobs up to 1 MiB are read whole; nothing is written to the disk); not --concurrency of run and mirror, which bounds every registry operation of a copy together")
 	fs.BoolVar(&o.SkipPush, "skip-push", false, "push no image: render and commit the catalog only (violet --skip-push)")
 	fs.BoolVar(&o.SkipCRs, "skip-crs", false, "push images only, no catalog (violet --skip-crs)")
 	fs.StringSliceVar(&o.Only, "only", nil, "push and publish these artifacts only (spec.artifact names; repeatable or comma-separated): their images, and a catalog change listing theirs only, every other artifact kept as the catalog has it")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
 	"sync"
 
@@ -50,8 +49,8 @@ type PushOptions struct {
 	// defaults for an empty Remote).
 	Keychain  authn.Keychain
 	Transport http.RoundTripper
-	// Jobs bounds the blob uploads and mounts in flight (default 4, and
-	// 8 for an uncompressed archive: defaultJobs). The
+	// Jobs bounds the blob uploads and mounts in flight (default
+	// DefaultJobs). The
 	// archive is read once, front to back; a layer goes to its upload
 	// through chunks of a pool of Jobs x 16 MiB (pushspool.go), so that
 	// the walk reads the next layers while it uploads; configs and blobs
@@ -146,7 +145,7 @@ func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }
 // next run skips them).
 func Push(ctx context.Context, path string, o PushOptions) (*PushResult, error) {
 	if o.Jobs <= 0 {
-		o.Jobs = defaultJobs(path)
+		o.Jobs = DefaultJobs
 	}
 	opts := append(append([]remote.Option(nil), o.Remote...), remote.WithContext(ctx))
 	puller, err := remote.NewPuller(opts...)
@@ -463,27 +462,12 @@ func (p *pusher) blob(e Entry, body io.Reader, owners []int) error {
 	}
 }
 
-// defaultJobs is the default of PushOptions.Jobs for the archive at path:
-// 4 for a gzip-compressed one, whose layers go through Jobs x 16 MiB of
-// spool; 8 for an uncompressed one (its first file, for a split
-// archive), whose layers take no memory on their way (sendfile): the
-// registry is kept busier while uploads wait on its answers (measured
-// in bench/archive: docs/airgap.md).
-func defaultJobs(path string) int {
-	files, _, err := sourceFiles(path)
-	if err != nil || len(files) == 0 {
-		return 4 // Push reports the error
-	}
-	f, err := os.Open(files[0].path)
-	if err != nil {
-		return 4
-	}
-	defer f.Close()
-	if fileIsTar(f) {
-		return 8
-	}
-	return 4
-}
+// DefaultJobs is the default of PushOptions.Jobs: 8 uploads keep the
+// registry busy while some wait on its answers (measured in
+// bench/archive against 4, go-containerregistry's default: docs/airgap.md),
+// for 128 MiB of spool for a gzip-compressed archive and none for an
+// uncompressed one, whose layers go from the file.
+const DefaultJobs = 8
 
 // memBlob is the largest blob push reads whole into memory, in bytes
 // (configs and small layers: Jobs of them at most); larger ones go

@@ -21,7 +21,7 @@ const (
 	// spoolChunk is the size of a pool chunk, in bytes.
 	spoolChunk = 1 << 20
 	// spoolPerJob is the pool's size per upload in flight (Jobs), in
-	// bytes: 64 MiB for the default 4.
+	// bytes: 128 MiB for the default 8 (DefaultJobs).
 	spoolPerJob = 16 << 20
 )
 
