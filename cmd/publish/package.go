@@ -28,7 +28,7 @@ func newPackageCmd(inv *invocation) *cobra.Command {
 		maxSize string
 	)
 	cmd := &cobra.Command{
-		Use:   "package [DIR...] -o FILE.tgz",
+		Use:   "package [DIR...] -o FILE.tgz|FILE.tar",
 		Short: "Write an offline archive of bundles and related images for an air-gapped site (violet package)",
 		Long: `package reads every bundle and related image of the package repo's versions (or
 of the versions below the DIRs given, below --source: relative to it, or

@@ -140,7 +140,7 @@ func (p *pushCmd) selection(rs renderSettings) error {
 func (p *pushCmd) command(inv *invocation) *cobra.Command {
 	o := &p.o
 	cmd := &cobra.Command{
-		Use:   "push FILE.tgz|NAME.parts.json|DIR --dst-registry HOST[:PORT][/PREFIX]",
+		Use:   "push FILE.tgz|FILE.tar|NAME.parts.json|DIR --dst-registry HOST[:PORT][/PREFIX]",
 		Short: "Load an offline archive into a registry and, with --catalog, publish the catalog (violet push)",
 		Long: `push reads FILE.tgz once, checking every blob digest as it reads, and pushes
 every image to --dst-registry (violet: --dst-repo) with the repository

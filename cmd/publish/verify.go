@@ -15,7 +15,7 @@ func newVerifyCmd(inv *invocation) *cobra.Command {
 	var key archiveKey
 	var trust trustFlags
 	cmd := &cobra.Command{
-		Use:   "verify FILE.tgz|NAME.parts.json|DIR",
+		Use:   "verify FILE.tgz|FILE.tar|NAME.parts.json|DIR",
 		Short: "Check an offline archive (checksum, every blob digest, structure) without pushing",
 		Long: `verify reads FILE.tgz once and checks it as push would, without any registry:
 the sha256 of the file against FILE.tgz.sha256, every entry (no links,
